@@ -1,0 +1,41 @@
+# planner: the two set-up commands are `make run` and `make test`.
+PRESET  ?= default
+BUILD   := build/$(PRESET)
+PLANNER := $(BUILD)/planner
+JOBS    ?= $(shell nproc)
+
+.PHONY: all bootstrap configure build run test bench asan clean models
+
+all: build
+
+bootstrap:
+	bash tools/bootstrap.sh
+
+configure: bootstrap
+	cmake --preset $(PRESET) >/dev/null
+
+build: configure
+	cmake --build --preset $(PRESET) -j $(JOBS)
+
+# The main job on a bundled model.
+run: build
+	$(PLANNER) inspect models/gpt2-small.onnx
+
+test: build
+	ctest --preset $(PRESET) -j $(JOBS)
+
+asan:
+	$(MAKE) test PRESET=asan
+
+# Benchmarks (release build), JSON on stdout and in build/release/bench.json.
+bench: bootstrap
+	cmake --preset release >/dev/null
+	cmake --build --preset release -j $(JOBS)
+	bash tools/bench.sh build/release/planner | tee build/release/bench.json
+
+# Regenerates the bundled shape-only models from `planner model`.
+models: build
+	bash tools/make-models.sh $(PLANNER)
+
+clean:
+	rm -rf build

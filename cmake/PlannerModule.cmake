@@ -1,0 +1,25 @@
+# planner_add_module(NAME SOURCES ... DEPS ...)
+# One library target per module: planner_<NAME>, sources under src/<NAME>/,
+# public headers under include/planner/<NAME>/.
+function(planner_add_module name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(planner_${name} STATIC ${ARG_SOURCES})
+  target_include_directories(planner_${name} PUBLIC ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(planner_${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  target_link_libraries(planner_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  add_library(planner::${name} ALIAS planner_${name})
+endfunction()
+
+# planner_add_test(NAME SOURCES ... DEPS ...): one Catch2 binary per module,
+# registered with catch_discover_tests.
+function(planner_add_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/catch_main.cpp)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} Catch2::Catch2)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_compile_definitions(${name} PRIVATE
+    PLANNER_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    PLANNER_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")
+  catch_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
+                       PROPERTIES ENVIRONMENT "PLANNER_BIN=$<TARGET_FILE:planner>")
+endfunction()

@@ -1,0 +1,27 @@
+#pragma once
+/// Structural analysis of an imported graph:
+///  - attention patterns (Q*K^T, scale, mask, Softmax, *V in exporter
+///    spellings, or one fused com.microsoft Attention op) become FusedPattern
+///    entries so the cost model can price them as one FlashAttention-style
+///    kernel or as separate ops;
+///  - repeated blocks: structurally identical consecutive subgraphs (the 96
+///    layers of a GPT, the blocks of a ResNet stage) get layer numbers.
+
+#include "planner/graph/graph.hpp"
+
+namespace planner::graph {
+
+/// Finds attention patterns; fills g.fused and each op's fused_group.
+void find_attention(OpGraph& g);
+
+/// Finds runs of repeated blocks; fills g.blocks and each op's layer.
+/// Requires: ops are in topological order.
+void find_repeated_blocks(OpGraph& g);
+
+/// Both of the above.
+inline void analyze(OpGraph& g) {
+  find_attention(g);
+  find_repeated_blocks(g);
+}
+
+}  // namespace planner::graph

@@ -1,0 +1,216 @@
+#pragma once
+/// The operator graph: ops and tensors with static shapes, built by the ONNX
+/// importer (or by tests in code) and read by every later stage.
+///
+/// Design note: the graph is plain data held in two vectors indexed by strong
+/// ids (OpId, TensorId). Dependency queries (topological order, cycles) go
+/// through Boost.Graph on a view built from these vectors. Nothing here knows
+/// about ONNX protobufs, devices or costs beyond the per-op cost descriptor.
+///
+/// Architecture invariant: this module includes no ONNX, CUDA or MPI header.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "planner/core/result.hpp"
+#include "planner/core/units.hpp"
+#include "planner/graph/dtype.hpp"
+
+namespace planner::graph {
+
+/// Index of a tensor in OpGraph::tensors().
+struct TensorId {
+  std::uint32_t value = 0;
+  friend auto operator<=>(TensorId, TensorId) = default;
+};
+/// Index of an op in OpGraph::ops().
+struct OpId {
+  std::uint32_t value = 0;
+  friend auto operator<=>(OpId, OpId) = default;
+};
+
+/// What a tensor is to training.
+enum class TensorRole : std::uint8_t {
+  activation,   ///< produced by an op at run time
+  parameter,    ///< trainable weight (float initializer, or a graph input named by --params-from-inputs)
+  constant,     ///< non-trainable initializer (integer tables, shapes, masks)
+  input,        ///< graph input carrying data (tokens, images, labels)
+};
+
+struct Tensor {
+  std::string name;
+  DType dtype = DType::f32;
+  /// Static shape; every dim >= 0 once import succeeded. Empty = scalar.
+  std::vector<std::int64_t> shape;
+  TensorRole role = TensorRole::activation;
+  /// The op writing this tensor; empty for initializers and graph inputs.
+  std::optional<OpId> producer;
+  /// Ops reading this tensor, in graph order (an op reading it twice appears twice).
+  std::vector<OpId> consumers;
+  /// The axis that scales with the batch size, when the tensor has one.
+  std::optional<int> batch_axis;
+  /// Initializer whose bytes live in an external file (never opened).
+  bool external_data = false;
+
+  std::int64_t numel() const;
+  Bytes bytes() const;
+};
+
+using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>,
+                               std::vector<double>, std::vector<std::string>>;
+
+/// Work and traffic of one op, per training step of one sample batch as the
+/// graph is shaped. backward_* covers the gradients of every floating input
+/// (activations and parameters); a frozen or integer input costs nothing.
+struct OpCost {
+  Flops forward_flops;
+  Flops backward_flops;
+  Bytes forward_bytes_read;
+  Bytes forward_bytes_written;
+  Bytes backward_bytes_read;
+  Bytes backward_bytes_written;
+  /// False when no semantics rule exists for the op kind: then the op is
+  /// costed as memory-bound from its tensor sizes (never as zero).
+  bool known = true;
+
+  OpCost& operator+=(const OpCost& o);
+};
+
+/// Coarse class of an op, used by cost models (compute-bound vs memory-bound)
+/// and reports.
+enum class OpClass : std::uint8_t {
+  matmul, conv, attention, normalization, softmax, elementwise, reduction,
+  data_movement, embedding, loss, control_flow, constant, other,
+};
+std::string_view op_class_name(OpClass c);
+
+struct Op {
+  /// Unique within the graph (the importer names unnamed nodes).
+  std::string name;
+  std::string type;
+  /// "" for the default ONNX domain, else e.g. "com.microsoft".
+  std::string domain;
+  /// Positional inputs; std::nullopt for an omitted optional input.
+  std::vector<std::optional<TensorId>> inputs;
+  /// Positional outputs; std::nullopt for an omitted optional output.
+  std::vector<std::optional<TensorId>> outputs;
+  std::map<std::string, AttrValue, std::less<>> attrs;
+  OpClass op_class = OpClass::other;
+  OpCost cost;
+  /// Index of the repeated block (layer) this op belongs to, if any.
+  std::optional<int> layer;
+  /// Id of the fused pattern (e.g. one attention) this op belongs to, if any.
+  std::optional<int> fused_group;
+
+  /// Attribute accessors; std::nullopt when absent or of another type.
+  std::optional<std::int64_t> attr_int(std::string_view n) const;
+  std::optional<double> attr_float(std::string_view n) const;
+  std::optional<std::string> attr_string(std::string_view n) const;
+  std::optional<std::vector<std::int64_t>> attr_ints(std::string_view n) const;
+};
+
+/// A recognised fused pattern (attention: Q*K^T, scale, mask, Softmax, *V).
+struct FusedPattern {
+  enum class Kind : std::uint8_t { attention };
+  Kind kind = Kind::attention;
+  std::vector<OpId> ops;
+  /// For attention: batch, heads, query length, key length, head dim (q/k), head dim (v).
+  std::int64_t batch = 0, heads = 0, seq_q = 0, seq_k = 0, head_dim = 0, head_dim_v = 0;
+  /// Bytes of the s x s score/probability activations the unfused form keeps.
+  Bytes score_bytes;
+};
+
+/// A run of structurally identical consecutive blocks (the layers of a GPT).
+struct RepeatedBlocks {
+  /// Number of copies found.
+  int count = 0;
+  /// Ops per copy.
+  int ops_per_block = 0;
+  /// First layer index given to the copies (layers are numbered graph-wide).
+  int first_layer = 0;
+  /// Signature text of the block's op types, e.g. "MatMul,Add,Softmax,...".
+  std::string signature;
+};
+
+/// Model-level facts the importer records.
+struct ModelInfo {
+  std::string producer_name;
+  std::string producer_version;
+  std::int64_t ir_version = 0;
+  /// Opset version per domain ("" = default ONNX domain).
+  std::map<std::string, std::int64_t> opsets;
+};
+
+/// The graph. Add tensors first, then ops referring to them; add_op fills
+/// producers and consumers.
+class OpGraph {
+ public:
+  TensorId add_tensor(Tensor t);
+  /// Requires: every id in op.inputs/outputs exists. Sets producer/consumers.
+  OpId add_op(Op op);
+
+  const Tensor& tensor(TensorId id) const { return tensors_[id.value]; }
+  Tensor& tensor(TensorId id) { return tensors_[id.value]; }
+  const Op& op(OpId id) const { return ops_[id.value]; }
+  Op& op(OpId id) { return ops_[id.value]; }
+  std::span<const Tensor> tensors() const { return tensors_; }
+  std::span<const Op> ops() const { return ops_; }
+  std::span<Op> mutable_ops() { return ops_; }
+  std::size_t num_ops() const { return ops_.size(); }
+  std::size_t num_tensors() const { return tensors_.size(); }
+
+  std::optional<TensorId> find_tensor(std::string_view name) const;
+  std::optional<OpId> find_op(std::string_view name) const;
+
+  /// Input `i` of `op`, or nullptr when absent/omitted.
+  const Tensor* input(const Op& op, std::size_t i) const;
+  /// Output `i` of `op`, or nullptr when absent/omitted.
+  const Tensor* output(const Op& op, std::size_t i) const;
+
+  /// Ops in dependency order (Boost.Graph topological sort; ties by id, so
+  /// the order is deterministic). Error names an op on a cycle.
+  Result<std::vector<OpId>> topological_order() const;
+
+  /// Reorders ops_ into topological order (ids change; tensors are remapped).
+  Status sort_topologically();
+
+  std::vector<TensorId> graph_inputs;
+  std::vector<TensorId> graph_outputs;
+  ModelInfo info;
+  std::vector<FusedPattern> fused;
+  std::vector<RepeatedBlocks> blocks;
+
+ private:
+  std::vector<Tensor> tensors_;
+  std::vector<Op> ops_;
+  std::unordered_map<std::string, std::uint32_t> tensor_index_;
+  std::unordered_map<std::string, std::uint32_t> op_index_;
+};
+
+/// Sums over the graph.
+struct GraphTotals {
+  std::int64_t parameter_count = 0;
+  Bytes parameter_bytes;
+  Flops forward_flops;
+  /// forward + backward.
+  Flops training_flops;
+  /// Bytes of all activations (op outputs that are floating point).
+  Bytes activation_bytes;
+  /// Op count per "domain:type" (default domain without prefix).
+  std::map<std::string, int> op_histogram;
+  /// Ops without semantics rules, by kind, with counts.
+  std::map<std::string, int> unknown_ops;
+};
+GraphTotals totals(const OpGraph& g);
+
+/// "Type" or "domain:Type" for display and histograms.
+std::string op_kind(const Op& op);
+
+}  // namespace planner::graph

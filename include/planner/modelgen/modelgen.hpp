@@ -1,0 +1,106 @@
+#pragma once
+/// `planner model`: standard architectures written as shape-only ONNX models
+/// (opset 17, standard ops only, weights declared as external data that is
+/// not written), each ending in its training loss.
+///
+/// Design note: a model is built op by op into an ONNX GraphProto by a small
+/// private builder (src/modelgen/builder.hpp); every tensor is static (batch,
+/// sequence and sizes come from the spec). Names are layer-numbered so later
+/// tools can match patterns: weights `layers.3.attn.qkv.weight`, nodes
+/// `layers.3/attn/qkv/MatMul`, node outputs `layers.3/attn/qkv/MatMul_output_0`.
+///
+/// What becomes what:
+///   - trainable weights  -> FLOAT initializers (external data, or inline
+///                           random values with with_weights);
+///   - integer tables     -> INT64 initializers with inline data (shapes,
+///                           position ids, TopK sizes);
+///   - float constants    -> `Constant` nodes (scales, epsilons, rotary
+///                           frequencies, BatchNorm running statistics), so
+///                           that every FLOAT initializer is a parameter.
+/// Layers of one stack are structurally identical: what they share (causal
+/// mask, rotary tables, position-bias tables) is computed once before them.
+///
+/// Architecture invariant: the public API has no ONNX or protobuf type; the
+/// result is serialized bytes. Same spec, same bytes.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/core/result.hpp"
+
+namespace planner::modelgen {
+
+enum class Arch { gpt, llama, bert, t5, moe, mlp, resnet, widedeep };
+
+/// Every option any architecture reads; arch_options() says which one reads which.
+struct ModelSpec {
+  Arch arch = Arch::gpt;
+  int layers = 12;
+  std::int64_t hidden = 768;
+  int heads = 12;
+  int kv_heads = 0;            ///< llama GQA; 0 = heads
+  std::int64_t ffn = 0;        ///< 0 = 4*hidden (gpt/bert/t5/moe), llama default 8/3*hidden rounded up to 256
+  std::int64_t seq = 1024;
+  std::int64_t vocab = 50257;
+  std::int64_t batch = 1;
+  int experts = 8;             ///< moe
+  int top_k = 2;               ///< moe
+  int decoder_layers = 0;      ///< t5; 0 = layers
+  std::int64_t width = 1024;   ///< mlp
+  int depth = 50;              ///< resnet: 50|101|152
+  std::int64_t image = 224;    ///< resnet input side
+  std::int64_t classes = 1000; ///< resnet classes
+  std::int64_t rows = 1000000; ///< widedeep embedding rows
+  std::int64_t dim = 64;       ///< widedeep embedding dim
+  std::int64_t fields = 26;    ///< widedeep sparse fields per sample
+  std::int64_t dense_features = 13; ///< widedeep dense features
+  bool with_weights = false;   ///< write real random weights inline (fixed seed)
+  std::uint64_t seed = 1234;
+};
+
+/// Largest model `with_weights` writes (2^28 parameters = 1 GiB of float,
+/// well under protobuf's 2 GiB single-message limit).
+inline constexpr std::int64_t kMaxInlineParameters = std::int64_t{1} << 28;
+
+/// Parses "gpt", "llama", ...; the error lists the known names.
+Result<Arch> parse_arch(const std::string& name);
+std::string arch_name(Arch a);
+/// All architectures, in the order of the enum.
+std::vector<Arch> all_archs();
+
+/// The CLI option names (without "--") an architecture reads, e.g. for gpt
+/// {"layers", "hidden", "heads", "ffn", "seq", "vocab", "batch"}.
+std::vector<std::string_view> arch_options(Arch a);
+
+/// The feed-forward width actually used: spec.ffn, or the arch default when 0.
+std::int64_t effective_ffn(const ModelSpec& spec);
+/// Tokens per expert in `moe`: ceil(batch*seq*top_k / experts).
+std::int64_t moe_capacity(const ModelSpec& spec);
+
+/// Checks the options the spec's arch reads. The error is one line naming the
+/// option, e.g. "--hidden 100 is not divisible by --heads 12".
+Status validate(const ModelSpec& spec);
+
+/// A built model.
+struct BuiltModel {
+  std::string bytes;                  ///< serialized ModelProto
+  std::int64_t parameter_count = 0;   ///< elements of all FLOAT initializers
+  std::int64_t parameter_bytes = 0;   ///< as FLOAT (4 B each); = external data length
+  std::int64_t node_count = 0;
+  std::int64_t initializer_count = 0; ///< FLOAT (weights) + INT64 (tables)
+};
+
+/// Builds the model. Initializers (unless spec.with_weights) point at
+/// `data_location` (a file name relative to the model, e.g. "gpt.onnx.data")
+/// with consecutive offsets as if it were written; it is not. Errors: those
+/// of validate(), with_weights above kMaxInlineParameters, a model whose
+/// parameter bytes overflow 64 bits.
+Result<BuiltModel> build(const ModelSpec& spec, const std::string& data_location);
+
+/// build(spec, data_location).bytes.
+Result<std::string> build_model(const ModelSpec& spec, const std::string& data_location);
+
+}  // namespace planner::modelgen

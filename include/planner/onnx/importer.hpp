@@ -1,0 +1,73 @@
+#pragma once
+/// ONNX importer: ModelProto -> graph::OpGraph with a static shape on every
+/// tensor, per-op costs (through `ops`), trainable parameters marked.
+///
+/// Pipeline (src/onnx/):
+///   read + size check (>= 2 GiB single file: refused, points to external data)
+///   -> parse ModelProto (protobuf) -> bind symbolic dims (--dim, --batch)
+///   -> topological sort (a cycle names an op on it)
+///   -> ONNX shape inference WITHOUT data propagation (it crashes on some graphs)
+///   -> own propagation in topo order with small-integer value tracking
+///      (Shape/Gather/Concat/Div/.. chains feeding Reshape, Slice, Expand, Range)
+///   -> graph::OpGraph, ops::annotate, parameters, batch axes,
+///      attention patterns and repeated blocks (graph::analyze).
+/// Initializers held as external data are never opened: only dims and dtype
+/// are used, so a model whose .data file is absent imports.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/core/result.hpp"
+#include "planner/graph/graph.hpp"
+
+namespace planner::onnx {
+
+struct ImportOptions {
+  /// --dim NAME=VALUE: binds symbolic dims by name.
+  std::map<std::string, std::int64_t> dims;
+  /// --batch N: binds the leading dim of every graph input feeding activations.
+  std::optional<std::int64_t> batch;
+  /// --params-from-inputs PATTERN (glob, '*' and '?'): graph inputs that are
+  /// trainable weights (training graphs that take weights as inputs).
+  std::vector<std::string> params_from_inputs;
+};
+
+/// A declared shape (graph output or value_info) that disagrees with the computed one.
+struct ShapeDisagreement {
+  std::string tensor;
+  std::vector<std::int64_t> declared;  ///< -1 for a symbolic/unknown declared dim
+  std::vector<std::int64_t> computed;
+};
+
+struct ImportReport {
+  std::vector<ShapeDisagreement> disagreements;
+  /// Op kinds without semantics, with counts (also in graph::totals()).
+  std::map<std::string, int> unknown_ops;
+  /// Notes worth showing the user (e.g. "3 initializers hold external data").
+  std::vector<std::string> notes;
+};
+
+struct ImportedModel {
+  graph::OpGraph graph;
+  ImportReport report;
+  std::string path;
+};
+
+/// Largest single .onnx file protobuf can parse.
+inline constexpr std::uint64_t kMaxProtoBytes = (1ull << 31) - 1;
+
+/// Imports a model file. Errors are one line naming the file and the op,
+/// tensor or field at fault, plus the flag that would fix it when one would.
+Result<ImportedModel> import_file(const std::filesystem::path& path, const ImportOptions& opts);
+
+/// Imports serialized ModelProto bytes (fuzzing, tests). `label` names the
+/// source in errors; `base_dir` is where external data would live.
+Result<ImportedModel> import_bytes(std::string_view bytes, std::string_view label,
+                                   const std::filesystem::path& base_dir, const ImportOptions& opts);
+
+}  // namespace planner::onnx

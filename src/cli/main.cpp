@@ -1,0 +1,70 @@
+// planner: parallel-strategy planner and cost model for distributed training.
+// The subcommands come from one table (commands()); each lives in its own
+// file src/cli/<name>_cmd.cpp. Only this file exits.
+
+#include <cstdio>
+#include <iostream>
+
+#include <fmt/core.h>
+
+#include "planner/cli/command.hpp"
+
+namespace planner::cli {
+
+namespace {
+constexpr CommandSpec kCommands[] = {
+    {"inspect", "Import an ONNX model and show its parameters, FLOPs, ops and repeated blocks",
+     "planner inspect models/gpt2-small.onnx --batch 8", &setup_inspect},
+    {"model", "Write a standard architecture (gpt, llama, bert, t5, moe, mlp, resnet, widedeep) as ONNX",
+     "planner model gpt --layers 96 --hidden 12288 --heads 96 --seq 2048 --vocab 51200 -o gpt3.onnx",
+     &setup_model},
+};
+}  // namespace
+
+std::span<const CommandSpec> commands() { return kCommands; }
+
+int fail(std::string_view cmd, std::string_view message) {
+  fmt::print(stderr, "planner {}: error: {}\n", cmd, message);
+  return kExitBadInput;
+}
+
+}  // namespace planner::cli
+
+int main(int argc, char** argv) {
+  using namespace planner::cli;
+  CLI::App app{"planner: parallel-strategy planner and cost model for distributed deep-learning training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "planner 0.1.0");
+  std::vector<std::pair<CLI::App*, Runner>> runners;
+  for (const auto& c : commands()) {
+    auto* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));
+    sub->footer(fmt::format("Example:\n  {}", c.example));
+    runners.emplace_back(sub, c.setup(*sub));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string sub;
+    for (const auto& [s, r] : runners)
+      if (s->parsed()) sub = s->get_name();
+    fmt::print(stderr, "planner{}{}: error: {}\n", sub.empty() ? "" : " ", sub, e.what());
+    return kExitBadInput;
+  }
+  for (auto& [sub, run] : runners)
+    if (sub->parsed()) {
+      try {
+        return run();
+      } catch (const std::exception& e) {
+        // Libraries return errors as values; this is a last line of defence.
+        fmt::print(stderr, "planner {}: internal error: {}\n", sub->get_name(), e.what());
+        return 3;
+      }
+    }
+  return kExitBadInput;
+}

@@ -1,0 +1,5 @@
+// One Catch2 main per test binary (Catch2 2.13 ships no Catch2WithMain).
+// Nothing here initialises MPI or CUDA: catch_discover_tests runs the
+// binaries at build time just to list their tests.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Golden end-to-end CLI tests. Each tests/e2e/<case>/ holds:
+#   cmd       the planner arguments (one line; $SRC expands to the repo root)
+#   expected  stdout, then a line "exit: N", then stderr
+# Run from the repository root with PLANNER_BIN set. Regenerate every
+# reference with:  UPDATE_GOLDEN=1 PLANNER_BIN=build/default/planner bash tests/e2e/run.sh
+set -u
+SRC=$(pwd)
+BIN=${PLANNER_BIN:?set PLANNER_BIN to the planner binary}
+pass=0; fail=0
+for dir in tests/e2e/*/; do
+  [ -f "$dir/cmd" ] || continue
+  name=$(basename "$dir")
+  work=$(mktemp -d)
+  args=$(sed "s|\$SRC|$SRC|g" "$dir/cmd")
+  (cd "$work" && eval "\"$BIN\" $args" >"$work/.stdout" 2>"$work/.stderr"; echo "exit: $?" >"$work/.code")
+  actual=$(cat "$work/.stdout" "$work/.code" "$work/.stderr" | sed "s|$SRC|\$SRC|g; s|$work|\$WORK|g")
+  if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then
+    printf '%s\n' "$actual" >"$dir/expected"
+    echo "updated $name"; pass=$((pass+1))
+  elif [ "$actual" == "$(cat "$dir/expected")" ]; then
+    pass=$((pass+1))
+  else
+    echo "FAIL $name"; diff <(printf '%s\n' "$actual") "$dir/expected" | head -40
+    fail=$((fail+1))
+  fi
+  rm -rf "$work"
+done
+echo "e2e: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
