@@ -13,13 +13,19 @@ endfunction()
 # planner_add_test(NAME SOURCES ... DEPS ...): one Catch2 binary per module,
 # registered with catch_discover_tests.
 function(planner_add_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "NEEDS_CLI" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/catch_main.cpp)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} Catch2::Catch2)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(${name} PRIVATE
     PLANNER_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     PLANNER_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")
-  catch_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
-                       PROPERTIES ENVIRONMENT "PLANNER_BIN=$<TARGET_FILE:planner>")
+  # Only CLI tests need the planner binary; module tests must not wait for it.
+  if(ARG_NEEDS_CLI)
+    catch_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
+                         PROPERTIES ENVIRONMENT "PLANNER_BIN=$<TARGET_FILE:planner>")
+    add_dependencies(${name} planner)
+  else()
+    catch_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
+  endif()
 endfunction()
