@@ -14,7 +14,8 @@
 // the run covering the most ops wins (ties: the shorter period), its ops are
 // numbered as layers, and the search repeats on what is left (ResNet stages
 // of different widths are separate runs). A block must hold a parameter, so
-// shape-arithmetic chains are not mistaken for layers.
+// shape-arithmetic chains are not mistaken for layers, and consecutive copies
+// must be chained (copy i+1 reads what copy i wrote).
 
 #include <algorithm>
 #include <functional>
@@ -168,7 +169,10 @@ std::optional<Run> best_run(const OpGraph& g, const std::vector<std::uint64_t>& 
       while (begin > lo && local[begin - 1] == local[begin - 1 + period]) --begin;
       Run r{begin, period, (end - begin) / period};
       r.start = best_phase(g, has_param, begin, end, period);
-      if (r.copies >= 2 && pref[r.start - lo + period] - pref[r.start - lo] > 0) {
+      // Layers form a chain: copy 1 must read something copy 0 wrote (two
+      // parallel look-alike branches, like T5's two position biases, are not layers).
+      if (r.copies >= 2 && pref[r.start - lo + period] - pref[r.start - lo] > 0 &&
+          cut_width(g, r.start, r.start + period, r.start + 2 * period) > 0) {
         if (!best || r.coverage() > best->coverage() ||
             (r.coverage() == best->coverage() && r.period < best->period))
           best = r;

@@ -20,6 +20,41 @@
 /// Layers of one stack are structurally identical: what they share (causal
 /// mask, rotary tables, position-bias tables) is computed once before them.
 ///
+/// Architectures (graph inputs; simplifications). No dropout anywhere; all
+/// tensors FLOAT; attention unfused (MatMul, scale, mask/bias Add, Softmax,
+/// MatMul); GeLU in erf form from Div/Erf/Add/Mul/Mul.
+///   gpt      input_ids, labels [B,S]. Megatron GPT: learned positions,
+///            pre-LN, fused QKV [h,3h] + Split, causal mask, GeLU MLP, final
+///            LN, untied LM head [h,V], SoftmaxCrossEntropyLoss.
+///   llama    input_ids, labels. RMSNorm from Mul/ReduceMean/Add/Sqrt/Div/Mul,
+///            rotary (rotate-half via Slice/Neg/Concat, cos/sin tables from
+///            Cast/Mul/Concat/Cos/Sin once), GQA k/v repeated by
+///            Reshape/Expand/Reshape, SwiGLU MLP, no biases, untied head.
+///   bert     input_ids, token_type_ids, labels. Token + position + segment
+///            embeddings, post-LN, GeLU, MLM head (dense, GeLU, LN, untied
+///            decoder with bias), loss over all positions (ignore_index -100);
+///            no pooler/NSP head, no padding mask.
+///   t5       input_ids, decoder_input_ids (length --seq), labels. Shared
+///            embedding, RMSNorm, no biases, ReLU MLP, unscaled scores, untied
+///            head. Relative position bias simplified: T5's [32, heads] table
+///            per stack, but buckets clip(j-i,-16,15)+16 (encoder) and
+///            clip(i-j,0,31) (decoder) instead of log-spaced ones.
+///   moe      as gpt, every layer's MLP replaced by --experts GeLU experts
+///            (one weight set each) behind a router (MatMul, Softmax, TopK
+///            --top-k). Static dispatch: each expert runs on exactly
+///            capacity = ceil(B*S*top_k/experts) tokens, its highest-gate ones
+///            (TopK over tokens of the ScatterElements'd gate matrix), Gather,
+///            MLP, scale by gate, ScatterND(add) back; overflow tokens dropped.
+///   mlp      inputs, targets [B,width]. --layers Gemm width->width, Relu
+///            between, MSE loss (Sub, Mul, ReduceMean).
+///   resnet   images [B,3,image,image], labels [B]. torchvision ResNet v1.5 names;
+///            BatchNormalization in inference form (running statistics are
+///            shared Constant nodes, not parameters).
+///   widedeep sparse_ids [B,fields], dense_features [B,n], labels [B]. One
+///            table [rows,dim] gathered per field, concatenated with the dense
+///            features into a wide Gemm (-> 2) and a deep MLP 1024-512-256 (-> 2),
+///            logits summed, 2-class SoftmaxCrossEntropyLoss.
+///
 /// Architecture invariant: the public API has no ONNX or protobuf type; the
 /// result is serialized bytes. Same spec, same bytes.
 
