@@ -1,0 +1,83 @@
+#pragma once
+/// Collective communication time on a profile's interconnect (BRIEF §3).
+///
+/// Message size S follows nccl-tests: all_reduce and broadcast: the buffer;
+/// all_gather: the gathered output (all ranks' parts); reduce_scatter: the
+/// input (all ranks' parts); all_to_all: one rank's whole send buffer;
+/// send_recv: the bytes sent.
+///
+/// One level, n ranks, per-rank bandwidth B, efficiency e(S), latency alpha:
+///   ring all-reduce      2(n-1)/n * S/(B e) + 2(n-1) alpha
+///   ring all-gather/RS    (n-1)/n * S/(B e) +  (n-1) alpha
+///   tree all-reduce      2(n-1)/n * S/(B e_tree) + 2 ceil(log2 n) alpha
+///   NVLS all-reduce      S/(B e_nvls) + 2 alpha   (e_nvls: algbw fraction)
+///   broadcast            S/(B e) + (n-1) alpha
+///   all-to-all           (n-1)/n * S/(B e) + alpha
+///   send/recv            S/(B e) + alpha
+/// Several levels (ranks on more than one node, or across HCCS groups):
+///   flat ring: bandwidth = the slowest level, where a level crossed by the
+///     ring offers (ranks inside one of its sub-groups) x (per-rank bandwidth);
+///     latency split over levels as NCCL's tuning model does;
+///   hierarchical (all-reduce): reduce-scatter inside, all-reduce of S/k
+///     outside (ring or tree, whichever is faster), all-gather inside;
+///     all-gather/reduce-scatter: outer phase on S/k, inner phase on S;
+/// and the faster of the two is taken. Ranks are placed compactly.
+///
+///          node 0                 node 1
+///   [r0 r1 .. r7]==NVLink   [r8 .. r15]      ring: r0->..->r7->NIC->r8..->r15->NIC->r0
+///        |  8 NICs (one per GPU)  |          hier: RS in node, AR of S/8 per rail, AG
+
+#include <string_view>
+
+#include "planner/cluster/profile.hpp"
+#include "planner/core/result.hpp"
+#include "planner/core/units.hpp"
+
+namespace planner::cluster {
+
+enum class Collective : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast };
+
+/// How the time was obtained.
+enum class Algorithm : std::uint8_t {
+  local,              ///< one rank: nothing to send
+  ring,               ///< ring over all ranks (one level or flat across levels)
+  tree,               ///< tree at a single level
+  nvls,               ///< NVLink SHARP, single node
+  hierarchical_ring,  ///< inner phases + ring at the outermost level
+  hierarchical_tree,  ///< inner phases + tree at the outermost level
+  pairwise,           ///< all-to-all
+  point_to_point,     ///< send/recv
+};
+
+std::string_view collective_name(Collective c);
+std::string_view algorithm_name(Algorithm a);
+
+/// Where the ranks of one collective sit. Compact placement: the ranks of a
+/// node fill its innermost groups first.
+/// Requires (checked): ranks >= 1, 1 <= ranks_per_node <= devices_per_node,
+/// ranks a multiple of ranks_per_node (or ranks == ranks_per_node); for
+/// send_recv ranks == 2 (ranks_per_node 2: same node, 1: different nodes).
+struct Placement {
+  int ranks = 1;
+  int ranks_per_node = 1;
+};
+
+struct CollectiveCost {
+  Seconds time;
+  Algorithm algorithm = Algorithm::local;
+};
+
+/// Time of one collective. Errors (one line) for an impossible placement.
+Result<CollectiveCost> collective_time(const Interconnect& net, Collective kind, Bytes message,
+                                       Placement where);
+inline Result<CollectiveCost> collective_time(const ClusterProfile& p, Collective kind, Bytes message,
+                                              Placement where) {
+  return collective_time(p.interconnect, kind, message, where);
+}
+
+/// nccl-tests bus bandwidth of a collective that took `time`:
+/// S/t x 2(n-1)/n (all-reduce), x (n-1)/n (all-gather, reduce-scatter,
+/// all-to-all), x 1 (broadcast, send/recv).
+BytesPerSecond bus_bandwidth(Collective kind, Bytes message, int ranks, Seconds time);
+
+}  // namespace planner::cluster

@@ -1,0 +1,234 @@
+// Collective times: the formulas in collective.hpp over the levels a
+// placement spans.
+//
+// A placement is turned into stages, innermost first. Stage s is one level
+// the collective crosses, with p_s ranks in each of its sub-collectives:
+//
+//   DGX, 16 ranks, 8 per node:   stage 0 nvlink p=8 | stage 1 infiniband p=2
+//   Ascend 910, 8 ranks, 8/node: stage 0 hccs  p=4 | stage 1 pcie p=2
+//   DGX, 2 ranks, 1 per node:    stage 0 infiniband p=2
+//
+// Levels the placement does not cross (p = 1) are skipped.
+
+#include "planner/cluster/collective.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace planner::cluster {
+namespace {
+
+struct Stage {
+  const Level* level = nullptr;
+  int p = 1;                 ///< ranks in one sub-collective at this level
+  double parallel = 1;       ///< ranks in one unit of the previous stage
+  BytesPerSecond per_rank;   ///< bandwidth one rank gets here
+  double units = 1;          ///< units entering this stage: n / prod(p of earlier stages)
+
+  double ring_eff(double s) const { return level->ring.efficiency.interpolate(s); }
+  Seconds alpha() const { return level->latency; }
+};
+
+Result<std::vector<Stage>> make_stages(const Interconnect& net, Placement where) {
+  const int n = where.ranks;
+  const int k = where.ranks_per_node;
+  const int per_node = net.devices_per_node();
+  if (k < 1 || k > per_node)
+    return make_error("placement: ranks_per_node {} must be in [1, {}] (devices per node)", k, per_node);
+  if (k > n) return make_error("placement: ranks_per_node {} exceeds ranks {}", k, n);
+  if (n % k != 0) return make_error("placement: ranks {} is not a multiple of ranks_per_node {}", n, k);
+
+  std::vector<Stage> stages;
+  int inner = 1;  // ranks of one node inside one group of the previous level
+  const Level* prev = nullptr;
+  for (const Level& l : net.levels) {
+    if (l.inter_node) continue;
+    int r = std::min(l.devices_per_group, k);
+    if (r % inner != 0)
+      return make_error("placement: {} ranks per node cannot be split into whole '{}' groups of {}", k,
+                        prev ? prev->name : l.name, inner);
+    if (r / inner > 1) stages.push_back({&l, r / inner, static_cast<double>(inner), l.bandwidth, 0});
+    inner = r;
+    prev = &l;
+  }
+  const int nodes = n / k;
+  if (nodes > 1) {
+    const Level& x = net.inter_node();
+    stages.push_back({&x, nodes, static_cast<double>(k), x.per_rank_bandwidth(k), 0});
+  }
+  double units = n;
+  for (Stage& s : stages) {
+    s.units = units;
+    units /= s.p;
+  }
+  return stages;
+}
+
+/// Ring all-reduce (c = 2) or all-gather/reduce-scatter (c = 1) inside one stage.
+Seconds ring_level(const Stage& s, double bytes, double c) {
+  const double p = s.p;
+  return Seconds(c * (p - 1) / p * bytes / (s.per_rank.value * s.ring_eff(bytes))) + s.alpha() * (c * (p - 1));
+}
+
+/// Tree all-reduce inside one stage, when the level has a tree table.
+std::optional<Seconds> tree_level(const Stage& s, double bytes) {
+  const auto& tree = s.level->tree;
+  if (!tree || s.p < tree->min_ranks || bytes < tree->min_bytes.value) return std::nullopt;
+  const double p = s.p;
+  double e = tree->efficiency.interpolate(bytes);
+  return Seconds(2 * (p - 1) / p * bytes / (s.per_rank.value * e)) + s.alpha() * (2 * std::ceil(std::log2(p)));
+}
+
+/// NVLink SHARP all-reduce (single stage): the table is an algbw fraction.
+std::optional<Seconds> nvls_level(const Stage& s, double bytes) {
+  const auto& nv = s.level->nvls;
+  if (!nv || s.p < nv->min_ranks || bytes < nv->min_bytes.value) return std::nullopt;
+  return Seconds(bytes / (s.per_rank.value * nv->efficiency.interpolate(bytes))) + s.alpha() * 2.0;
+}
+
+/// Flat ring across all stages: c = 2 all-reduce, 1 otherwise; `factor` is
+/// the bytes factor (2(n-1)/n, (n-1)/n or 1).
+Seconds flat_ring(const std::vector<Stage>& stages, double bytes, double c, double factor) {
+  double bw = 0;
+  Seconds latency(0);
+  bool first = true;
+  for (const Stage& s : stages) {
+    double offer = s.parallel * s.per_rank.value * s.ring_eff(bytes);
+    bw = first ? offer : std::min(bw, offer);
+    first = false;
+    // NCCL tuning model: steps that cross this level pay its latency.
+    latency += s.alpha() * (c * (s.units - s.units / s.p));
+  }
+  return Seconds(factor * bytes / bw) + latency;
+}
+
+struct Timed {
+  Seconds time;
+  Algorithm algorithm;
+};
+
+/// Hierarchical all-reduce from stage i outwards.
+Timed hier_all_reduce(const std::vector<Stage>& st, std::size_t i, double bytes) {
+  const Stage& s = st[i];
+  if (i + 1 == st.size()) {
+    Timed best{ring_level(s, bytes, 2), Algorithm::hierarchical_ring};
+    if (auto t = tree_level(s, bytes); t && *t < best.time) best = {*t, Algorithm::hierarchical_tree};
+    return best;
+  }
+  Timed outer = hier_all_reduce(st, i + 1, bytes / s.p);
+  return {ring_level(s, bytes, 1) + outer.time + ring_level(s, bytes, 1), outer.algorithm};
+}
+
+/// Hierarchical all-gather (or reduce-scatter, same time) from stage i outwards.
+Seconds hier_all_gather(const std::vector<Stage>& st, std::size_t i, double bytes) {
+  const Stage& s = st[i];
+  Seconds inner = ring_level(s, bytes, 1);
+  if (i + 1 == st.size()) return inner;
+  return hier_all_gather(st, i + 1, bytes / s.p) + inner;
+}
+
+}  // namespace
+
+std::string_view collective_name(Collective c) {
+  switch (c) {
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::all_gather: return "all_gather";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::all_to_all: return "all_to_all";
+    case Collective::send_recv: return "send_recv";
+    case Collective::broadcast: return "broadcast";
+  }
+  return "?";
+}
+
+std::string_view algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::local: return "local";
+    case Algorithm::ring: return "ring";
+    case Algorithm::tree: return "tree";
+    case Algorithm::nvls: return "nvls";
+    case Algorithm::hierarchical_ring: return "hierarchical_ring";
+    case Algorithm::hierarchical_tree: return "hierarchical_tree";
+    case Algorithm::pairwise: return "pairwise";
+    case Algorithm::point_to_point: return "point_to_point";
+  }
+  return "?";
+}
+
+Result<CollectiveCost> collective_time(const Interconnect& net, Collective kind, Bytes message, Placement where) {
+  const double bytes = message.value;
+  if (!std::isfinite(bytes) || bytes < 0)
+    return make_error("{}: message size must be a finite number of bytes >= 0, got {}", collective_name(kind), bytes);
+  if (where.ranks < 1) return make_error("{}: ranks must be >= 1, got {}", collective_name(kind), where.ranks);
+  if (kind == Collective::send_recv && where.ranks != 2)
+    return make_error("send_recv: needs ranks = 2 (ranks_per_node 2: same node, 1: different nodes), got {}",
+                      where.ranks);
+  if (where.ranks == 1) return CollectiveCost{Seconds(0), Algorithm::local};
+  PLANNER_TRY(std::vector<Stage> st, make_stages(net, where));
+  if (st.empty()) return CollectiveCost{Seconds(0), Algorithm::local};
+  const double n = where.ranks;
+
+  switch (kind) {
+    case Collective::all_reduce: {
+      if (st.size() == 1) {
+        CollectiveCost best{ring_level(st[0], bytes, 2), Algorithm::ring};
+        if (auto t = tree_level(st[0], bytes); t && *t < best.time) best = {*t, Algorithm::tree};
+        if (auto t = nvls_level(st[0], bytes); t && *t < best.time) best = {*t, Algorithm::nvls};
+        return best;
+      }
+      CollectiveCost best{flat_ring(st, bytes, 2, 2 * (n - 1) / n), Algorithm::ring};
+      Timed h = hier_all_reduce(st, 0, bytes);
+      if (h.time < best.time) best = {h.time, h.algorithm};
+      return best;
+    }
+    case Collective::all_gather:
+    case Collective::reduce_scatter: {
+      if (st.size() == 1) return CollectiveCost{ring_level(st[0], bytes, 1), Algorithm::ring};
+      CollectiveCost best{flat_ring(st, bytes, 1, (n - 1) / n), Algorithm::ring};
+      Seconds h = hier_all_gather(st, 0, bytes);
+      if (h < best.time) best = {h, Algorithm::hierarchical_ring};
+      return best;
+    }
+    case Collective::broadcast:
+      return CollectiveCost{flat_ring(st, bytes, 1, 1.0), Algorithm::ring};
+    case Collective::all_to_all: {
+      // Each rank sends S/n to every rank; the bytes that leave a unit of the
+      // previous stage but stay inside this stage's group cross this level.
+      Seconds slowest(0), alpha(0);
+      double inner = 1;
+      for (const Stage& s : st) {
+        double crossing = bytes * inner * (s.p - 1) / n;
+        slowest = std::max(slowest, Seconds(crossing / (s.per_rank.value * s.ring_eff(bytes))));
+        alpha = std::max(alpha, s.alpha());
+        inner *= s.p;
+      }
+      return CollectiveCost{slowest + alpha, Algorithm::pairwise};
+    }
+    case Collective::send_recv: {
+      const Stage& s = st.front();
+      return CollectiveCost{Seconds(bytes / (s.per_rank.value * s.ring_eff(bytes))) + s.alpha(),
+                            Algorithm::point_to_point};
+    }
+  }
+  return make_error("unknown collective");
+}
+
+BytesPerSecond bus_bandwidth(Collective kind, Bytes message, int ranks, Seconds time) {
+  if (!(time.value > 0) || ranks < 1) return BytesPerSecond(0);
+  const double n = ranks;
+  double factor = 1;
+  switch (kind) {
+    case Collective::all_reduce: factor = 2 * (n - 1) / n; break;
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+    case Collective::all_to_all: factor = (n - 1) / n; break;
+    case Collective::broadcast:
+    case Collective::send_recv: factor = 1; break;
+  }
+  return BytesPerSecond(message.value / time.value * factor);
+}
+
+}  // namespace planner::cluster

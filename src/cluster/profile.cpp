@@ -1,0 +1,206 @@
+// Profile value types: interpolation, device helpers, loading by name,
+// overrides, and finding the profiles folder.
+
+#include "planner/cluster/profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "internal.hpp"
+#include "planner/core/io.hpp"
+
+namespace planner::cluster {
+namespace {
+
+constexpr std::array<std::string_view, kPrecisionCount> kPrecisionNames{"fp32", "tf32", "fp16", "bf16", "fp8"};
+
+std::size_t index(Precision p) { return static_cast<std::size_t>(p); }
+
+}  // namespace
+
+std::string_view precision_name(Precision p) { return kPrecisionNames[index(p)]; }
+
+std::optional<Precision> parse_precision(std::string_view name) {
+  for (std::size_t i = 0; i < kPrecisionNames.size(); ++i)
+    if (kPrecisionNames[i] == name) return static_cast<Precision>(i);
+  return std::nullopt;
+}
+
+int precision_bytes(Precision p) {
+  switch (p) {
+    case Precision::fp32:
+    case Precision::tf32: return 4;
+    case Precision::fp16:
+    case Precision::bf16: return 2;
+    case Precision::fp8: return 1;
+  }
+  return 2;
+}
+
+double EfficiencyTable::interpolate(double x) const {
+  assert(!rows.empty());
+  if (!(x > rows.front().x)) return rows.front().y;  // also NaN and x <= 0
+  if (x >= rows.back().x) return rows.back().y;
+  auto hi = std::upper_bound(rows.begin(), rows.end(), x, [](double v, const Row& r) { return v < r.x; });
+  auto lo = hi - 1;
+  double t = (std::log(x) - std::log(lo->x)) / (std::log(hi->x) - std::log(lo->x));
+  return lo->y + t * (hi->y - lo->y);
+}
+
+Result<FlopsPerSecond> DeviceProfile::peak(Precision p) const {
+  const auto& v = peak_by_precision[index(p)];
+  if (!v) return make_error("device '{}' has no {} peak (peak_tflops.{} is null or absent)", name, precision_name(p),
+                            precision_name(p));
+  return *v;
+}
+
+double DeviceProfile::gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k) const {
+  return gemm_efficiency(m, n, k, Precision::bf16);
+}
+
+double DeviceProfile::gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k, Precision p) const {
+  m = std::max<std::int64_t>(m, 1);
+  n = std::max<std::int64_t>(n, 1);
+  k = std::max<std::int64_t>(k, 1);
+  double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  double e = gemm_table.interpolate(flops);
+  e *= gemm_skinny_table.interpolate(static_cast<double>(std::min({m, n, k})));
+  std::int64_t elems = std::max(1, gemm_alignment_bytes / precision_bytes(p));
+  if (m % elems != 0 || n % elems != 0 || k % elems != 0) e *= gemm_misaligned_factor;
+  if (const auto& f = gemm_precision_factor[index(p)]) e *= *f;
+  return std::min(e, 1.0);
+}
+
+BytesPerSecond DeviceProfile::achievable_hbm_bandwidth() const { return hbm_bandwidth * hbm_efficiency; }
+
+double DeviceProfile::memory_bound_efficiency(Bytes moved) const { return elementwise_table.interpolate(moved.value); }
+
+std::optional<double> DeviceProfile::attention_efficiency(std::int64_t seq_len, bool causal) const {
+  if (!attention) return std::nullopt;
+  const auto& t = causal ? attention->causal : attention->full;
+  return t.interpolate(static_cast<double>(seq_len));
+}
+
+Bytes DeviceProfile::usable_memory() const { return visible_memory - context_memory; }
+
+BytesPerSecond Level::per_rank_bandwidth(int ranks_per_node) const {
+  if (!inter_node) return bandwidth;
+  int k = std::max(ranks_per_node, 1);
+  return nic_bandwidth * (static_cast<double>(std::min(k, nics_per_node)) / k);
+}
+
+int Interconnect::devices_per_node() const {
+  for (auto it = levels.rbegin(); it != levels.rend(); ++it)
+    if (!it->inter_node) return it->devices_per_group;
+  return 1;
+}
+
+Result<ClusterProfile> load_profile(std::string_view name_or_path, const std::filesystem::path& profiles_dir) {
+  if (name_or_path.empty()) return make_error("profile: empty name; expected a profile name or a .json path");
+  std::filesystem::path file;
+  bool is_path = name_or_path.find('/') != std::string_view::npos ||
+                 (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json");
+  if (is_path) {
+    file = std::filesystem::path(name_or_path);
+  } else {
+    file = profiles_dir / (std::string(name_or_path) + ".json");
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) {
+      auto known = list_profiles(profiles_dir);
+      std::string list;
+      for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
+      return make_error("{}: no such profile '{}' in {} (known: {})", file.string(), name_or_path,
+                        profiles_dir.string(), list.empty() ? "none" : list);
+    }
+  }
+  PLANNER_TRY(std::string text, io::read_file(file));
+  PLANNER_TRY(ClusterProfile p, parse_profile(text, file.string()));
+  if (p.name != file.stem().string())
+    return make_error("{}: name: '{}' differs from the file name '{}'", file.string(), p.name, file.stem().string());
+  p.file = file;
+  return p;
+}
+
+Result<ClusterProfile> apply_overrides(ClusterProfile p, std::optional<int> gpus_per_node,
+                                       std::optional<double> inter_node_GBps) {
+  std::string applied;
+  if (gpus_per_node) {
+    int g = *gpus_per_node;
+    if (g < 1 || g > 4096)
+      return make_error("override gpus_per_node: must be a whole number in [1, 4096], got {}", g);
+    auto& levels = p.interconnect.levels;
+    // levels.size() - 1 is the inter-node level; the one before is the node.
+    for (std::size_t i = 0; i + 1 < levels.size(); ++i) {
+      Level& l = levels[i];
+      bool node_level = i + 2 == levels.size();
+      if (node_level || l.devices_per_group >= g) {
+        l.devices_per_group = g;
+      } else if (g % l.devices_per_group != 0) {
+        return make_error("override gpus_per_node: {} is not a multiple of the '{}' group size {} of profile '{}'", g,
+                          l.name, l.devices_per_group, p.name);
+      }
+    }
+    p.devices_per_node = p.interconnect.devices_per_node();
+    applied += fmt::format("gpus_per_node={}", g);
+  }
+  if (inter_node_GBps) {
+    double v = *inter_node_GBps;
+    if (!std::isfinite(v) || !(v > 0) || v > 1e6)
+      return make_error("override inter_node_GBps: must be a finite number of GB/s per node in (0, 1e6], got {}", v);
+    Level& x = p.interconnect.levels.back();
+    x.nic_bandwidth = BytesPerSecond(v * 1e9 / x.nics_per_node);
+    applied += fmt::format("{}inter_node_GBps={}", applied.empty() ? "" : ", ", v);
+  }
+  if (!applied.empty()) {
+    p.overrides += (p.overrides.empty() ? "" : ", ") + applied;
+    p.content_hash = hash_hex(p.content_hash, "|" + applied);
+  }
+  return p;
+}
+
+std::vector<std::string> list_profiles(const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto& path = it->path();
+    if (path.extension() == ".json" && it->is_regular_file(ec)) out.push_back(path.stem().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::filesystem::path> profiles_dir_candidates(const char* argv0, const char* env) {
+  std::vector<std::filesystem::path> out;
+  if (env && *env) out.emplace_back(env);
+  std::error_code ec;
+  std::filesystem::path exe;
+  if (argv0 && std::string_view(argv0).find('/') != std::string_view::npos) {
+    exe = std::filesystem::absolute(argv0, ec);
+  } else {
+    exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  }
+  if (!ec && !exe.empty()) {
+    auto dir = exe.parent_path();
+    out.push_back((dir / ".." / "cost_profiles").lexically_normal());
+    out.push_back((dir / ".." / ".." / "cost_profiles").lexically_normal());
+  }
+#ifdef PLANNER_SOURCE_DIR
+  out.push_back(std::filesystem::path(PLANNER_SOURCE_DIR) / "cost_profiles");
+#endif
+  return out;
+}
+
+std::filesystem::path default_profiles_dir(const char* argv0) {
+  const char* env = std::getenv("PLANNER_PROFILES");
+  if (env && *env) return env;
+  std::error_code ec;
+  for (const auto& dir : profiles_dir_candidates(argv0, nullptr))
+    if (std::filesystem::is_directory(dir, ec)) return dir;
+  return "cost_profiles";
+}
+
+}  // namespace planner::cluster

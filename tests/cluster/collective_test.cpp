@@ -1,0 +1,176 @@
+// Collective times on small hand-built interconnects, with the arithmetic in
+// the comments. Constant efficiency tables keep the numbers readable.
+
+#include <catch2/catch.hpp>
+
+#include "planner/cluster/collective.hpp"
+
+using namespace planner;
+using namespace planner::cluster;
+using Catch::Matchers::Contains;
+
+namespace {
+
+CollectiveTable flat(double e) { return CollectiveTable{EfficiencyTable{{{1, e}}, "message_bytes"}, 2, Bytes(0)}; }
+
+Level intra(const char* name, int group, double GBps, double alpha_us, double e) {
+  Level l;
+  l.name = name;
+  l.devices_per_group = group;
+  l.bandwidth = BytesPerSecond(GBps * 1e9);
+  l.latency = Seconds(alpha_us * 1e-6);
+  l.ring = flat(e);
+  return l;
+}
+
+/// DGX-like: 8 GPUs at 300 GB/s (e = 0.8, so busbw 240 GB/s), alpha 2.5 us;
+/// 8 NICs of 25 GB/s (e = 0.96, tree 0.864), alpha 4 us.
+Interconnect dgx() {
+  Level x;
+  x.name = "ib";
+  x.inter_node = true;
+  x.nics_per_node = 8;
+  x.nic_bandwidth = BytesPerSecond(25e9);
+  x.latency = Seconds(4e-6);
+  x.ring = flat(0.96);
+  x.tree = flat(0.864);
+  return Interconnect{{intra("nvlink", 8, 300, 2.5, 0.8), x}};
+}
+
+double seconds(const Interconnect& net, Collective c, double bytes, int ranks, int per_node) {
+  auto r = collective_time(net, c, Bytes(bytes), Placement{ranks, per_node});
+  if (!r.ok()) FAIL(r.error().message);
+  return r->time.value;
+}
+
+Algorithm algorithm(const Interconnect& net, Collective c, double bytes, int ranks, int per_node) {
+  auto r = collective_time(net, c, Bytes(bytes), Placement{ranks, per_node});
+  REQUIRE(r.ok());
+  return r->algorithm;
+}
+
+}  // namespace
+
+TEST_CASE("one node: ring formulas with busbw 240 GB/s", "[cluster]") {
+  auto net = dgx();
+  // all-reduce 1 GB on 8 GPUs: 2*7/8 * 1e9 / 240e9 + 2*7 * 2.5e-6
+  //   = 7.291667e-3 + 35e-6 = 7.326667e-3 s
+  CHECK(seconds(net, Collective::all_reduce, 1e9, 8, 8) == Approx(7.326667e-3).epsilon(1e-6));
+  CHECK(algorithm(net, Collective::all_reduce, 1e9, 8, 8) == Algorithm::ring);
+  // all-gather / reduce-scatter: 7/8 * 1e9/240e9 + 7 * 2.5e-6 = 3.645833e-3 + 17.5e-6
+  CHECK(seconds(net, Collective::all_gather, 1e9, 8, 8) == Approx(3.663333e-3).epsilon(1e-6));
+  CHECK(seconds(net, Collective::reduce_scatter, 1e9, 8, 8) == Approx(3.663333e-3).epsilon(1e-6));
+  // broadcast: 1e9/240e9 + 7 * 2.5e-6 = 4.166667e-3 + 17.5e-6
+  CHECK(seconds(net, Collective::broadcast, 1e9, 8, 8) == Approx(4.184167e-3).epsilon(1e-6));
+  // all-to-all: 7/8 * 1e9/240e9 + 2.5e-6
+  CHECK(seconds(net, Collective::all_to_all, 1e9, 8, 8) == Approx(3.648333e-3).epsilon(1e-6));
+  // 2 GPUs: 2*1/2 * 1e9/240e9 + 2 * 2.5e-6 = 4.166667e-3 + 5e-6
+  CHECK(seconds(net, Collective::all_reduce, 1e9, 2, 2) == Approx(4.171667e-3).epsilon(1e-6));
+  // one rank: nothing to do
+  CHECK(seconds(net, Collective::all_reduce, 1e9, 1, 1) == 0);
+  CHECK(algorithm(net, Collective::all_reduce, 1e9, 1, 1) == Algorithm::local);
+  // bus bandwidth of the 8-GPU all-reduce without latency: exactly 240 GB/s
+  CHECK(bus_bandwidth(Collective::all_reduce, Bytes(1e9), 8, Seconds(7.291667e-3)).value == Approx(240e9).epsilon(1e-6));
+}
+
+TEST_CASE("send/recv inside and across nodes", "[cluster]") {
+  auto net = dgx();
+  // same node: 1e9 / 240e9 + 2.5e-6
+  CHECK(seconds(net, Collective::send_recv, 1e9, 2, 2) == Approx(4.169167e-3).epsilon(1e-6));
+  // across nodes, one rank per node: one NIC, 1e9 / (25e9 * 0.96) + 4e-6 = 41.666667e-3 + 4e-6
+  CHECK(seconds(net, Collective::send_recv, 1e9, 2, 1) == Approx(41.670667e-3).epsilon(1e-6));
+  CHECK(algorithm(net, Collective::send_recv, 1e9, 2, 1) == Algorithm::point_to_point);
+}
+
+TEST_CASE("two nodes: the flat ring is limited by the NICs", "[cluster]") {
+  auto net = dgx();
+  // 16 ranks, 8 per node, 1 GB. Flat ring: bandwidth min(300e9*0.8, 8 NICs * 25e9 * 0.96)
+  //   = min(240e9, 192e9) = 192e9; latency (NCCL split): 2*(16-2) intra steps * 2.5 us
+  //   + 2*(2-1) inter steps * 4 us = 70 + 8 = 78 us.
+  //   t = 2*15/16 * 1e9/192e9 + 78e-6 = 9.765625e-3 + 78e-6 = 9.843625e-3
+  // Hierarchical: RS in node 3.663333e-3, all-reduce of 1e9/8 over 2 nodes at one
+  //   NIC per rank: 2*1/2 * 1.25e8/(25e9*0.96) + 2*4e-6 = 5.216333e-3, AG 3.663333e-3:
+  //   12.543e-3 -> slower, so the ring is chosen.
+  CHECK(seconds(net, Collective::all_reduce, 1e9, 16, 8) == Approx(9.843625e-3).epsilon(1e-6));
+  CHECK(algorithm(net, Collective::all_reduce, 1e9, 16, 8) == Algorithm::ring);
+  // All-gather on the same placement: flat 15/16 * 1e9/192e9 + (14*2.5 + 1*4) us
+  //   = 4.8828125e-3 + 39e-6 = 4.9218125e-3; hierarchical 1.25e8 ring over 2 nodes
+  //   (1/2 * 1.25e8/24e9 + 4e-6 = 2.608333e-3) + 3.663333e-3 = 6.271667e-3.
+  CHECK(seconds(net, Collective::all_gather, 1e9, 16, 8) == Approx(4.9218125e-3).epsilon(1e-6));
+}
+
+TEST_CASE("many nodes, small message: hierarchical tree wins on latency", "[cluster]") {
+  auto net = dgx();
+  // 128 ranks = 16 nodes x 8, 64 KiB. Flat ring latency alone: 2*(128-16)*2.5 us
+  //   + 2*15*4 us = 680 us. Hierarchical: RS in node 7/8*65536/240e9 + 17.5e-6
+  //   = 17.739e-6; tree all-reduce of 8192 B over 16 nodes at 25e9 * 0.864:
+  //   2*15/16 * 8192/21.6e9 + 2*log2(16)*4e-6 = 0.711e-6 + 32e-6 = 32.711e-6;
+  //   AG 17.739e-6. Total 68.189e-6 s.
+  CHECK(seconds(net, Collective::all_reduce, 65536, 128, 8) == Approx(68.189e-6).epsilon(1e-4));
+  CHECK(algorithm(net, Collective::all_reduce, 65536, 128, 8) == Algorithm::hierarchical_tree);
+}
+
+TEST_CASE("one rank per node uses one NIC", "[cluster]") {
+  auto net = dgx();
+  // 4 nodes x 1 rank, 1 GB: a single inter-node stage. Ring: 2*3/4 * 1e9/(25e9*0.96)
+  //   + 2*3*4e-6 = 62.5e-3 + 24e-6; tree: 2*3/4 * 1e9/(25e9*0.864) + 2*2*4e-6 -> slower.
+  CHECK(seconds(net, Collective::all_reduce, 1e9, 4, 1) == Approx(62.524e-3).epsilon(1e-6));
+  // all-to-all over 2 nodes x 8: 8/16 of the buffer leaves the node at one NIC per
+  //   rank (25e9 * 0.96): 0.5e9/24e9 = 20.833e-3; 7/16 stays at 240e9: 1.823e-3;
+  //   the slower plus the larger alpha: 20.833333e-3 + 4e-6.
+  CHECK(seconds(net, Collective::all_to_all, 1e9, 16, 8) == Approx(20.837333e-3).epsilon(1e-6));
+}
+
+TEST_CASE("NVLS: algbw table, only from min_ranks and min_bytes", "[cluster]") {
+  auto net = dgx();
+  net.levels[0].nvls = CollectiveTable{EfficiencyTable{{{1, 0.6}}, "message_bytes"}, 5, Bytes(2097152)};
+  // 8 ranks, 1 GB: 1e9/(300e9 * 0.6) + 2 * 2.5e-6 = 5.555556e-3 + 5e-6 (ring: 7.326667e-3)
+  CHECK(seconds(net, Collective::all_reduce, 1e9, 8, 8) == Approx(5.560556e-3).epsilon(1e-6));
+  CHECK(algorithm(net, Collective::all_reduce, 1e9, 8, 8) == Algorithm::nvls);
+  // 4 ranks: NVLS not available -> ring 2*3/4*1e9/240e9 + 6*2.5e-6 = 6.25e-3 + 15e-6
+  CHECK(algorithm(net, Collective::all_reduce, 1e9, 4, 4) == Algorithm::ring);
+  CHECK(seconds(net, Collective::all_reduce, 1e9, 4, 4) == Approx(6.265e-3).epsilon(1e-6));
+  // 1 MiB: below min_bytes -> ring
+  CHECK(algorithm(net, Collective::all_reduce, 1048576, 8, 8) == Algorithm::ring);
+  // NVLS never applies to all-gather
+  CHECK(algorithm(net, Collective::all_gather, 1e9, 8, 8) == Algorithm::ring);
+}
+
+TEST_CASE("three levels (Ascend-like HCCS groups of 4 inside a node of 8)", "[cluster]") {
+  Level x;
+  x.name = "roce";
+  x.inter_node = true;
+  x.nics_per_node = 8;
+  x.nic_bandwidth = BytesPerSecond(12.5e9);
+  x.latency = Seconds(4e-6);
+  x.ring = flat(0.9);
+  Interconnect net{{intra("hccs", 4, 90, 2.5, 0.8), intra("pcie", 8, 32, 2.5, 0.8), x}};
+  // 8 ranks in one node: stages hccs (p=4) and pcie (p=2, 4 parallel links).
+  // Flat ring: bandwidth min(90e9*0.8, 4 * 32e9*0.8) = min(72e9, 102.4e9) = 72e9;
+  //   latency 2*(8-2)*2.5 us + 2*(2-1)*2.5 us = 35 us; t = 1.75e9/72e9 + 35e-6
+  //   = 24.305556e-3 + 35e-6 = 24.340556e-3.
+  // Hierarchical: RS over 4: 3/4*1e9/72e9 + 7.5e-6 = 10.424167e-3; AR of 2.5e8 over
+  //   2 at 25.6e9: 2.5e8/25.6e9 + 5e-6 = 9.770625e-3; AG 10.424167e-3 -> 30.62e-3.
+  CHECK(seconds(net, Collective::all_reduce, 1e9, 8, 8) == Approx(24.340556e-3).epsilon(1e-6));
+  // 4 ranks stay inside one HCCS group: 2*3/4 * 1e9/72e9 + 6 * 2.5e-6
+  CHECK(seconds(net, Collective::all_reduce, 1e9, 4, 4) == Approx(20.848333e-3).epsilon(1e-6));
+  // 6 ranks per node cannot fill groups of 4 evenly
+  auto six = collective_time(net, Collective::all_reduce, Bytes(1e9), Placement{6, 6});
+  REQUIRE_FALSE(six.ok());
+  CHECK_THAT(six.error().message, Contains("hccs"));
+}
+
+TEST_CASE("impossible placements are errors", "[cluster]") {
+  auto net = dgx();
+  auto check = [&](Collective c, double bytes, Placement p, const char* what) {
+    auto r = collective_time(net, c, Bytes(bytes), p);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message, Contains(what));
+  };
+  check(Collective::all_reduce, 1e9, {16, 9}, "ranks_per_node 9");
+  check(Collective::all_reduce, 1e9, {12, 8}, "not a multiple");
+  check(Collective::all_reduce, 1e9, {4, 8}, "exceeds ranks");
+  check(Collective::all_reduce, 1e9, {0, 1}, "ranks must be >= 1");
+  check(Collective::send_recv, 1e9, {3, 3}, "send_recv");
+  check(Collective::all_gather, -1, {8, 8}, "message size");
+}
