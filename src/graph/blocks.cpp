@@ -96,33 +96,47 @@ struct Run {
 };
 
 // Best tandem repeat in sig[lo, hi) (positions into `sig`).
-// Number of distinct tensors written before position q and read at or after
-// it, within [begin, end): the width of the cut between two copies.
-std::size_t cut_width(const OpGraph& g, std::size_t begin, std::size_t q, std::size_t end) {
-  std::size_t n = 0;
+// The cut between two copies at position q, within [begin, end): how many
+// distinct tensors written before q are read at or after it, and by how many
+// reads in all.
+struct Cut {
+  std::size_t tensors = 0;
+  std::size_t reads = 0;
+};
+Cut cut_at(const OpGraph& g, std::size_t begin, std::size_t q, std::size_t end) {
+  Cut cut;
   for (std::size_t k = begin; k < q; ++k)
     for (const auto& out : g.op(OpId{static_cast<std::uint32_t>(k)}).outputs) {
       if (!out) continue;
+      std::size_t reads = 0;
       for (auto c : g.tensor(*out).consumers)
-        if (c.value >= q && c.value < end) { ++n; break; }
+        if (c.value >= q && c.value < end) ++reads;
+      if (reads) { ++cut.tensors; cut.reads += reads; }
     }
-  return n;
+  return cut;
 }
 
 // A span of (end-begin) ops holding whole copies plus a few extra ops can be
 // cut into copies at several phases. The layer boundary is where the fewest
-// tensors cross (the residual stream alone); ties go to a block that starts
-// with a parameter-holding op (LayerNorm, MatMul, Conv), then the earliest.
+// tensors cross (the residual stream alone); among those, where that stream
+// is read most (a layer reads its input in several places: the norm and the
+// residual add); then a block that starts with a parameter-holding op; then
+// the earliest.
 std::size_t best_phase(const OpGraph& g, const std::vector<char>& has_param, std::size_t begin,
                        std::size_t end, std::size_t period) {
   const std::size_t copies = (end - begin) / period;
   const std::size_t extra = (end - begin) - copies * period;
-  std::size_t best = begin, best_cut = 0;
+  std::size_t best = begin;
+  Cut best_cut;
   bool best_param = false;
   for (std::size_t s = begin; s <= begin + extra; ++s) {
-    const std::size_t cut = cut_width(g, s, s + period, s + 2 * period);
+    const Cut cut = cut_at(g, s, s + period, s + 2 * period);
     const bool param = has_param[s] != 0;
-    if (s == begin || cut < best_cut || (cut == best_cut && param && !best_param)) {
+    const bool better =
+        s == begin || cut.tensors < best_cut.tensors ||
+        (cut.tensors == best_cut.tensors &&
+         (cut.reads > best_cut.reads || (cut.reads == best_cut.reads && param && !best_param)));
+    if (better) {
       best = s;
       best_cut = cut;
       best_param = param;
@@ -172,7 +186,7 @@ std::optional<Run> best_run(const OpGraph& g, const std::vector<std::uint64_t>& 
       // Layers form a chain: copy 1 must read something copy 0 wrote (two
       // parallel look-alike branches, like T5's two position biases, are not layers).
       if (r.copies >= 2 && pref[r.start - lo + period] - pref[r.start - lo] > 0 &&
-          cut_width(g, r.start, r.start + period, r.start + 2 * period) > 0) {
+          cut_at(g, r.start, r.start + period, r.start + 2 * period).tensors > 0) {
         if (!best || r.coverage() > best->coverage() ||
             (r.coverage() == best->coverage() && r.period < best->period))
           best = r;
