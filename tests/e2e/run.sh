@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Golden end-to-end CLI tests. Each tests/e2e/<case>/ holds:
-#   cmd       the planner arguments (one line; $SRC expands to the repo root)
+#   cmd       a shell script run in an empty folder; `planner` runs the binary
+#             under test and $SRC is the repository root
 #   expected  stdout, then a line "exit: N", then stderr
 # Run from the repository root with PLANNER_BIN set. Regenerate every
 # reference with:  UPDATE_GOLDEN=1 PLANNER_BIN=build/default/planner bash tests/e2e/run.sh
 set -u
 SRC=$(pwd)
-BIN=${PLANNER_BIN:?set PLANNER_BIN to the planner binary}
+BIN=$(realpath "${PLANNER_BIN:?set PLANNER_BIN to the planner binary}")
 pass=0; fail=0
 for dir in tests/e2e/*/; do
   [ -f "$dir/cmd" ] || continue
   name=$(basename "$dir")
   work=$(mktemp -d)
-  args=$(sed "s|\$SRC|$SRC|g" "$dir/cmd")
-  (cd "$work" && eval "\"$BIN\" $args" >"$work/.stdout" 2>"$work/.stderr"; echo "exit: $?" >"$work/.code")
+  (cd "$work" && planner() { "$BIN" "$@"; } && . "$SRC/$dir/cmd") >"$work/.stdout" 2>"$work/.stderr"
+  echo "exit: $?" >"$work/.code"
   actual=$(cat "$work/.stdout" "$work/.code" "$work/.stderr" | sed "s|$SRC|\$SRC|g; s|$work|\$WORK|g")
   if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then
     printf '%s\n' "$actual" >"$dir/expected"

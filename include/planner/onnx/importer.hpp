@@ -13,6 +13,16 @@
 ///      attention patterns and repeated blocks (graph::analyze).
 /// Initializers held as external data are never opened: only dims and dtype
 /// are used, so a model whose .data file is absent imports.
+///
+/// Roles: float initializers are parameters, except scalars (epsilons,
+/// scales) and BatchNormalization running statistics, which are constants;
+/// float tensors computed only from constants and read as a weight
+/// (Conv/MatMul/Gemm/normalisation/embedding slots) are parameters too.
+/// Batch axes come from a second, lenient propagation with the batch dims
+/// perturbed: the axis whose size moved is the batch axis.
+/// Control-flow ops (If/Loop/Scan) read their outer-scope tensors through
+/// extra inputs appended after their ONNX inputs, and carry the cost of
+/// their subgraphs (op_class control_flow).
 
 #include <cstdint>
 #include <filesystem>
@@ -28,9 +38,12 @@
 namespace planner::onnx {
 
 struct ImportOptions {
-  /// --dim NAME=VALUE: binds symbolic dims by name.
+  /// --dim NAME=VALUE: binds symbolic dims by name. NAME may also be
+  /// "TENSOR:AXIS" to bind an unnamed dim of a graph input.
   std::map<std::string, std::int64_t> dims;
-  /// --batch N: binds the leading dim of every graph input feeding activations.
+  /// --batch N: binds the leading dim of every graph input feeding activations
+  /// (its symbolic name everywhere it appears, unless --dim binds that name).
+  /// Static leading dims are kept (a note says so).
   std::optional<std::int64_t> batch;
   /// --params-from-inputs PATTERN (glob, '*' and '?'): graph inputs that are
   /// trainable weights (training graphs that take weights as inputs).
