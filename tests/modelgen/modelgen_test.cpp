@@ -365,7 +365,7 @@ TEST_CASE("same spec, same bytes; every arch", "[modelgen]") {
   }
 }
 
-TEST_CASE("--with-weights: inline random weights, norms one, biases zero, seeded", "[modelgen]") {
+TEST_CASE("with-weights: inline random weights, norms one, biases zero, seeded", "[modelgen]") {
   auto s = tiny(Arch::gpt);
   s.with_weights = true;
   auto built = must_build(s);
@@ -393,7 +393,7 @@ TEST_CASE("--with-weights: inline random weights, norms one, biases zero, seeded
   CHECK(must_build(other).bytes != built.bytes);
 }
 
-TEST_CASE("--with-weights refuses models over 2^28 parameters", "[modelgen]") {
+TEST_CASE("with-weights refuses models over 2^28 parameters", "[modelgen]") {
   ModelSpec s;
   s.arch = Arch::gpt;
   s.layers = 30;
