@@ -1,0 +1,173 @@
+#pragma once
+/// Memory of one device in training (BRIEF §2).
+///
+/// Model state, bytes per parameter (W weight, G gradient, O optimizer):
+///
+///                          16-bit parameter        parameter kept in fp32
+///   Adam                   2 + 2 (4) + 12          4 + 4 + 8
+///   SGD with momentum      2 + 2 (4) + 8           4 + 4 + 4
+///   SGD                    2 + 2 (4) + 4           4 + 4 + 0
+///
+/// 16-bit parameters carry an fp32 master copy (4 B) in O; G is 4 with
+/// fp32 main gradients (Megatron). "Kept in fp32": a parameter read by an op
+/// class the precision policy keeps in fp32 (the embedding by default), and
+/// every parameter under a uniform fp32 policy (fp32 training: 4 + 4 + 8).
+/// Sharding over the data-parallel degree d (Rajbhandari et al., SC'20):
+///   none                   W + G + O
+///   ZeRO-1                 W + G + O/d
+///   ZeRO-2                 W + (G + O)/d
+///   ZeRO-3                 (W + G + O)/d, plus the gathered 16-bit weights
+///                          of the largest layer, twice (current + prefetch)
+///   distributed optimizer  W + 4 + O/d: Megatron keeps fp32 main gradients,
+///                          so 6 + 12/d for bf16 Adam
+///
+/// Activations: saved_activations() per micro-batch times the micro-batches
+/// in flight (the caller's schedule says how many: 1F1B's first stage holds
+/// p, GPipe all m), plus the loss buffer per micro-batch in flight, the
+/// recompute working set, and the largest transient of one op (its outputs
+/// and its inputs' gradients while it runs backward).
+///
+/// Framework reserve: the CUDA context and the communicator buffers from the
+/// profile, plus allocator fragmentation, a fraction (default 7%, an estimate
+/// within the 5-10% PyTorch's caching allocator typically loses) of every
+/// allocation above.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/cluster/profile.hpp"
+#include "planner/core/units.hpp"
+#include "planner/cost/activations.hpp"
+#include "planner/cost/compute.hpp"
+#include "planner/graph/graph.hpp"
+
+namespace planner::cost {
+
+/// The optimizer whose states are held (Adam: m, v; SGD with momentum: one buffer).
+enum class Optimizer : std::uint8_t { adam, sgd_momentum, sgd };
+
+/// How weights, gradients and optimizer states are sharded over data parallelism.
+enum class StateSharding : std::uint8_t { none, zero1, zero2, zero3, distributed_optimizer };
+
+/// "adam", "sgd_momentum", "sgd".
+std::string_view optimizer_name(Optimizer o);
+/// "none", "zero1", "zero2", "zero3", "distributed_optimizer".
+std::string_view sharding_name(StateSharding s);
+
+/// Optimizer and its sharding.
+struct OptimizerSetup {
+  Optimizer optimizer = Optimizer::adam;
+  StateSharding sharding = StateSharding::none;
+  /// Data-parallel degree d the states are sharded over. Requires: >= 1.
+  int data_parallel = 1;
+  /// Keep 16-bit parameters' gradients in fp32 (Megatron main grads); the
+  /// distributed optimizer always does.
+  bool fp32_grads = false;
+};
+
+/// Bytes per parameter before sharding.
+struct StateBytes {
+  double weight = 0, gradient = 0, optimizer = 0;
+  /// weight + gradient + optimizer.
+  double total() const { return weight + gradient + optimizer; }
+};
+
+/// W, G, O per parameter for one parameter kind (see the table above).
+StateBytes state_bytes_per_param(Optimizer o, bool kept_fp32, bool fp32_grads);
+
+/// Parameters of the graph by kind.
+struct ParamCounts {
+  /// Stored in 16 bit (or fp8 compute with 16-bit storage), with an fp32 master copy.
+  double low_precision = 0;
+  /// Stored in fp32: read by a class the policy keeps in fp32.
+  double fp32 = 0;
+  /// Both kinds.
+  double total() const { return low_precision + fp32; }
+};
+
+/// Counts floating parameters; a parameter is fp32 when any op reading it
+/// (through Cast/Identity/Transpose too) computes in fp32 or tf32.
+ParamCounts count_parameters(const graph::OpGraph& g, const PrecisionPolicy& policy);
+
+/// Model state after sharding.
+struct ModelState {
+  Bytes weights, gradients, optimizer_states;
+  /// The three together.
+  Bytes total() const { return weights + gradients + optimizer_states; }
+};
+
+/// Weights, gradients and optimizer states of `params` on one device.
+ModelState model_state(const ParamCounts& params, const OptimizerSetup& setup);
+
+/// What share of the graph this device holds, until layouts compose it
+/// exactly: e.g. parameters 1/t and activations 1/t under tensor + sequence
+/// parallelism, a stage's share under pipelining; activations scale linearly
+/// with the micro-batch, so b'/b turns the graph's batch into another.
+struct DeviceShare {
+  double parameters = 1.0;
+  double activations = 1.0;
+};
+
+/// Everything memory() needs beyond the graph and the compute context.
+struct MemorySetup {
+  OptimizerSetup optimizer;
+  /// Micro-batches whose activations are held at the peak. Requires: >= 1.
+  int in_flight_micro_batches = 1;
+  DeviceShare share;
+  bool fuse_elementwise = true;
+  /// Allocator fragmentation as a fraction of the allocated bytes.
+  double fragmentation = 0.07;
+  /// Reserve the communicator's buffers (any collective on this device).
+  bool communicator = true;
+};
+
+/// What a memory item is, for advice on how to shrink it.
+enum class MemoryKind : std::uint8_t {
+  weights, gradients, optimizer_states, gathered_weights, activations, loss_buffer,
+  recompute_working_set, temporary, cuda_context, communicator, fragmentation,
+};
+/// The enumerator's name, e.g. "optimizer_states".
+std::string_view memory_kind_name(MemoryKind k);
+
+/// One line of the breakdown.
+struct MemoryItem {
+  MemoryKind kind;
+  Bytes bytes;
+  /// E.g. "optimizer states (adam, zero1 over d=8)" or the op of the temporary.
+  std::string label;
+};
+
+/// Peak memory of one device, by item.
+struct MemoryBreakdown {
+  Bytes weights, gradients, optimizer_states;
+  /// ZeRO-3: the largest layer's weights gathered (twice: prefetch).
+  Bytes gathered_weights;
+  /// Activations per micro-batch x micro-batches in flight.
+  Bytes activations;
+  Bytes loss_buffer;
+  Bytes recompute_working_set;
+  /// Largest transient of one op, and that op's name.
+  Bytes temporary;
+  std::string temporary_op;
+  Bytes cuda_context, communicator, fragmentation;
+  /// Activations of one micro-batch, with per-layer detail.
+  ActivationReport per_micro_batch;
+  /// The setup's labels, kept for largest_items().
+  std::string state_label;
+
+  /// Sum of every item.
+  Bytes total() const;
+  /// total() <= capacity (pass the device's visible memory).
+  bool fits(Bytes capacity) const { return total() <= capacity; }
+  /// Every non-zero item, largest first (ties in MemoryKind order).
+  std::vector<MemoryItem> largest_items() const;
+};
+
+/// Peak memory of one device training `g` (one micro-batch = the graph's
+/// batch) under `ctx` (device, precision, attention, recompute).
+/// Requires: ops::annotate(g) ran; graph::analyze(g) for patterns and layers;
+/// setup.optimizer.data_parallel >= 1, in_flight_micro_batches >= 1.
+MemoryBreakdown memory(const graph::OpGraph& g, const ComputeContext& ctx, const MemorySetup& setup);
+
+}  // namespace planner::cost

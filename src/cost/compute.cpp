@@ -1,0 +1,311 @@
+// Compute time per op: roofline + launch overhead (BRIEF §3).
+
+#include "planner/cost/compute.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "internal.hpp"
+
+namespace planner::cost {
+namespace {
+
+using graph::OpClass;
+
+// Outputs of integer shape arithmetic up to this many elements in all run on
+// the host in a training framework (PyTorch never launches them).
+constexpr double kHostShapeElements = 64;
+
+bool is_free(const graph::Op& op, const graph::OpGraph& g) {
+  const auto& c = op.cost;
+  if (c.forward_flops.value <= 0 && c.forward_bytes_read.value <= 0 && c.forward_bytes_written.value <= 0 &&
+      c.backward_flops.value <= 0 && c.backward_bytes_read.value <= 0 && c.backward_bytes_written.value <= 0)
+    return true;  // views, Shape, Constant
+  double out_elems = 0;
+  for (const auto& t : op.outputs) {
+    if (!t) continue;
+    if (graph::is_floating(g.tensor(*t).dtype)) return false;
+    out_elems += static_cast<double>(g.tensor(*t).numel());
+  }
+  return out_elems <= kHostShapeElements;
+}
+
+GemmShape local_shape(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s, bool& shaped) {
+  if (s.gemm) {
+    shaped = true;
+    return *s.gemm;
+  }
+  auto shape = gemm_shape(op, g);
+  shaped = shape.has_value();
+  if (!shape) return {};
+  shape->m = std::max<std::int64_t>(1, std::llround(static_cast<double>(shape->m) * s.flops));
+  return *shape;
+}
+
+OpTime gemm_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s, const ComputeContext& ctx) {
+  const Precision p = ctx.precision().of(op);
+  const Flops fwd = op.cost.forward_flops * s.flops;
+  const Flops bwd = op.cost.backward_flops * s.flops;
+  const auto bytes = detail::scaled_bytes(op, g, ctx.precision(), s.bytes);
+  bool shaped = false;
+  const GemmShape shape = local_shape(op, g, s, shaped);
+  auto kernel = [&](Flops f) {
+    return shaped ? detail::gemm_time(f, shape, p, ctx) : detail::gemm_time_unshaped(f, p, ctx);
+  };
+  // One gradient GEMM per operand needing a gradient (dX, dW), each the
+  // forward's size: backward/forward FLOPs rounds to their number.
+  int bwd_kernels = 0;
+  if (bwd.value > 0 || bytes.backward.value > 0) {
+    const double ratio = fwd.value > 0 ? bwd.value / fwd.value : 1.0;
+    bwd_kernels = std::clamp(static_cast<int>(std::lround(ratio)), 1, 2);
+  }
+  const int fwd_kernels = (fwd.value > 0 || bytes.forward.value > 0) ? 1 : 0;
+  const double n = std::max(bwd_kernels, 1);
+  return detail::roofline(kernel(fwd), detail::memory_time(bytes.forward, ctx), fwd_kernels,
+                          kernel(bwd / n) * n, detail::memory_time(bytes.backward / n, ctx) * n, bwd_kernels, ctx);
+}
+
+OpTime unshaped_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s,
+                        const ComputeContext& ctx) {
+  const Precision p = ctx.precision().of(op);
+  const auto bytes = detail::scaled_bytes(op, g, ctx.precision(), s.bytes);
+  const Flops fwd = op.cost.forward_flops * s.flops, bwd = op.cost.backward_flops * s.flops;
+  const int fk = (fwd.value > 0 || bytes.forward.value > 0) ? 1 : 0;
+  const int bk = (bwd.value > 0 || bytes.backward.value > 0) ? 1 : 0;
+  return detail::roofline(detail::gemm_time_unshaped(fwd, p, ctx), detail::memory_time(bytes.forward, ctx), fk,
+                          detail::gemm_time_unshaped(bwd, p, ctx), detail::memory_time(bytes.backward, ctx), bk, ctx);
+}
+
+OpTime memory_bound_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s,
+                            const ComputeContext& ctx) {
+  const auto bytes = detail::scaled_bytes(op, g, ctx.precision(), s.bytes);
+  const Flops fwd = op.cost.forward_flops * s.flops, bwd = op.cost.backward_flops * s.flops;
+  const int fk = (fwd.value > 0 || bytes.forward.value > 0) ? 1 : 0;
+  const int bk = (bwd.value > 0 || bytes.backward.value > 0) ? 1 : 0;
+  return detail::roofline(fwd / ctx.vector_peak(), detail::memory_time(bytes.forward, ctx), fk,
+                          bwd / ctx.vector_peak(), detail::memory_time(bytes.backward, ctx), bk, ctx);
+}
+
+}  // namespace
+
+std::string_view attention_mode_name(AttentionMode m) {
+  return m == AttentionMode::flash ? "flash" : "unfused";
+}
+
+std::string_view recompute_name(RecomputePolicy r) {
+  switch (r) {
+    case RecomputePolicy::none: return "none";
+    case RecomputePolicy::selective: return "selective";
+    case RecomputePolicy::full: return "full";
+  }
+  return "none";
+}
+
+OpTime& OpTime::operator+=(const OpTime& o) {
+  forward += o.forward;
+  backward += o.backward;
+  recompute += o.recompute;
+  forward_flops += o.forward_flops;
+  backward_flops += o.backward_flops;
+  forward_kernels += o.forward_kernels;
+  backward_kernels += o.backward_kernels;
+  if (forward_bound == Bound::none) forward_bound = o.forward_bound;
+  if (backward_bound == Bound::none) backward_bound = o.backward_bound;
+  return *this;
+}
+
+Result<ComputeContext> ComputeContext::create(cluster::DeviceProfile device, PrecisionPolicy precision,
+                                              AttentionMode attention, RecomputePolicy recompute) {
+  ComputeContext c;
+  for (Precision p : precision.used()) {
+    auto peak = device.peak(p);
+    if (!peak) return make_error("cost: {} (the precision policy uses {})", peak.error().message, cluster::precision_name(p));
+    c.peaks_[static_cast<std::size_t>(p)] = *peak;
+  }
+  if (attention == AttentionMode::flash) {
+    if (!device.attention)
+      return make_error("cost: device '{}' has no fused attention kernel (no attention_efficiency in its profile); "
+                        "use attention mode unfused",
+                        device.name);
+    const Precision pa = precision.of(graph::OpClass::attention);
+    if (pa == Precision::fp32 || pa == Precision::tf32)
+      return make_error("cost: flash attention needs a 16-bit or fp8 attention precision, the policy says {}",
+                        cluster::precision_name(pa));
+  }
+  if (auto fp32 = device.peak(Precision::fp32)) {
+    c.vector_peak_ = *fp32;
+  } else {
+    std::optional<FlopsPerSecond> lowest;
+    for (const auto& pk : device.peak_by_precision)
+      if (pk && (!lowest || *pk < *lowest)) lowest = *pk;
+    c.vector_peak_ = lowest.value_or(FlopsPerSecond(1));
+  }
+  c.device_ = std::move(device);
+  c.precision_ = std::move(precision);
+  c.attention_ = attention;
+  c.recompute_ = recompute;
+  return c;
+}
+
+FlopsPerSecond ComputeContext::peak(Precision p) const { return peaks_[static_cast<std::size_t>(p)]; }
+
+bool recomputed(const graph::Op& op, RecomputePolicy policy, AttentionMode mode) {
+  switch (policy) {
+    case RecomputePolicy::none: return false;
+    case RecomputePolicy::full: return op.layer.has_value();
+    case RecomputePolicy::selective: return op.fused_group.has_value() && mode == AttentionMode::unfused;
+  }
+  return false;
+}
+
+std::optional<GemmShape> gemm_shape(const graph::Op& op, const graph::OpGraph& g) {
+  const auto *a = g.input(op, 0), *b = g.input(op, 1), *y = g.output(op, 0);
+  if (!a || !b || !y || a->shape.empty() || b->shape.empty()) return std::nullopt;
+  const bool matmul = op.type == "MatMul" || op.type == "FusedMatMul" || op.type == "MatMulInteger" ||
+                      op.type == "MatMulIntegerToFloat" || op.type == "DynamicQuantizeMatMul";
+  const bool gemm = op.type == "Gemm" || op.type == "FusedGemm" || op.type == "GemmFastGelu";
+  const bool ta = op.attr_int("transA").value_or(0) != 0, tb = op.attr_int("transB").value_or(0) != 0;
+  std::int64_t m = 1, n = 1, k = 1;
+  if (matmul || gemm) {
+    const auto ra = a->shape.size(), rb = b->shape.size();
+    if (ra == 1) {
+      k = a->shape[0];
+    } else {
+      m = ta ? a->shape[ra - 1] : a->shape[ra - 2];
+      k = ta ? a->shape[ra - 2] : a->shape[ra - 1];
+    }
+    n = rb == 1 ? 1 : (tb ? b->shape[rb - 2] : b->shape[rb - 1]);
+    const double per_batch = static_cast<double>(m) * static_cast<double>(n);
+    const double batch = per_batch > 0 ? static_cast<double>(y->numel()) / per_batch : 1.0;
+    m = std::max<std::int64_t>(1, std::llround(static_cast<double>(m) * std::max(batch, 1.0)));
+  } else if (op.type == "Conv" || op.type == "FusedConv" || op.type == "NhwcConv") {
+    // Implicit GEMM: rows = output pixels, cols = output channels, depth =
+    // input channels per group x kernel window.
+    if (y->shape.size() < 2 || b->shape.size() < 2) return std::nullopt;
+    n = b->shape[0];
+    k = 1;
+    for (std::size_t i = 1; i < b->shape.size(); ++i) k *= b->shape[i];
+    m = std::max<std::int64_t>(1, y->numel() / std::max<std::int64_t>(n, 1));
+  } else {
+    return std::nullopt;
+  }
+  if (m < 1 || n < 1 || k < 1) return std::nullopt;
+  return GemmShape{m, n, k};
+}
+
+OpTime time_of(const graph::Op& op, const graph::OpGraph& g, const OpScaling& scaling, const ComputeContext& ctx) {
+  if (scaling.flops <= 0 && scaling.bytes <= 0) return {};
+  OpTime t;
+  const graph::FusedPattern* pattern = nullptr;
+  if (op.fused_group && *op.fused_group >= 0 && static_cast<std::size_t>(*op.fused_group) < g.fused.size())
+    pattern = &g.fused[static_cast<std::size_t>(*op.fused_group)];
+  if (pattern && ctx.attention() == AttentionMode::flash && !pattern->ops.empty()) {
+    if (&g.op(pattern->ops.front()) != &op) return {};  // charged to the pattern's first op
+    t = flash_attention_time(*pattern, g, scaling, ctx);
+  } else {
+    t = detail::single_op_time(op, g, scaling, ctx);
+  }
+  if (recomputed(op, ctx.recompute(), ctx.attention())) t.recompute = t.forward;
+  return t;
+}
+
+OpBytes op_bytes(const graph::Op& op, const graph::OpGraph& g, const PrecisionPolicy& policy) {
+  const double k = byte_scale(op, g, policy);
+  Bytes int_in, int_out;
+  for (const auto& t : op.inputs)
+    if (t && !graph::is_floating(g.tensor(*t).dtype)) int_in += g.tensor(*t).bytes();
+  for (const auto& t : op.outputs)
+    if (t && !graph::is_floating(g.tensor(*t).dtype)) int_out += g.tensor(*t).bytes();
+  auto split = [k](Bytes total, Bytes integer) {
+    const Bytes i(std::min(total.value, integer.value));
+    return i + (total - i) * k;
+  };
+  const auto& c = op.cost;
+  return OpBytes{split(c.forward_bytes_read, int_in) + split(c.forward_bytes_written, int_out),
+                 split(c.backward_bytes_read, int_in) + c.backward_bytes_written * k};
+}
+
+namespace detail {
+
+OpTime single_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& scaling,
+                      const ComputeContext& ctx) {
+  if (is_free(op, g)) return {};
+  OpTime t;
+  switch (op.op_class) {
+    case OpClass::matmul:
+    case OpClass::conv: t = gemm_op_time(op, g, scaling, ctx); break;
+    case OpClass::attention: t = attention_op_time(op, g, scaling, ctx); break;
+    case OpClass::control_flow: t = unshaped_op_time(op, g, scaling, ctx); break;
+    default: t = memory_bound_op_time(op, g, scaling, ctx); break;
+  }
+  if (t.forward_flops.value == 0 && t.backward_flops.value == 0) {
+    t.forward_flops = op.cost.forward_flops * scaling.flops;
+    t.backward_flops = op.cost.backward_flops * scaling.flops;
+  }
+  return t;
+}
+
+Seconds memory_time(Bytes b, const ComputeContext& ctx) {
+  if (b.value <= 0) return Seconds(0);
+  const auto& d = ctx.device();
+  const Bytes at(std::max(b.value, d.elementwise_table.rows.front().x));
+  return at / (d.achievable_hbm_bandwidth() * d.memory_bound_efficiency(at));
+}
+
+Seconds gemm_time(Flops f, const GemmShape& s, Precision p, const ComputeContext& ctx) {
+  if (f.value <= 0) return Seconds(0);
+  const auto& d = ctx.device();
+  const double mnk2 = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+  const double e = d.gemm_efficiency(s.m, s.n, s.k, p);
+  const double x0 = d.gemm_table.rows.front().x;
+  if (mnk2 >= x0 || mnk2 <= 0) return f / (ctx.peak(p) * e);
+  // Below the table: the first row's time, times how many such GEMMs f holds.
+  const double other = e / d.gemm_table.interpolate(mnk2);
+  const Seconds first = Flops(x0) / (ctx.peak(p) * (d.gemm_table.interpolate(x0) * other));
+  return first * (f.value / mnk2);
+}
+
+Seconds gemm_time_unshaped(Flops f, Precision p, const ComputeContext& ctx) {
+  if (f.value <= 0) return Seconds(0);
+  const auto& d = ctx.device();
+  double factor = 1.0;
+  if (const auto& pf = d.gemm_precision_factor[static_cast<std::size_t>(p)]) factor = *pf;
+  const Flops at(std::max(f.value, d.gemm_table.rows.front().x));
+  return at / (ctx.peak(p) * std::min(1.0, d.gemm_table.interpolate(at.value) * factor));
+}
+
+ScaledBytes scaled_bytes(const graph::Op& op, const graph::OpGraph& g, const PrecisionPolicy& policy,
+                         double fraction) {
+  OpBytes b = op_bytes(op, g, policy);
+  b.forward *= fraction;
+  b.backward *= fraction;
+  return b;
+}
+
+OpTime roofline(Seconds fc, Seconds fm, int fk, Seconds bc, Seconds bm, int bk, const ComputeContext& ctx) {
+  OpTime t;
+  const Seconds launch = ctx.device().launch_overhead;
+  t.forward_kernels = fk;
+  t.backward_kernels = bk;
+  if (fk > 0) {
+    t.forward = std::max(fc, fm) + launch * fk;
+    t.forward_bound = fm > fc ? Bound::memory : Bound::compute;
+  }
+  if (bk > 0) {
+    t.backward = std::max(bc, bm) + launch * bk;
+    t.backward_bound = bm > bc ? Bound::memory : Bound::compute;
+  }
+  return t;
+}
+
+double numel_of(const graph::Tensor* t) { return t ? static_cast<double>(t->numel()) : 0.0; }
+
+std::int64_t dim_of(const graph::Tensor* t, int i) {
+  if (!t) return 1;
+  const int r = static_cast<int>(t->shape.size());
+  const int j = i < 0 ? r + i : i;
+  return (j >= 0 && j < r) ? t->shape[static_cast<std::size_t>(j)] : 1;
+}
+
+}  // namespace detail
+}  // namespace planner::cost

@@ -1,0 +1,48 @@
+#pragma once
+// Helpers shared by the cost module's sources (not installed).
+
+#include <cstdint>
+
+#include "planner/cost/compute.hpp"
+
+namespace planner::cost::detail {
+
+/// Time of one memory-bound kernel moving `b` bytes: b / (achievable HBM
+/// bandwidth x elementwise efficiency(b)); a kernel below the table's first
+/// row costs as much as the first row (its fixed cost). 0 for b <= 0.
+Seconds memory_time(Bytes b, const ComputeContext& ctx);
+
+/// Time of GEMM kernels executing `f` FLOPs of local shape `shape` at `p`:
+/// f / (peak(p) x gemm_efficiency(shape, p)). A shape whose 2mnk is below the
+/// GEMM table's first row costs as much as the first row, in proportion.
+Seconds gemm_time(Flops f, const GemmShape& shape, Precision p, const ComputeContext& ctx);
+
+/// As gemm_time, for work without a shape: efficiency from the GEMM table at
+/// `f` itself, no skinny or alignment factor.
+Seconds gemm_time_unshaped(Flops f, Precision p, const ComputeContext& ctx);
+
+/// op_bytes() times the scaling's byte fraction.
+using ScaledBytes = OpBytes;
+ScaledBytes scaled_bytes(const graph::Op& op, const graph::OpGraph& g, const PrecisionPolicy& policy,
+                         double fraction);
+
+/// One kernel group: compute term, memory term, kernels (each adds one launch).
+OpTime roofline(Seconds fwd_compute, Seconds fwd_memory, int fwd_kernels, Seconds bwd_compute,
+                Seconds bwd_memory, int bwd_kernels, const ComputeContext& ctx);
+
+/// Number of elements of a possibly absent tensor (0 when absent).
+double numel_of(const graph::Tensor* t);
+
+/// Dimension `i` (negative counts from the end) of `t`, 1 when out of range.
+std::int64_t dim_of(const graph::Tensor* t, int i);
+
+/// Time of one op on its own (no flash pattern handling, no recompute).
+OpTime single_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& scaling,
+                      const ComputeContext& ctx);
+
+/// Time of an attention-class op (no pattern, or a one-op pattern priced
+/// unfused) and of a flash pattern. Defined in attention.cpp.
+OpTime attention_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& scaling,
+                         const ComputeContext& ctx);
+
+}  // namespace planner::cost::detail

@@ -1,0 +1,241 @@
+// Memory of one device: model state (optimizer, ZeRO, distributed
+// optimizer), activations, buffers and reserve. Formulas in memory.hpp.
+
+#include "planner/cost/memory.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "planner/ops/semantics.hpp"
+#include "saved.hpp"
+
+namespace planner::cost {
+namespace {
+
+using graph::OpId;
+using graph::TensorId;
+
+// Ops a parameter passes through unchanged before the op that reads it.
+bool is_pass_through(const graph::Op& op) {
+  return op.type == "Cast" || op.type == "CastLike" || op.type == "Identity" || op.type == "Transpose";
+}
+
+// The ops reading parameter `t` (through Cast/Identity/Transpose chains).
+void readers(const graph::OpGraph& g, TensorId t, std::vector<OpId>& out, int depth = 0) {
+  for (auto c : g.tensor(t).consumers) {
+    const auto& op = g.op(c);
+    if (depth < 4 && is_pass_through(op) && !op.outputs.empty() && op.outputs[0]) {
+      readers(g, *op.outputs[0], out, depth + 1);
+    } else {
+      out.push_back(c);
+    }
+  }
+}
+
+bool is_kept_fp32(const graph::OpGraph& g, TensorId t, const PrecisionPolicy& policy) {
+  std::vector<OpId> ops;
+  readers(g, t, ops);
+  if (ops.empty()) return policy.keeps_fp32(graph::OpClass::other);  // read by nothing: the default
+  return std::any_of(ops.begin(), ops.end(), [&](OpId id) { return policy.keeps_fp32(g.op(id).op_class); });
+}
+
+// 16-bit weights of the largest layer (ZeRO-3 gathers one layer at a time);
+// a parameter belongs to the layer of its first reader, or stands alone.
+Bytes largest_layer_weights(const graph::OpGraph& g, const PrecisionPolicy& policy) {
+  std::map<int, Bytes> per_layer;
+  Bytes largest;
+  for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
+    const auto& t = g.tensor(TensorId{i});
+    if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
+    const Bytes b(static_cast<double>(t.numel()) * (is_kept_fp32(g, TensorId{i}, policy) ? 4.0 : 2.0));
+    std::optional<int> layer;
+    for (auto c : t.consumers)
+      if (g.op(c).layer) {
+        layer = g.op(c).layer;
+        break;
+      }
+    if (layer) per_layer[*layer] += b;
+    else largest = std::max(largest, b);
+  }
+  for (const auto& [l, b] : per_layer) largest = std::max(largest, b);
+  return largest;
+}
+
+// Largest transient of one op: its floating outputs, plus the gradients of
+// its inputs (activations only: parameter gradients live in the gradient
+// buffer) while its backward runs. A flash pattern counts o and dq, dk, dv.
+std::pair<Bytes, std::string> largest_temporary(const graph::OpGraph& g, const ComputeContext& ctx) {
+  const ops::GradMask grad = ops::gradient_mask(g);
+  Bytes best;
+  std::string name;
+  auto consider = [&](Bytes b, const std::string& n) {
+    if (b > best) {
+      best = b;
+      name = n;
+    }
+  };
+  const bool flash = ctx.attention() == AttentionMode::flash;
+  for (const auto& op : g.ops()) {
+    const Precision p = ctx.precision().of(op);
+    const graph::FusedPattern* pat = nullptr;
+    if (op.fused_group && static_cast<std::size_t>(*op.fused_group) < g.fused.size())
+      pat = &g.fused[static_cast<std::size_t>(*op.fused_group)];
+    if (flash && pat && pat->ops.size() > 1) {
+      if (&g.op(pat->ops.front()) != &op) continue;
+      const auto& ctx_mm = g.op(pat->ops.back());
+      const Precision pa = ctx.precision().of(graph::OpClass::attention);
+      Bytes b;
+      for (const auto* t : {g.input(op, 0), g.input(op, 1), g.input(ctx_mm, 1), g.output(ctx_mm, 0)})
+        if (t) b += bytes_at(*t, pa);
+      consider(b, op.name + " (flash attention)");
+      continue;
+    }
+    if (detail::is_alias_op(op)) continue;
+    Bytes b;
+    for (const auto& t : op.outputs)
+      if (t && graph::is_floating(g.tensor(*t).dtype)) b += bytes_at(g.tensor(*t), p);
+    for (const auto& t : op.inputs)
+      if (t && t->value < grad.size() && grad[t->value] && g.tensor(*t).role != graph::TensorRole::parameter)
+        b += bytes_at(g.tensor(*t), p);
+    consider(b, op.name);
+  }
+  return {best, name};
+}
+
+}  // namespace
+
+std::string_view optimizer_name(Optimizer o) {
+  switch (o) {
+    case Optimizer::adam: return "adam";
+    case Optimizer::sgd_momentum: return "sgd_momentum";
+    case Optimizer::sgd: return "sgd";
+  }
+  return "adam";
+}
+
+std::string_view sharding_name(StateSharding s) {
+  switch (s) {
+    case StateSharding::none: return "none";
+    case StateSharding::zero1: return "zero1";
+    case StateSharding::zero2: return "zero2";
+    case StateSharding::zero3: return "zero3";
+    case StateSharding::distributed_optimizer: return "distributed_optimizer";
+  }
+  return "none";
+}
+
+std::string_view memory_kind_name(MemoryKind k) {
+  switch (k) {
+    case MemoryKind::weights: return "weights";
+    case MemoryKind::gradients: return "gradients";
+    case MemoryKind::optimizer_states: return "optimizer_states";
+    case MemoryKind::gathered_weights: return "gathered_weights";
+    case MemoryKind::activations: return "activations";
+    case MemoryKind::loss_buffer: return "loss_buffer";
+    case MemoryKind::recompute_working_set: return "recompute_working_set";
+    case MemoryKind::temporary: return "temporary";
+    case MemoryKind::cuda_context: return "cuda_context";
+    case MemoryKind::communicator: return "communicator";
+    case MemoryKind::fragmentation: return "fragmentation";
+  }
+  return "weights";
+}
+
+StateBytes state_bytes_per_param(Optimizer o, bool kept_fp32, bool fp32_grads) {
+  // Optimizer states proper (fp32): Adam m, v; SGD momentum buffer; plain SGD nothing.
+  const double states = o == Optimizer::adam ? 8.0 : (o == Optimizer::sgd_momentum ? 4.0 : 0.0);
+  if (kept_fp32) return {4.0, 4.0, states};
+  // 16-bit weight; fp32 master copy joins the optimizer states.
+  return {2.0, fp32_grads ? 4.0 : 2.0, 4.0 + states};
+}
+
+ParamCounts count_parameters(const graph::OpGraph& g, const PrecisionPolicy& policy) {
+  ParamCounts c;
+  for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
+    const auto& t = g.tensor(TensorId{i});
+    if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
+    (is_kept_fp32(g, TensorId{i}, policy) ? c.fp32 : c.low_precision) += static_cast<double>(t.numel());
+  }
+  return c;
+}
+
+ModelState model_state(const ParamCounts& params, const OptimizerSetup& s) {
+  const double d = std::max(1, s.data_parallel);
+  const bool dist = s.sharding == StateSharding::distributed_optimizer;
+  const double w_div = s.sharding == StateSharding::zero3 ? d : 1.0;
+  const double g_div = (s.sharding == StateSharding::zero2 || s.sharding == StateSharding::zero3) ? d : 1.0;
+  const double o_div = s.sharding == StateSharding::none ? 1.0 : d;
+  ModelState m;
+  for (const auto& [n, fp32] : {std::pair{params.low_precision, false}, std::pair{params.fp32, true}}) {
+    const StateBytes b = state_bytes_per_param(s.optimizer, fp32, s.fp32_grads || dist);
+    m.weights += Bytes(n * b.weight / w_div);
+    m.gradients += Bytes(n * b.gradient / g_div);
+    m.optimizer_states += Bytes(n * b.optimizer / o_div);
+  }
+  return m;
+}
+
+Bytes MemoryBreakdown::total() const {
+  return weights + gradients + optimizer_states + gathered_weights + activations + loss_buffer +
+         recompute_working_set + temporary + cuda_context + communicator + fragmentation;
+}
+
+std::vector<MemoryItem> MemoryBreakdown::largest_items() const {
+  std::vector<MemoryItem> items{
+      {MemoryKind::weights, weights, fmt::format("weights ({})", state_label)},
+      {MemoryKind::gradients, gradients, fmt::format("gradients ({})", state_label)},
+      {MemoryKind::optimizer_states, optimizer_states, fmt::format("optimizer states ({})", state_label)},
+      {MemoryKind::gathered_weights, gathered_weights, "ZeRO-3 gathered weights of the largest layer (x2, prefetch)"},
+      {MemoryKind::activations, activations, "activations kept for backward (all micro-batches in flight)"},
+      {MemoryKind::loss_buffer, loss_buffer, "cross-entropy log-probabilities (b*s*V)"},
+      {MemoryKind::recompute_working_set, recompute_working_set, "activations one layer rematerialises in backward"},
+      {MemoryKind::temporary, temporary, fmt::format("largest op transient: {}", temporary_op)},
+      {MemoryKind::cuda_context, cuda_context, "CUDA context and kernel images"},
+      {MemoryKind::communicator, communicator, "communicator (NCCL) buffers"},
+      {MemoryKind::fragmentation, fragmentation, "allocator fragmentation"},
+  };
+  std::erase_if(items, [](const MemoryItem& i) { return i.bytes.value <= 0; });
+  std::stable_sort(items.begin(), items.end(), [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
+  return items;
+}
+
+MemoryBreakdown memory(const graph::OpGraph& g, const ComputeContext& ctx, const MemorySetup& setup) {
+  MemoryBreakdown m;
+  const auto& opt = setup.optimizer;
+  const double pshare = setup.share.parameters, ashare = setup.share.activations;
+  const ModelState state = model_state(count_parameters(g, ctx.precision()), opt);
+  m.weights = state.weights * pshare;
+  m.gradients = state.gradients * pshare;
+  m.optimizer_states = state.optimizer_states * pshare;
+  m.state_label = fmt::format("{}, {}{}", optimizer_name(opt.optimizer), sharding_name(opt.sharding),
+                              opt.sharding == StateSharding::none ? std::string()
+                                                                  : fmt::format(" over d={}", opt.data_parallel));
+  if (opt.sharding == StateSharding::zero3 && opt.data_parallel > 1)
+    m.gathered_weights = largest_layer_weights(g, ctx.precision()) * 2.0 * pshare;
+
+  ActivationOptions ao;
+  ao.precision = ctx.precision();
+  ao.attention = ctx.attention();
+  ao.recompute = ctx.recompute();
+  ao.fuse_elementwise = setup.fuse_elementwise;
+  m.per_micro_batch = saved_activations(g, ao);
+  const double in_flight = std::max(1, setup.in_flight_micro_batches);
+  m.activations = m.per_micro_batch.total * ashare * in_flight;
+  m.loss_buffer = m.per_micro_batch.loss_buffer * ashare * in_flight;
+  m.recompute_working_set = m.per_micro_batch.recompute_working_set * ashare;
+  auto [temp, temp_op] = largest_temporary(g, ctx);
+  m.temporary = temp * ashare;
+  m.temporary_op = std::move(temp_op);
+
+  m.cuda_context = ctx.device().context_memory;
+  if (setup.communicator) m.communicator = ctx.device().communicator_memory;
+  const Bytes allocated = m.weights + m.gradients + m.optimizer_states + m.gathered_weights + m.activations +
+                          m.loss_buffer + m.recompute_working_set + m.temporary;
+  m.fragmentation = allocated * setup.fragmentation;
+  return m;
+}
+
+}  // namespace planner::cost

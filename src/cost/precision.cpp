@@ -1,0 +1,77 @@
+// Precision policy and byte scaling.
+
+#include "planner/cost/precision.hpp"
+
+#include <algorithm>
+
+namespace planner::cost {
+namespace {
+
+std::size_t index(graph::OpClass c) { return static_cast<std::size_t>(c); }
+
+static_assert(kOpClassCount == 13, "update kOpClassCount users when OpClass changes");
+
+}  // namespace
+
+PrecisionPolicy::PrecisionPolicy() {
+  set(graph::OpClass::embedding, Precision::fp32);
+  set(graph::OpClass::loss, Precision::fp32);
+}
+
+PrecisionPolicy PrecisionPolicy::uniform(Precision p) {
+  PrecisionPolicy r;
+  r.default_ = p;
+  r.overrides_ = {};
+  return r;
+}
+
+PrecisionPolicy PrecisionPolicy::mixed(Precision p) {
+  PrecisionPolicy r;
+  r.default_ = p;
+  return r;
+}
+
+PrecisionPolicy& PrecisionPolicy::set(graph::OpClass c, Precision p) {
+  overrides_[index(c)] = p;
+  return *this;
+}
+
+PrecisionPolicy& PrecisionPolicy::clear(graph::OpClass c) {
+  overrides_[index(c)].reset();
+  return *this;
+}
+
+Precision PrecisionPolicy::of(graph::OpClass c) const { return overrides_[index(c)].value_or(default_); }
+
+bool PrecisionPolicy::keeps_fp32(graph::OpClass c) const {
+  const Precision p = of(c);
+  return p == Precision::fp32 || p == Precision::tf32;
+}
+
+std::vector<Precision> PrecisionPolicy::used() const {
+  std::vector<Precision> r{default_};
+  for (const auto& o : overrides_)
+    if (o && std::find(r.begin(), r.end(), *o) == r.end()) r.push_back(*o);
+  return r;
+}
+
+std::size_t graph_float_size(const graph::Op& op, const graph::OpGraph& g) {
+  for (const auto& t : op.outputs)
+    if (t && graph::is_floating(g.tensor(*t).dtype)) return graph::dtype_size(g.tensor(*t).dtype);
+  for (const auto& t : op.inputs)
+    if (t && graph::is_floating(g.tensor(*t).dtype)) return graph::dtype_size(g.tensor(*t).dtype);
+  return 0;
+}
+
+double byte_scale(const graph::Op& op, const graph::OpGraph& g, const PrecisionPolicy& policy) {
+  const std::size_t size = graph_float_size(op, g);
+  if (size == 0) return 1.0;
+  return static_cast<double>(activation_bytes(policy.of(op))) / static_cast<double>(size);
+}
+
+Bytes bytes_at(const graph::Tensor& t, Precision p) {
+  if (!graph::is_floating(t.dtype)) return t.bytes();
+  return Bytes(static_cast<double>(t.numel()) * activation_bytes(p));
+}
+
+}  // namespace planner::cost

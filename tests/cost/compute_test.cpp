@@ -1,0 +1,200 @@
+// Compute time per op on the bundled a100-sxm4-80gb profile, against hand
+// arithmetic. Profile numbers used below (cost_profiles/a100-sxm4-80gb.json):
+//   peak bf16 312 TFLOP/s, fp32 19.5; HBM 2039 GB/s x 0.88 = 1.79432e12 B/s;
+//   launch 4 us; GEMM table rows (1e11, 0.8194) (1e12, 0.8289) (1e13, 0.8299);
+//   elementwise rows (1e4, 0.002777) (1e6, 0.2067) (1e7, 0.6216)
+//   (1e8, 0.7777) (1e9, 0.7977). Tables interpolate linearly in log(x).
+
+#include <catch2/catch.hpp>
+
+#include "cost/cost_helpers.hpp"
+
+using namespace cost_test;
+using cost::Bound;
+using cost::OpScaling;
+using cost::PrecisionPolicy;
+using cost::time_of;
+
+namespace {
+
+constexpr double kBw = 2039e9 * 0.88;  // 1.79432e12 B/s achievable
+constexpr double kLaunch = 4e-6;
+
+// Y = A x W, both 8192 x 8192 parameters (so backward computes dA and dW).
+graph::OpGraph big_gemm() {
+  Builder B;
+  B.param("A", {8192, 8192});
+  B.param("W", {8192, 8192});
+  B.act("Y", {8192, 8192});
+  B.op("MatMul", {"A", "W"}, {"Y"});
+  return B.finish();
+}
+
+// Y = Relu(X), X an n-element parameter.
+graph::OpGraph relu(std::int64_t n) {
+  Builder B;
+  B.param("X", {n});
+  B.act("Y", {n});
+  B.op("Relu", {"X"}, {"Y"});
+  B.constant("shape", {1}, graph::DType::i64);
+  B.act("Z", {n});
+  B.op("Reshape", {"Y", "shape"}, {"Z"});
+  return B.finish();
+}
+
+}  // namespace
+
+TEST_CASE("a big bf16 GEMM is compute-bound at the table's plateau", "[cost][compute]") {
+  const auto g = big_gemm();
+  const auto ctx = context("a100-sxm4-80gb");
+  const auto t = time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), ctx);
+  // F = 2 * 8192^3 = 1,099,511,627,776 FLOPs.
+  // e = 0.8289 + (0.8299 - 0.8289) * log10(F / 1e12) = 0.8289 + 0.001 * 0.04120 = 0.828941
+  //     (skinny factor 1: min dim 8192 >= 256; aligned; no bf16 precision factor).
+  // compute = F / (312e12 * 0.828941) = 4.251298e-3 s.
+  // memory: A, W read + Y written, f32 in the graph, bf16 here: 3 * 8192^2 * 2 = 402,653,184 B;
+  //   e_mem = 0.7777 + 0.02 * log10(4.0265) = 0.789799; t = 402653184 / (1.79432e12 * 0.789799) = 2.841e-4 s.
+  // forward = max(compute, memory) + 4 us = 4.255298e-3 s.
+  CHECK(t.forward.value == Approx(4.255298e-3).epsilon(1e-6));
+  CHECK(t.forward_bound == Bound::compute);
+  CHECK(t.forward_kernels == 1);
+  // Backward: dA and dW, two GEMMs of the same size class: 2 * 4.251298e-3 + 2 * 4 us.
+  CHECK(t.backward_kernels == 2);
+  CHECK(t.backward.value == Approx(2 * 4.251298e-3 + 2 * kLaunch).epsilon(1e-6));
+  CHECK(t.forward_flops.value == 1099511627776.0);
+  CHECK(t.backward_flops.value == 2 * 1099511627776.0);
+  CHECK(t.recompute.value == 0);
+}
+
+TEST_CASE("a tensor-parallel split looks the efficiency up at the local shape", "[cost][compute]") {
+  const auto g = big_gemm();
+  const auto ctx = context("a100-sxm4-80gb");
+  // split(4): F/4 = 274,877,906,944 FLOPs at m = 2048:
+  // e = 0.8194 + 0.0095 * log10(2.74878) = 0.823572; F/4 / (312e12 * 0.823572) + 4 us = 1.073754e-3 s.
+  const auto t = time_of(g.op(graph::OpId{0}), g, OpScaling::split(4), ctx);
+  CHECK(t.forward.value == Approx(1.073754e-3).epsilon(1e-6));
+  // The same split given as the local GEMM shape (n/4, e.g. column-parallel) costs the same.
+  OpScaling cols = OpScaling::split(4);
+  cols.gemm = cost::GemmShape{8192, 2048, 8192};
+  CHECK(time_of(g.op(graph::OpId{0}), g, cols, ctx).forward.value == Approx(1.073754e-3).epsilon(1e-6));
+  // Of two local shapes with the same FLOPs (F/256 = 4.29e9), the skinny one
+  // (min dim 32: skinny factor 0.375) is over twice as slow as the square one.
+  OpScaling skinny = OpScaling::split(256), square = OpScaling::split(256);
+  skinny.gemm = cost::GemmShape{8192, 32, 8192};
+  square.gemm = cost::GemmShape{1024, 1024, 2048};
+  CHECK(time_of(g.op(graph::OpId{0}), g, skinny, ctx).forward.value >
+        2.0 * time_of(g.op(graph::OpId{0}), g, square, ctx).forward.value);
+}
+
+TEST_CASE("fp32 GEMMs run at the fp32 peak and move twice the bytes", "[cost][compute]") {
+  const auto g = big_gemm();
+  const auto ctx = context("a100-sxm4-80gb", PrecisionPolicy::uniform(cluster::Precision::fp32),
+                           cost::AttentionMode::unfused);
+  // F / (19.5e12 * 0.828941) + 4 us = 6.802476e-2 s.
+  CHECK(time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), ctx).forward.value == Approx(6.802476e-2).epsilon(1e-6));
+}
+
+TEST_CASE("a small elementwise op is memory-bound", "[cost][compute]") {
+  const auto g = relu(1 << 20);
+  const auto ctx = context("a100-sxm4-80gb");
+  const auto t = time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), ctx);
+  // bytes: read X + write Y, 2^20 elements each, bf16: 4,194,304 B.
+  // e_mem = 0.2067 + (0.6216 - 0.2067) * log10(4.194304) = 0.2067 + 0.4149 * 0.622660 = 0.465042.
+  // memory = 4194304 / (1.79432e12 * 0.465042) = 5.026529e-6 s; arithmetic 2^20 / 19.5e12 = 5.4e-8 s.
+  // forward = 5.026529e-6 + 4e-6 = 9.026529e-6 s.
+  CHECK(t.forward_bound == Bound::memory);
+  CHECK(t.forward.value == Approx(9.026529e-6).epsilon(1e-5));
+  CHECK(t.backward_kernels == 1);
+  CHECK(t.backward_bound == Bound::memory);
+}
+
+TEST_CASE("every launched kernel costs at least the launch overhead and the table's first row", "[cost][compute]") {
+  const auto g = relu(8);
+  const auto ctx = context("a100-sxm4-80gb");
+  const auto t = time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), ctx);
+  // 32 bytes is below the first row (1e4 B): the kernel costs the first
+  // row's time, 1e4 / (1.79432e12 * 0.002777) = 2.006893e-6 s (the table's
+  // 2 us fixed cost), plus the 4 us launch: 6.006893e-6 s.
+  CHECK(t.forward.value == Approx(6.006893e-6).epsilon(1e-5));
+  CHECK(t.forward.value > kLaunch);
+  // A view costs nothing, not even a launch.
+  const auto view = time_of(g.op(graph::OpId{1}), g, OpScaling::whole(), ctx);
+  CHECK(view.forward.value == 0);
+  CHECK(view.backward.value == 0);
+  CHECK(view.forward_kernels == 0);
+}
+
+TEST_CASE("integer shape arithmetic runs on the host", "[cost][compute]") {
+  Builder B;
+  B.act("x", {4, 8});
+  B.act("shape", {2}, graph::DType::i64);
+  B.op("Shape", {"x"}, {"shape"});
+  B.constant("idx", {}, graph::DType::i64);
+  B.act("dim", {}, graph::DType::i64);
+  B.op("Gather", {"shape", "idx"}, {"dim"});
+  const auto g = B.finish();
+  const auto ctx = context("a100-sxm4-80gb");
+  for (const auto& op : g.ops()) CHECK(time_of(op, g, OpScaling::whole(), ctx).total().value == 0);
+}
+
+TEST_CASE("the embedding kept in fp32 moves 4-byte rows", "[cost][compute][precision]") {
+  GptShape m;
+  const auto g = build_gpt(m);
+  const auto& gather = g.op(*g.find_op("Gather:x0"));
+  REQUIRE(gather.op_class == graph::OpClass::embedding);
+  const auto mixed = context("a100-sxm4-80gb");  // default: embedding and loss fp32
+  const auto bf16 = context("a100-sxm4-80gb", PrecisionPolicy::uniform(cluster::Precision::bf16));
+  CHECK(mixed.precision().of(gather) == cluster::Precision::fp32);
+  CHECK(bf16.precision().of(gather) == cluster::Precision::bf16);
+  // The gathered rows (b s h floats) are the traffic: fp32 reads and writes twice the bf16 bytes.
+  const auto sb = cost::op_bytes(gather, g, mixed.precision()).forward;
+  const auto hb = cost::op_bytes(gather, g, bf16.precision()).forward;
+  // Forward: indices (b s = 256 int64 = 2048 B, unscaled) + rows read + rows
+  // written (b s h = 65536 elements each): fp32 2048 + 2 * 262144, bf16 2048 + 2 * 131072.
+  CHECK(sb.value == 2048 + 2 * 65536 * 4.0);
+  CHECK(hb.value == 2048 + 2 * 65536 * 2.0);
+}
+
+TEST_CASE("contexts check the device supports the policy", "[cost][compute]") {
+  const auto v100 = profile("v100-sxm2-16gb");
+  auto bf16 = cost::ComputeContext::create(v100.device, PrecisionPolicy{}, cost::AttentionMode::unfused);
+  REQUIRE_FALSE(bf16.ok());
+  CHECK_THAT(bf16.error().message, Catch::Contains("bf16"));
+  auto flash = cost::ComputeContext::create(v100.device, PrecisionPolicy::mixed(cluster::Precision::fp16));
+  REQUIRE_FALSE(flash.ok());
+  CHECK_THAT(flash.error().message, Catch::Contains("no fused attention kernel"));
+  CHECK(cost::ComputeContext::create(v100.device, PrecisionPolicy::mixed(cluster::Precision::fp16),
+                                     cost::AttentionMode::unfused)
+            .ok());
+  const auto a100 = profile("a100-sxm4-80gb");
+  auto fp8 = cost::ComputeContext::create(a100.device, PrecisionPolicy::mixed(cluster::Precision::fp8));
+  REQUIRE_FALSE(fp8.ok());
+  CHECK_THAT(fp8.error().message, Catch::Contains("fp8"));
+  auto fp32_flash = cost::ComputeContext::create(a100.device, PrecisionPolicy::uniform(cluster::Precision::fp32));
+  REQUIRE_FALSE(fp32_flash.ok());
+  CHECK_THAT(fp32_flash.error().message, Catch::Contains("flash attention needs"));
+}
+
+TEST_CASE("precision policies: defaults, overrides, byte sizes", "[cost][precision]") {
+  const PrecisionPolicy p;
+  CHECK(p.default_precision() == cluster::Precision::bf16);
+  CHECK(p.of(graph::OpClass::embedding) == cluster::Precision::fp32);
+  CHECK(p.of(graph::OpClass::loss) == cluster::Precision::fp32);
+  CHECK(p.of(graph::OpClass::matmul) == cluster::Precision::bf16);
+  CHECK(p.keeps_fp32(graph::OpClass::embedding));
+  CHECK_FALSE(p.keeps_fp32(graph::OpClass::matmul));
+  PrecisionPolicy q = PrecisionPolicy::mixed(cluster::Precision::fp16);
+  q.set(graph::OpClass::matmul, cluster::Precision::fp8).clear(graph::OpClass::loss);
+  CHECK(q.of(graph::OpClass::matmul) == cluster::Precision::fp8);
+  CHECK(q.of(graph::OpClass::loss) == cluster::Precision::fp16);
+  CHECK(q.used().size() == 3);  // fp16, fp32 (embedding), fp8
+  CHECK(PrecisionPolicy::uniform(cluster::Precision::bf16).used().size() == 1);
+  CHECK(p != q);
+  graph::Tensor t;
+  t.shape = {10, 10};
+  CHECK(cost::bytes_at(t, cluster::Precision::bf16).value == 200);
+  CHECK(cost::bytes_at(t, cluster::Precision::tf32).value == 400);
+  CHECK(cost::bytes_at(t, cluster::Precision::fp8).value == 100);
+  t.dtype = graph::DType::i64;
+  CHECK(cost::bytes_at(t, cluster::Precision::bf16).value == 800);
+}
