@@ -78,6 +78,7 @@ InputPlan plan_inputs(const ParsedGraph& pg, const ImportOptions& opts, const Pa
   p.bindings.dims.insert(opts.dims.begin(), opts.dims.end());
   std::set<std::string> batch_names;
   std::vector<std::string> unnamed;
+  std::vector<std::string> static_notes;
   for (int t : pg.inputs) {
     const auto idx = static_cast<std::size_t>(t);
     if (pg.source[idx] != Source::input || !keep_tensor(pg, idx)) continue;
@@ -91,8 +92,8 @@ InputPlan plan_inputs(const ParsedGraph& pg, const ImportOptions& opts, const Pa
     const auto& d0 = tt.shape().dim(0);
     if (d0.has_dim_value()) {
       if (opts.batch && d0.dim_value() != *opts.batch)
-        p.notes.push_back(fmt::format("input '{}' has a static leading dim {}; --batch {} does not change it",
-                                      pg.names[idx], d0.dim_value(), *opts.batch));
+        static_notes.push_back(fmt::format("input '{}' has a static leading dim {}; --batch {} does not change it",
+                                           pg.names[idx], d0.dim_value(), *opts.batch));
     } else if (!d0.dim_param().empty()) {
       batch_names.insert(d0.dim_param());
     } else {
@@ -116,6 +117,10 @@ InputPlan plan_inputs(const ParsedGraph& pg, const ImportOptions& opts, const Pa
     if (!known.count(name) && !tensor_axis)
       p.notes.push_back(fmt::format("--dim {}={} matches no symbolic dim of the model", name, v));
   }
+  // A static leading dim is the batch only when no input has a symbolic one
+  // (past key/value inputs lead with 2, not with the batch).
+  if (batch_names.empty() && unnamed.empty())
+    p.notes.insert(p.notes.end(), static_notes.begin(), static_notes.end());
   if (opts.batch) {
     for (const auto& n : batch_names) p.bindings.dims.emplace(n, *opts.batch);  // --dim wins
     for (const auto& n : unnamed) p.bindings.leading.emplace(n, *opts.batch);

@@ -221,6 +221,13 @@ TEST_CASE("batch axis follows the batch through transposes and reshapes", "[onnx
   auto rs = import_model(s);
   REQUIRE(rs.ok());
   CHECK(tensor_of(*rs, "y").batch_axis == 0);
+  importer::ImportOptions b8;
+  b8.batch = 8;  // a static batch is kept, and the report says so
+  auto r8 = import_model(s, b8);
+  REQUIRE(r8.ok());
+  CHECK(shape_of(*r8, "y") == Shape{1, 2});
+  REQUIRE(r8->report.notes.size() == 1);
+  CHECK(contains(r8->report.notes[0], "static leading dim 1; --batch 8 does not change it"));
   CHECK_FALSE(tensor_of(*rs, "w").batch_axis.has_value());
 }
 
