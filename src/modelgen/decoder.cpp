@@ -11,11 +11,6 @@ using onnx::TensorProto;
 
 namespace {
 
-std::vector<std::int64_t> iota(std::int64_t n) {
-  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
-  std::iota(v.begin(), v.end(), std::int64_t{0});
-  return v;
-}
 
 /// The MLP of one layer: x [B,S,h] (already normalised) -> [B,S,h].
 using MlpFn = std::function<T(Builder&, const std::string& layer_scope, const T& x)>;

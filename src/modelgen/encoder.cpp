@@ -10,11 +10,6 @@ using onnx::TensorProto;
 
 namespace {
 
-std::vector<std::int64_t> iota(std::int64_t n) {
-  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
-  std::iota(v.begin(), v.end(), std::int64_t{0});
-  return v;
-}
 
 /// Separate q, k, v projections of `xq` (queries) and `xkv` (keys, values),
 /// attention with optional scale and bias, output projection "<scope>/<out>".

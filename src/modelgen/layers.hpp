@@ -56,4 +56,11 @@ void build_widedeep(Builder& b, const ModelSpec& s);
 /// Bottleneck blocks per stage for ResNet-50/101/152 (empty for other depths).
 std::vector<int> resnet_stages(int depth);
 
+/// 0, 1, ..., n-1 (position ids).
+inline std::vector<std::int64_t> iota(std::int64_t n) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
+  return v;
+}
+
 }  // namespace planner::modelgen::detail
