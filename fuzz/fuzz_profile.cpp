@@ -1,0 +1,91 @@
+// libFuzzer target: planner::cluster::parse_profile on arbitrary text (the
+// profile reader has a from-text entry point, so no temp file is needed).
+//
+// Oracle, beyond ASan + UBSan: a rejected profile reports one non-empty line
+// starting with the origin; an accepted one has finite, positive quantities,
+// non-empty tables with x strictly increasing and y in (0, 1], and
+// interpolation that stays in (0, 1] (what the cost model relies on).
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+namespace {
+/// PLANNER_FUZZ_ONE_LINE=0 turns the one-line-error check off (to look past
+/// known multi-line messages for deeper bugs).
+bool check_one_line() {
+  static const bool on = [] {
+    const char* v = std::getenv("PLANNER_FUZZ_ONE_LINE");
+    return !(v && v[0] == '0');
+  }();
+  return on;
+}
+}  // namespace
+
+#include "planner/cluster/profile.hpp"
+
+namespace {
+
+[[noreturn]] void violated(const char* what, std::string_view detail = {}) {
+  std::fprintf(stderr, "fuzz_profile: invariant violated: %s %.*s\n", what, static_cast<int>(detail.size()),
+               detail.data());
+  std::abort();
+}
+
+void check_table(const planner::cluster::EfficiencyTable& t, const char* what) {
+  if (t.rows.empty()) violated("empty table", what);
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    const auto& r = t.rows[i];
+    if (!(r.x > 0) || !std::isfinite(r.x) || !(r.y > 0 && r.y <= 1)) violated("table row out of range", what);
+    if (i > 0 && !(r.x > t.rows[i - 1].x)) violated("table x not increasing", what);
+  }
+  for (double x : {0.0, -1.0, 1e-300, 1.0, 1e6, 1e300, t.rows.front().x, t.rows.back().x, std::nan("")}) {
+    const double y = t.interpolate(x);
+    if (!(y > 0 && y <= 1)) violated("interpolation out of (0, 1]", what);
+  }
+}
+
+bool positive(double x) { return std::isfinite(x) && x > 0; }
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  constexpr std::string_view kOrigin = "fuzz.json";
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  auto r = planner::cluster::parse_profile(text, kOrigin);
+  if (!r) {
+    const std::string& m = r.error().message;
+    if (check_one_line() && m.find('\n') != std::string::npos) violated("error message spans lines:", m);
+    if (m.size() <= kOrigin.size() + 2 || m.compare(0, kOrigin.size(), kOrigin) != 0)
+      violated("error message does not start with the origin:", m);
+    return 0;
+  }
+  const auto& d = r->device;
+  if (!positive(d.hbm_bandwidth.value)) violated("hbm bandwidth");
+  if (!positive(d.usable_memory().value)) violated("usable memory");
+  if (!(d.hbm_efficiency > 0 && d.hbm_efficiency <= 1)) violated("hbm efficiency");
+  check_table(d.elementwise_table, "elementwise");
+  check_table(d.gemm_table, "gemm");
+  check_table(d.gemm_skinny_table, "gemm_skinny");
+  if (d.attention) {
+    check_table(d.attention->causal, "attention.causal");
+    check_table(d.attention->full, "attention.full");
+  }
+  for (std::int64_t m : {1, 7, 4096})
+    for (std::size_t p = 0; p < planner::cluster::kPrecisionCount; ++p) {
+      const double e = d.gemm_efficiency(m, m, m, static_cast<planner::cluster::Precision>(p));
+      if (!(e > 0 && e <= 1)) violated("gemm efficiency out of (0, 1]");
+    }
+  const auto& ic = r->interconnect;
+  if (ic.levels.size() < 2 || r->devices_per_node < 1) violated("interconnect levels");
+  for (const auto& l : ic.levels) {
+    check_table(l.ring.efficiency, "ring");
+    if (l.tree) check_table(l.tree->efficiency, "tree");
+    if (l.nvls) check_table(l.nvls->efficiency, "nvls");
+    if (!positive(l.per_rank_bandwidth(1).value)) violated("per-rank bandwidth", l.name);
+  }
+  return 0;
+}
