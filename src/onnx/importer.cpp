@@ -253,6 +253,7 @@ std::vector<ShapeDisagreement> disagreements(const ParsedGraph& pg, const std::v
 Result<ImportedModel> import_impl(std::string_view bytes, const ImportOptions& opts) {
   PLANNER_TRY_STATUS(validate_options(opts));
   PLANNER_TRY(pb::ModelProto model, parse_model(bytes));
+  PLANNER_TRY_STATUS(check_model(model));
   PLANNER_TRY(ExternalDataStats ext, check_external_data(model));
   OpsetMap opsets;
   for (const auto& o : model.opset_import()) {
@@ -341,7 +342,7 @@ Result<ImportedModel> import_bytes(std::string_view bytes, std::string_view labe
   } catch (const std::exception& e) {
     return make_error("{}: internal error while importing: {}", label, e.what());
   }
-  if (!r.ok()) return make_error("{}: {}", label, r.error().message);
+  if (!r.ok()) return make_error("{}: {}", label, detail::one_line(r.error().message));
   r->path = std::string(label);
   return r;
 }

@@ -15,6 +15,15 @@ namespace planner::onnx::detail {
 /// input, 2 GiB or more, protobuf failure, no graph.
 Result<pb::ModelProto> parse_model(std::string_view bytes);
 
+/// Checks what protobuf does not: a default-domain opset import within the
+/// range planner knows (7 to 21), known element types, names that are UTF-8,
+/// and raw_data sizes that match their dims.
+Status check_model(const pb::ModelProto& m);
+
+/// Escapes control characters (newlines, ANSI escapes) so an error naming a
+/// hostile tensor name stays one line.
+std::string one_line(std::string_view message);
+
 struct ExternalDataStats {
   int tensors = 0;
   std::set<std::string> files;
