@@ -57,8 +57,15 @@ class Reader {
   Reader(std::string origin, std::map<std::string, std::string>& sources)
       : origin_(std::move(origin)), sources_(sources) {}
 
+  /// Control characters from keys and strings are escaped: one line always.
   Error fail(std::string_view path, std::string_view msg) const {
-    return Error{fmt::format("{}: {}: {}", origin_, path.empty() ? "(top level)" : path, msg)};
+    std::string out;
+    for (char ch : fmt::format("{}: {}: {}", origin_, path.empty() ? "(top level)" : path, msg)) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (c < 0x20 || c == 0x7F) out += fmt::format("\\x{:02x}", c);
+      else out += ch;
+    }
+    return Error{std::move(out)};
   }
 
   Status object(const json& v, std::string_view path) const {
@@ -69,6 +76,8 @@ class Reader {
   /// Unknown keys are errors.
   Status keys(const json& obj, std::string_view path, std::initializer_list<std::string_view> allowed) const {
     for (const auto& [key, value] : obj.items()) {
+      if (key == "notes" && !value.is_string())
+        return fail(join(path, key), fmt::format("expected a string, got {}", describe(value)));
       bool ok = false;
       for (auto a : allowed) ok = ok || key == a;
       if (!ok) {
@@ -124,7 +133,7 @@ class Reader {
   Result<double> sourced_value(const json& v, const std::string& p, Domain d) const {
     if (v.is_number())
       return fail(p, fmt::format("number without a source; write {{\"value\": {}, \"source\": \"...\"}}",
-                                 v.dump()));
+                                 describe(v)));
     if (!v.is_object())
       return fail(p, fmt::format("expected {{\"value\": number, \"source\": string}}, got {}", describe(v)));
     PLANNER_TRY_STATUS(keys(v, p, {"value", "source"}));
@@ -189,7 +198,7 @@ class Reader {
     for (std::size_t i = 0; i < rows->size(); ++i) {
       const json& r = (*rows)[i];
       auto ip = fmt::format("{}[{}]", rp, i);
-      if (!r.is_array() || r.size() != 2) return fail(ip, fmt::format("expected a row [x, y], got {}", r.dump()));
+      if (!r.is_array() || r.size() != 2) return fail(ip, fmt::format("expected a row [x, y], got {}", describe(r)));
       PLANNER_TRY(double x, number(r[0], ip + "[0]", Domain::positive));
       PLANNER_TRY(double y, number(r[1], ip + "[1]", Domain::fraction));
       if (!out.efficiency.rows.empty() && !(x > out.efficiency.rows.back().x))
@@ -432,7 +441,7 @@ Result<ClusterProfile> parse_profile(std::string_view text, std::string_view ori
   PLANNER_TRY_STATUS(r.keys(j, "", {"schema_version", "name", "system", "source", "notes", "device", "interconnect"}));
   PLANNER_TRY(const json* version, r.member(j, "", "schema_version"));
   if (!version->is_number_integer() || version->get<long long>() != 1)
-    return r.fail("schema_version", fmt::format("expected 1, got {}", version->dump()));
+    return r.fail("schema_version", fmt::format("expected 1, got {}", describe(*version)));
   PLANNER_TRY(out.name, r.string(j, "", "name", true));
   if (out.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-") != std::string::npos)
     return r.fail("name", fmt::format("'{}' may use only lowercase letters, digits, '.', '_' and '-'", out.name));

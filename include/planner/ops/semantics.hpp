@@ -58,7 +58,7 @@
 ///     that reaches annotate() without that mark is costed from its boundary
 ///     tensors like an unknown op (known = false) and counted as unknown.
 ///
-/// Architecture invariant: this module depends on `graph` only (no ONNX header).
+/// Architecture invariant: this module depends on `graph` and `layout` only (no ONNX header).
 
 #include <map>
 #include <optional>

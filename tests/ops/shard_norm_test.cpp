@@ -1,0 +1,115 @@
+// Sharding of norms, softmax and reductions (src/ops/shard_norm.cpp).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "ops/builder.hpp"
+#include "planner/ops/sharding.hpp"
+
+using namespace planner;
+using namespace planner::ops;
+using planner::ops::testing::Builder;
+
+namespace {
+
+struct Sharded {
+  layout::DeviceMesh mesh;
+  OpSharding op;
+  const Strategy& by(std::string_view a) const {
+    for (const auto& s : op.strategies)
+      if (s.assignment == a) return s;
+    FAIL("no strategy '" << a << "'");
+    return op.strategies.front();
+  }
+  bool has(std::string_view a) const {
+    return std::any_of(op.strategies.begin(), op.strategies.end(), [&](const Strategy& s) { return s.assignment == a; });
+  }
+  std::string text(const std::optional<layout::TensorLayout>& l) const { return layout::to_string(*l, mesh); }
+  std::vector<std::string> assignments() const {
+    std::vector<std::string> v;
+    for (const auto& s : op.strategies) v.push_back(s.assignment);
+    return v;
+  }
+};
+
+Sharded shard(const Builder& b, graph::OpId id, const char* mesh, ShardingOptions o = {}) {
+  auto m = layout::DeviceMesh::parse(mesh).value();
+  auto op = enumerate_strategies(op_spec(b.g, id), b.g, m, o, dim_kinds(b.g));
+  return Sharded{m, std::move(op)};
+}
+
+ShardingOptions any_role(int axes) {
+  ShardingOptions o;
+  o.roles.assign(static_cast<std::size_t>(axes), AxisRole::any);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("LayerNorm splits rows freely and its hidden dim at a statistics price", "[ops][sharding]") {
+  Builder b;
+  b.input("x", {2, 16, 64}).param("g", {64}).param("beta", {64}).act("y", {2, 16, 64});
+  const auto id = b.op("LayerNormalization", {"x", "g", "beta"}, {"y"}, {{"axis", testing::i64(-1)}});
+  // Default roles: dp on the batch; tp neither on the sequence (no sequence
+  // parallelism) nor on the hidden dim.
+  CHECK(shard(b, id, "mesh(dp=2,tp=4)").assignments() == std::vector<std::string>{"", "dp:d0"});
+  ShardingOptions sp;
+  sp.sequence_parallel = true;
+  const auto s = shard(b, id, "mesh(dp=2,tp=4)", sp);
+  CHECK(s.assignments() == std::vector<std::string>{"", "tp:d1", "dp:d0", "dp:d0 tp:d1"});
+  CHECK(s.text(s.by("tp:d1").outputs[0]) == "[-,tp,-]");
+  CHECK(s.text(s.by("tp:d1").input_grads[1]) == "[-]partial(tp)");  // Megatron-SP's LN grad all-reduce
+  CHECK(s.by("tp:d1").forward_comm.empty());
+  // Any role: the hidden split all-reduces 2 fp32 statistics per row, rows
+  // = 2*16 = 32: 256 B forward and 256 B backward.
+  const auto a = shard(b, id, "mesh(tp=4)", any_role(1));
+  const auto& h = a.by("tp:d2");
+  CHECK(a.text(h.outputs[0]) == "[-,-,tp]");
+  REQUIRE(h.forward_comm.size() == 1);
+  CHECK(h.forward_comm[0].kind == layout::CollectiveKind::all_reduce);
+  CHECK(h.forward_comm[0].bytes.value == 256.0);
+  REQUIRE(h.backward_comm.size() == 1);
+  CHECK(h.backward_comm[0].bytes.value == 256.0);
+  // With the batch split too, each device reduces half the rows.
+  const auto two = shard(b, id, "mesh(dp=2,tp=4)", any_role(2));
+  CHECK(two.by("dp:d0 tp:d2").forward_comm.at(0).bytes.value == 128.0);
+}
+
+TEST_CASE("Softmax splits its axis with max/sum all-reduces", "[ops][sharding]") {
+  Builder b;
+  b.input("x", {4, 8, 8}).act("y", {4, 8, 8});
+  const auto id = b.op("Softmax", {"x"}, {"y"}, {{"axis", testing::i64(-1)}});
+  const auto s = shard(b, id, "mesh(tp=2)", any_role(1));
+  const auto& ax = s.by("tp:d2");
+  // 4*8 rows: forward max and sum (2 x 32 x 4 B), backward sum(dy*y) (32 x 4 B).
+  CHECK(ax.forward_comm.at(0).bytes.value == 256.0);
+  CHECK(ax.backward_comm.at(0).bytes.value == 128.0);
+  CHECK(s.by("tp:d0").forward_comm.empty());
+}
+
+TEST_CASE("linear reductions may split the reduced dim, others may not", "[ops][sharding]") {
+  Builder b;
+  b.input("x", {4, 8}).act("s", {4, 1}).act("m", {4, 1}).act("n", {4});
+  const auto sum = b.op("ReduceSum", {"x"}, {"s"}, {{"keepdims", testing::i64(1)}});
+  const auto max = b.op("ReduceMax", {"x"}, {"m"}, {{"keepdims", testing::i64(1)}});
+  const auto mean = b.op("ReduceMean", {"x"}, {"n"}, {{"keepdims", testing::i64(0)}, {"axes", testing::ints({1})}});
+  const auto s = shard(b, sum, "mesh(tp=2)", any_role(1));
+  CHECK(s.text(s.by("tp:d1").outputs[0]) == "[-,-]partial(tp)");
+  CHECK(shard(b, max, "mesh(tp=2)", any_role(1)).assignments() == std::vector<std::string>{"", "tp:d0"});
+  const auto m = shard(b, mean, "mesh(tp=2)", any_role(1));
+  CHECK(m.text(m.by("tp:d1").outputs[0]) == "[-]partial(tp)");
+  CHECK(m.text(m.by("tp:d0").outputs[0]) == "[tp]");
+}
+
+TEST_CASE("BatchNorm splits channels freely and the batch as synchronised BN", "[ops][sharding]") {
+  Builder b;
+  b.input("x", {8, 4, 6, 6}).param("sc", {4}).param("bi", {4}).constant("mu", {4}).constant("var", {4});
+  b.act("y", {8, 4, 6, 6});
+  const auto id = b.op("BatchNormalization", {"x", "sc", "bi", "mu", "var"}, {"y"});
+  const auto s = shard(b, id, "mesh(tp=2)", any_role(1));
+  CHECK(s.assignments() == std::vector<std::string>{"", "tp:n", "tp:c"});
+  // Per-channel statistics: 2 x 4 channels x 4 B.
+  CHECK(s.by("tp:n").forward_comm.at(0).bytes.value == 32.0);
+  CHECK(s.text(s.by("tp:c").inputs[1]) == "[tp]");
+  CHECK(s.by("tp:c").forward_comm.empty());
+}
