@@ -5,47 +5,14 @@
 #include <algorithm>
 
 #include "ops/builder.hpp"
+#include "ops/shard_helpers.hpp"
 #include "planner/ops/sharding.hpp"
 
 using namespace planner;
 using namespace planner::ops;
 using planner::ops::testing::Builder;
+using namespace planner::ops::testing;
 
-namespace {
-
-struct Sharded {
-  layout::DeviceMesh mesh;
-  OpSharding op;
-  const Strategy& by(std::string_view a) const {
-    for (const auto& s : op.strategies)
-      if (s.assignment == a) return s;
-    FAIL("no strategy '" << a << "'");
-    return op.strategies.front();
-  }
-  bool has(std::string_view a) const {
-    return std::any_of(op.strategies.begin(), op.strategies.end(), [&](const Strategy& s) { return s.assignment == a; });
-  }
-  std::string text(const std::optional<layout::TensorLayout>& l) const { return layout::to_string(*l, mesh); }
-  std::vector<std::string> assignments() const {
-    std::vector<std::string> v;
-    for (const auto& s : op.strategies) v.push_back(s.assignment);
-    return v;
-  }
-};
-
-Sharded shard(const Builder& b, graph::OpId id, const char* mesh, ShardingOptions o = {}) {
-  auto m = layout::DeviceMesh::parse(mesh).value();
-  auto op = enumerate_strategies(op_spec(b.g, id), b.g, m, o, dim_kinds(b.g));
-  return Sharded{m, std::move(op)};
-}
-
-ShardingOptions any_role(int axes) {
-  ShardingOptions o;
-  o.roles.assign(static_cast<std::size_t>(axes), AxisRole::any);
-  return o;
-}
-
-}  // namespace
 
 TEST_CASE("Reshape maps a hidden split onto heads", "[ops][sharding]") {
   Builder b;
