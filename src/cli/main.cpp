@@ -18,6 +18,10 @@ constexpr CommandSpec kCommands[] = {
     {"model", "Write a standard architecture (gpt, llama, bert, t5, moe, mlp, resnet, widedeep) as ONNX",
      "planner model gpt --layers 96 --hidden 12288 --heads 96 --seq 2048 --vocab 51200 -o gpt3.onnx",
      &setup_model},
+    {"estimate", "Predict step time, MFU and memory per device of one parallel layout",
+     "planner estimate gpt3.onnx --profile a100-sxm4-80gb --devices 1024 --tp 8 --pp 16 --micro-batch 1 "
+     "--global-batch 1536 --recompute full",
+     &setup_estimate},
 };
 }  // namespace
 

@@ -35,12 +35,16 @@ void readers(const graph::OpGraph& g, TensorId t, std::vector<OpId>& out, int de
   }
 }
 
+}  // namespace
+
 bool is_kept_fp32(const graph::OpGraph& g, TensorId t, const PrecisionPolicy& policy) {
   std::vector<OpId> ops;
   readers(g, t, ops);
   if (ops.empty()) return policy.keeps_fp32(graph::OpClass::other);  // read by nothing: the default
   return std::any_of(ops.begin(), ops.end(), [&](OpId id) { return policy.keeps_fp32(g.op(id).op_class); });
 }
+
+namespace {
 
 // 16-bit weights of the largest layer (ZeRO-3 gathers one layer at a time);
 // a parameter belongs to the layer of its first reader, or stands alone.

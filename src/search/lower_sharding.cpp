@@ -347,9 +347,10 @@ std::optional<std::size_t> find_node(const LoweredSharding& l, const OpGraph& g,
 
 std::vector<PlannedComm> planned_comms(const LoweredSharding& l, const OpGraph& g, const Choice& c) {
   std::vector<PlannedComm> out;
+  std::size_t at = 0;  // node the pushed collectives belong to
   auto push = [&](CostTerm src, bool bwd, const std::vector<layout::CommStep>& steps, int count, const std::string& where) {
     for (const auto& s : steps)
-      if (!layout::is_local(s.kind)) out.push_back(PlannedComm{src, bwd, s, count, where});
+      if (!layout::is_local(s.kind)) out.push_back(PlannedComm{src, bwd, s, count, where, at});
   };
   auto crossing = [&](const EdgeUse& u, const ops::Strategy& sf, const ops::Strategy& st, const std::string& where) {
     const graph::Tensor& t = g.tensor(u.tensor);
@@ -368,6 +369,7 @@ std::vector<PlannedComm> planned_comms(const LoweredSharding& l, const OpGraph& 
   for (std::size_t n = 0; n < l.nodes.size(); ++n) {
     const auto& node = l.nodes[n];
     const auto& s = chosen(l, c, n);
+    at = n;
     const int count = static_cast<int>(node.instances.size());
     const std::string where = "node " + l.problem.nodes[n].name;
     push(CostTerm::op_comm, false, s.forward_comm, count, where);
@@ -378,6 +380,7 @@ std::vector<PlannedComm> planned_comms(const LoweredSharding& l, const OpGraph& 
   }
   for (std::size_t e = 0; e < l.problem.edges.size(); ++e) {
     const auto& pe = l.problem.edges[e];
+    at = pe.to;
     const std::string where = fmt::format("edge {} -> {} ({})", l.problem.nodes[pe.from].name,
                                           l.problem.nodes[pe.to].name, pe.name);
     for (const auto& u : l.edge_uses[e]) crossing(u, chosen(l, c, pe.from), chosen(l, c, pe.to), where);

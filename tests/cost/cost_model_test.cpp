@@ -30,6 +30,10 @@ class FakeCostModel final : public cost::CostModel {
   cost::MemoryBreakdown memory(const graph::OpGraph&, const cost::MemorySetup&) const override { return {}; }
   Bytes device_memory() const override { return gib(16); }
   FlopsPerSecond peak() const override { return FlopsPerSecond(1e12); }
+  const cost::ComputeContext& context() const override { return ctx_; }
+
+ private:
+  cost::ComputeContext ctx_ = cost::ComputeContext::create(profile("a100-sxm4-80gb").device, {}).value();
 };
 
 cost::ProfileCostModel model(RecomputePolicy r = RecomputePolicy::none, AttentionMode a = AttentionMode::flash) {

@@ -38,5 +38,6 @@ int fail(std::string_view cmd, std::string_view message);
 // One setup function per subcommand file (src/cli/<name>_cmd.cpp).
 Runner setup_inspect(CLI::App& sub);
 Runner setup_model(CLI::App& sub);
+Runner setup_estimate(CLI::App& sub);
 
 }  // namespace planner::cli

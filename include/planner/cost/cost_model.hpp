@@ -59,6 +59,11 @@ class CostModel {
 
   /// Peak FLOP/s of the default precision, for model FLOPs utilisation.
   virtual FlopsPerSecond peak() const = 0;
+
+  /// Device, precision policy, attention mode and recompute policy the
+  /// times are for (memory-bound work such as the optimizer step streams at
+  /// context().device()'s achievable bandwidth).
+  virtual const ComputeContext& context() const = 0;
 };
 
 /// CostModel from a cluster profile.
@@ -83,7 +88,7 @@ class ProfileCostModel final : public CostModel {
   /// The profile it answers from.
   const cluster::ClusterProfile& profile() const { return profile_; }
   /// Device, precision, attention mode and recompute policy.
-  const ComputeContext& context() const { return ctx_; }
+  const ComputeContext& context() const override { return ctx_; }
 
  private:
   ProfileCostModel(cluster::ClusterProfile profile, ComputeContext ctx)

@@ -86,6 +86,10 @@ struct ParamCounts {
   double total() const { return low_precision + fp32; }
 };
 
+/// True when parameter `t` is stored in fp32: an op reading it (through
+/// Cast/Identity/Transpose too) computes in fp32 or tf32 under `policy`.
+bool is_kept_fp32(const graph::OpGraph& g, graph::TensorId t, const PrecisionPolicy& policy);
+
 /// Counts floating parameters; a parameter is fp32 when any op reading it
 /// (through Cast/Identity/Transpose too) computes in fp32 or tf32.
 ParamCounts count_parameters(const graph::OpGraph& g, const PrecisionPolicy& policy);

@@ -140,6 +140,8 @@ struct PlannedComm {
   int count = 1;
   /// `node fc1` or `edge fc1 -> gelu (t)`.
   std::string where;
+  /// The node it belongs to: its own node, or an edge's consumer.
+  std::size_t node = 0;
 };
 
 /// Every collective a choice implies, forward and backward (local slices

@@ -1,0 +1,41 @@
+#pragma once
+/// Flags every subcommand that costs a training setup shares (estimate,
+/// search, check): the cluster profile and its overrides, precision,
+/// attention kernel and recompute policy, and the cost model built from them.
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "planner/cluster/profile.hpp"
+#include "planner/core/result.hpp"
+#include "planner/cost/cost_model.hpp"
+
+namespace planner::cli {
+
+struct TrainFlags {
+  std::string profile = "a100-sxm4-80gb";
+  int gpus_per_node = 0;        ///< 0 = the profile's
+  double inter_node_GBps = 0;   ///< 0 = the profile's
+  std::string precision = "bf16";
+  std::string attention = "flash";
+  std::string recompute = "none";
+  CLI::Option* gpus_opt = nullptr;
+  CLI::Option* inter_opt = nullptr;
+
+  void add_to(CLI::App& app);
+  /// The profile with its overrides applied. Errors name the flag or file.
+  Result<cluster::ClusterProfile> load() const;
+  /// The cost model for `profile` under the precision, attention and
+  /// recompute flags.
+  Result<cost::ProfileCostModel> cost_model(cluster::ClusterProfile profile) const;
+};
+
+/// The precision policy of a --precision value: bf16/fp16 mixed (embedding
+/// and loss in fp32), fp8 (GEMMs in fp8, the rest bf16, as Transformer
+/// Engine runs), tf32 / fp32 uniform.
+Result<cost::PrecisionPolicy> precision_policy(const std::string& name);
+
+}  // namespace planner::cli

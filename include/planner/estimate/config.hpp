@@ -1,0 +1,93 @@
+#pragma once
+/// A training layout as `planner estimate` takes it: parallel degrees,
+/// batch, schedule, optimizer sharding and framework behaviour. Plain data
+/// with a validate() that names the violated constraint.
+///
+///   devices = dp * pp * cp * tp          (ep divides dp * cp: experts are
+///                                         split over data/context ranks)
+///   micro-batches m = global_batch / (micro_batch * dp)
+///   interleaved: vp > 1, m % pp == 0, layers % (pp * vp) == 0 (checked by
+///   estimate() when it knows the layers)
+///
+/// The device mesh is `mesh(pp=P,dp=D,cp=C,tp=T;per_node=G)`: tensor-parallel
+/// ranks are consecutive (inside a node first), then context, data and
+/// pipeline (Megatron's order tp-cp-dp-pp).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "planner/core/result.hpp"
+#include "planner/cost/compute.hpp"
+#include "planner/cost/memory.hpp"
+#include "planner/sim/problem.hpp"
+
+namespace planner::estimate {
+
+/// How the training framework schedules communication. The differences are
+/// software behaviour, the same for every run of that framework.
+enum class Framework : std::uint8_t {
+  /// Megatron-LM / NeMo (Megatron-Core): fp32 main gradients, bucketed
+  /// data-parallel reduction overlapped with the last micro-batch's
+  /// backward, distributed-optimizer parameter all-gather overlapped with
+  /// the next forward.
+  megatron,
+  /// Megatron-LM as of 2021-2022 (SC'21, Korthikanti et al.): the
+  /// data-parallel all-reduce runs after the pipeline flush, not overlapped.
+  megatron_legacy,
+  /// Megatron-DeepSpeed (BLOOM): ZeRO-1 reduce-scatter and all-gather after
+  /// the flush, not overlapped; fp32 gradient accumulation.
+  deepspeed,
+  /// PyTorch FSDP (MosaicML llm-foundry): per-micro-batch weight all-gathers
+  /// and gradient reduce-scatters, prefetched and overlapped with compute;
+  /// bf16 parameters gathered, fp32 gradients reduced.
+  fsdp,
+  /// PyTorch DDP: 25 MB gradient buckets all-reduced during backward.
+  ddp,
+};
+
+/// "megatron", "megatron-legacy", "deepspeed", "fsdp", "ddp".
+std::string_view framework_name(Framework f);
+/// Parses framework_name(); the error lists the names.
+Result<Framework> parse_framework(std::string_view s);
+
+/// The layout of one training step.
+struct ParallelConfig {
+  int devices = 1;
+  int dp = 1;  ///< data parallel
+  int tp = 1;  ///< tensor parallel (op-level sharding over the `tp` axis)
+  int pp = 1;  ///< pipeline stages
+  int cp = 1;  ///< context parallel (sequence split of attention)
+  int ep = 1;  ///< expert parallel (inside dp * cp)
+  int vp = 1;  ///< virtual stages per device (interleaved schedule)
+  bool sequence_parallel = false;
+  int micro_batch = 1;
+  std::int64_t global_batch = 1;
+  sim::Schedule schedule = sim::Schedule::one_f_one_b;
+  cost::Optimizer optimizer = cost::Optimizer::adam;
+  /// ZeRO stage 0..3.
+  int zero = 0;
+  /// Megatron's distributed optimizer (ZeRO-1 with fp32 main gradients).
+  bool distributed_optimizer = false;
+  Framework framework = Framework::megatron;
+  /// Bytes per gradient element reduced over data parallelism (2 or 4);
+  /// 0 = the framework's default for the precision.
+  int grad_reduce_bytes = 0;
+  /// Devices per node (from the profile unless overridden).
+  int devices_per_node = 8;
+
+  /// Micro-batches per step and data-parallel replica.
+  std::int64_t micro_batches() const { return global_batch / (static_cast<std::int64_t>(micro_batch) * dp); }
+  /// The state sharding the optimizer setting implies.
+  cost::StateSharding state_sharding() const;
+};
+
+/// Checks the degrees and batch arithmetic (not the model: estimate() checks
+/// divisibility of the model's dims). Errors name the constraint, e.g.
+/// `dp*tp*pp*cp = 2*8*4*1 = 64 but --devices is 32`.
+Status validate(const ParallelConfig& c);
+
+/// `dp=8 tp=8 pp=12 mb=2 B=2048 1f1b zero1` style one-line summary.
+std::string describe(const ParallelConfig& c);
+
+}  // namespace planner::estimate

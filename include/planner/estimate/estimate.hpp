@@ -1,0 +1,149 @@
+#pragma once
+/// Predicting one training step of a layout: step time with its breakdown,
+/// throughput and MFU, memory per pipeline stage, and advice when it does not
+/// fit. Formulas and their sources: docs/estimate.md.
+///
+/// Design note. estimate() composes the lower modules, in order:
+///   1. op-level sharding (search::lower_sharding + solve) on the model-
+///      parallel mesh `mesh(cp=C,tp=T)`, with costs from the injected
+///      cost::CostModel (ShardingCostOracle adapter below): every op gets its
+///      strategy, every collective its place;
+///   2. layers to pipeline chunks: even when the layer count divides, else a
+///      balanced partition; ops outside the repeated layers go with the layer
+///      before them (the embedding to the first chunk, the head and loss to
+///      the last);
+///   3. per chunk and micro-batch, forward and backward time = its ops'
+///      times at their local shapes + their tensor/context-parallel
+///      collectives (on the critical path) + ZeRO-3 weight gathers where
+///      they exceed the compute they overlap;
+///   4. the schedule simulated event by event (sim::simulate) with the
+///      point-to-point transfers between stages;
+///   5. after the last backward, per device: the exposed part of the
+///      data-parallel gradient reduction (framework-dependent overlap) and
+///      the optimizer step (memory-bound);
+///   6. memory per pipeline rank from local (sharded) parameter and
+///      activation sizes, activations times what the schedule keeps in
+///      flight (the simulator's peak).
+///
+/// The data-parallel axis does not enter the op-level search: each replica
+/// runs the graph at the micro-batch (the importer binds the batch to it).
+///
+/// Architecture invariant: no ONNX, no profile file, no CLI here; costs come
+/// only through cost::CostModel.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/core/result.hpp"
+#include "planner/core/units.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/estimate/config.hpp"
+#include "planner/graph/graph.hpp"
+#include "planner/layout/mesh.hpp"
+#include "planner/search/lower_sharding.hpp"
+#include "planner/sim/pipeline.hpp"
+
+namespace planner::estimate {
+
+/// Adapts a CostModel to the op-sharding search's oracle on `mesh`: op time
+/// at the strategy's local GEMM shape, collectives placed by the mesh's
+/// nodes, memory = the unit's local parameters times bytes_per_param (model
+/// state after ZeRO sharding).
+class CostModelOracle final : public search::ShardingCostOracle {
+ public:
+  CostModelOracle(const cost::CostModel& model, layout::DeviceMesh mesh, double bytes_per_param)
+      : model_(model), mesh_(std::move(mesh)), bytes_per_param_(bytes_per_param) {}
+  Seconds op_time(const graph::Op& op, const graph::OpGraph& g, const ops::Strategy& s) const override;
+  Seconds comm_time(const layout::CommStep& step, const layout::DeviceMesh& mesh) const override;
+  Bytes memory(const ops::OpSharding& unit, const ops::Strategy& s, const graph::OpGraph& g,
+               const layout::DeviceMesh& mesh) const override;
+
+ private:
+  const cost::CostModel& model_;
+  layout::DeviceMesh mesh_;
+  double bytes_per_param_;
+};
+
+/// How much of `op` a device runs under strategy `s` of its (single-op)
+/// unit: fraction of FLOPs and bytes and, for MatMul/Gemm, the local GEMM
+/// shape (k and n from the local operand shapes, m from the local FLOPs).
+/// An op of a fused pattern gets its FLOP share only.
+cost::OpScaling local_scaling(const graph::Op& op, const graph::OpGraph& g, const ops::Strategy& s,
+                              const layout::DeviceMesh& mesh);
+
+/// One collective kind's exposed time.
+struct CommTotals {
+  std::map<std::string, Seconds> by_kind;  ///< "all_reduce", "all_gather", ...
+  Seconds total() const;
+};
+
+/// Per micro-batch times of one pipeline chunk.
+struct ChunkTimes {
+  int first_layer = 0, last_layer = -1;  ///< layer positions [first, last]; none when last < first
+  bool has_embedding = false, has_head = false;
+  Seconds forward_compute, backward_compute, recompute;
+  /// Tensor/context-parallel collectives on the critical path (fwd + bwd).
+  Seconds model_parallel_comm;
+  /// ZeRO-3 weight gathers and gradient reduce-scatters not hidden by compute.
+  Seconds zero3_exposed;
+  Flops model_flops, hardware_flops;
+};
+
+/// Memory of one pipeline rank's device.
+struct StageMemory {
+  int stage = 0;
+  cost::MemoryBreakdown breakdown;
+  Bytes peak() const { return breakdown.total(); }
+  /// Micro-batches whose activations are held at the peak (simulated).
+  double in_flight = 0;
+  double parameters = 0;  ///< local parameter elements
+};
+
+/// A change that would make a layout fit, with its saving on the fullest stage.
+struct Advice {
+  std::string change;  ///< e.g. "--zero 1" or "--recompute full"
+  Bytes saves;
+  bool fits = false;  ///< the layout fits after this change alone
+};
+
+/// The prediction.
+struct Estimate {
+  ParallelConfig config;
+  std::int64_t micro_batches = 1;
+  Seconds step_time;
+  /// Breakdown of the step on the critical device (sums to step_time).
+  Seconds compute;        ///< forward + backward (without recompute) of its busiest device
+  Seconds recompute;      ///< forward again under the recompute policy
+  CommTotals model_parallel;  ///< tp/cp/ep collectives on the critical path
+  Seconds pipeline_p2p;   ///< point-to-point transfers on the critical path
+  Seconds bubble;         ///< pipeline idle time of the critical device
+  Seconds zero3_exposed;  ///< ZeRO-3 gathers/reduce-scatters not hidden
+  Seconds dp_exposed;     ///< data-parallel gradient sync not hidden by backward
+  Seconds dp_total;       ///< the data-parallel sync's whole duration
+  Seconds optimizer;      ///< optimizer step
+  /// Model FLOPs of the step (all devices), and with recompute.
+  Flops model_flops, hardware_flops;
+  double model_tflops_per_device = 0, hardware_tflops_per_device = 0;
+  double mfu = 0, hfu = 0;
+  std::int64_t parameters = 0;
+  std::vector<ChunkTimes> chunks;
+  std::vector<StageMemory> stages;
+  Bytes capacity;
+  bool fits = true;
+  std::vector<Advice> advice;
+  /// One line per op-sharding unit: `name (xN): strategy`.
+  std::string sharding;
+  std::vector<std::string> notes;
+  /// The highest stage memory.
+  const StageMemory& peak_stage() const;
+};
+
+/// Predicts one training step of `g` (annotated and analysed, batch = the
+/// micro-batch) under `config`, with costs from `model`. Errors (one line)
+/// name the violated constraint: degrees, divisibility of heads / sequence /
+/// layers by their split, an impossible placement.
+Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config);
+
+}  // namespace planner::estimate

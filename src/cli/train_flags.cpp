@@ -1,0 +1,63 @@
+// Shared flags of the commands that cost a training setup.
+
+#include "planner/cli/train_flags.hpp"
+
+#include <fmt/format.h>
+
+namespace planner::cli {
+
+void TrainFlags::add_to(CLI::App& app) {
+  app.add_option("--profile", profile, "Cluster profile: a name in cost_profiles/ or a JSON file")
+      ->capture_default_str();
+  gpus_opt = app.add_option("--gpus-per-node", gpus_per_node, "Devices per node, when the cluster differs from the profile");
+  inter_opt = app.add_option("--inter-node-GBps", inter_node_GBps,
+                             "Total NIC bandwidth per node in GB/s (one direction), when it differs from the profile");
+  app.add_option("--precision", precision, "bf16 | fp16 | fp8 | tf32 | fp32")->capture_default_str();
+  app.add_option("--attention", attention, "flash | unfused")->capture_default_str();
+  app.add_option("--recompute", recompute, "none | selective | full")->capture_default_str();
+}
+
+Result<cluster::ClusterProfile> TrainFlags::load() const {
+  PLANNER_TRY(cluster::ClusterProfile p, cluster::load_profile(profile, cluster::default_profiles_dir(nullptr)));
+  std::optional<int> g;
+  std::optional<double> b;
+  if (gpus_opt && gpus_opt->count() > 0) {
+    if (gpus_per_node < 1) return Error{fmt::format("--gpus-per-node must be at least 1 (got {})", gpus_per_node)};
+    g = gpus_per_node;
+  }
+  if (inter_opt && inter_opt->count() > 0) {
+    if (!(inter_node_GBps > 0)) return Error{fmt::format("--inter-node-GBps must be positive (got {})", inter_node_GBps)};
+    b = inter_node_GBps;
+  }
+  if (g || b) return cluster::apply_overrides(std::move(p), g, b);
+  return p;
+}
+
+Result<cost::PrecisionPolicy> precision_policy(const std::string& name) {
+  if (name == "bf16") return cost::PrecisionPolicy::mixed(cost::Precision::bf16);
+  if (name == "fp16") return cost::PrecisionPolicy::mixed(cost::Precision::fp16);
+  if (name == "fp8") {
+    auto p = cost::PrecisionPolicy::mixed(cost::Precision::bf16);
+    p.set(graph::OpClass::matmul, cost::Precision::fp8);
+    return p;
+  }
+  if (name == "tf32") return cost::PrecisionPolicy::uniform(cost::Precision::tf32);
+  if (name == "fp32") return cost::PrecisionPolicy::uniform(cost::Precision::fp32);
+  return Error{fmt::format("--precision '{}' is not one of bf16, fp16, fp8, tf32, fp32", name)};
+}
+
+Result<cost::ProfileCostModel> TrainFlags::cost_model(cluster::ClusterProfile p) const {
+  PLANNER_TRY(cost::PrecisionPolicy policy, precision_policy(precision));
+  cost::AttentionMode att;
+  if (attention == "flash") att = cost::AttentionMode::flash;
+  else if (attention == "unfused") att = cost::AttentionMode::unfused;
+  else return Error{fmt::format("--attention '{}' is not one of flash, unfused", attention)};
+  cost::RecomputePolicy rc;
+  if (recompute == "none") rc = cost::RecomputePolicy::none;
+  else if (recompute == "selective") rc = cost::RecomputePolicy::selective;
+  else if (recompute == "full") rc = cost::RecomputePolicy::full;
+  else return Error{fmt::format("--recompute '{}' is not one of none, selective, full", recompute)};
+  return cost::ProfileCostModel::create(std::move(p), std::move(policy), att, rc);
+}
+
+}  // namespace planner::cli

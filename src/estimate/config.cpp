@@ -1,0 +1,98 @@
+// ParallelConfig: names, validation, summary.
+
+#include "planner/estimate/config.hpp"
+
+#include <array>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace planner::estimate {
+namespace {
+
+constexpr std::array<std::pair<Framework, std::string_view>, 5> kFrameworks{{
+    {Framework::megatron, "megatron"},
+    {Framework::megatron_legacy, "megatron-legacy"},
+    {Framework::deepspeed, "deepspeed"},
+    {Framework::fsdp, "fsdp"},
+    {Framework::ddp, "ddp"},
+}};
+
+}  // namespace
+
+std::string_view framework_name(Framework f) {
+  for (const auto& [k, n] : kFrameworks)
+    if (k == f) return n;
+  return "?";
+}
+
+Result<Framework> parse_framework(std::string_view s) {
+  for (const auto& [k, n] : kFrameworks)
+    if (n == s) return k;
+  return Error{fmt::format("unknown framework '{}' (expected megatron, megatron-legacy, deepspeed, fsdp or ddp)", s)};
+}
+
+cost::StateSharding ParallelConfig::state_sharding() const {
+  if (zero >= 3) return cost::StateSharding::zero3;
+  if (zero == 2) return cost::StateSharding::zero2;
+  if (distributed_optimizer) return cost::StateSharding::distributed_optimizer;
+  if (zero == 1) return cost::StateSharding::zero1;
+  return cost::StateSharding::none;
+}
+
+Status validate(const ParallelConfig& c) {
+  const std::array<std::pair<const char*, int>, 7> degrees{{{"--devices", c.devices},
+                                                            {"--dp", c.dp},
+                                                            {"--tp", c.tp},
+                                                            {"--pp", c.pp},
+                                                            {"--cp", c.cp},
+                                                            {"--ep", c.ep},
+                                                            {"--vp", c.vp}}};
+  for (const auto& [name, v] : degrees)
+    if (v < 1) return Error{fmt::format("{} must be at least 1 (got {})", name, v)};
+  const long long product = 1LL * c.dp * c.tp * c.pp * c.cp;
+  if (product != c.devices)
+    return Error{fmt::format("dp*tp*pp*cp = {}*{}*{}*{} = {} but --devices is {}", c.dp, c.tp, c.pp, c.cp, product,
+                                  c.devices)};
+  if ((c.dp * c.cp) % c.ep != 0)
+    return Error{fmt::format("--ep {} must divide dp*cp = {} (experts are split over data/context ranks)", c.ep,
+                                  c.dp * c.cp)};
+  if (c.micro_batch < 1) return Error{fmt::format("--micro-batch must be at least 1 (got {})", c.micro_batch)};
+  if (c.global_batch < 1) return Error{fmt::format("--global-batch must be at least 1 (got {})", c.global_batch)};
+  const long long per_step = 1LL * c.micro_batch * c.dp;
+  if (c.global_batch % per_step != 0)
+    return Error{fmt::format("--global-batch {} is not divisible by micro-batch * dp = {} * {} = {}", c.global_batch,
+                                  c.micro_batch, c.dp, per_step)};
+  if (c.devices_per_node < 1)
+    return Error{fmt::format("--gpus-per-node must be at least 1 (got {})", c.devices_per_node)};
+  if (c.zero < 0 || c.zero > 3) return Error{fmt::format("--zero must be 0, 1, 2 or 3 (got {})", c.zero)};
+  if (c.distributed_optimizer && c.zero >= 2)
+    return make_error("--distributed-optimizer is ZeRO-1 sharding; it cannot be combined with --zero 2 or 3");
+  if (c.schedule == sim::Schedule::interleaved) {
+    if (c.vp < 2) return make_error("--schedule interleaved needs --vp of at least 2 virtual stages");
+    if (c.pp < 2) return make_error("--schedule interleaved needs --pp of at least 2");
+    if (c.micro_batches() % c.pp != 0)
+      return Error{fmt::format("interleaved schedule: micro-batches per step ({}) must be a multiple of --pp {}",
+                                    c.micro_batches(), c.pp)};
+  } else if (c.vp != 1) {
+    return Error{fmt::format("--vp {} needs --schedule interleaved", c.vp)};
+  }
+  if (c.grad_reduce_bytes != 0 && c.grad_reduce_bytes != 2 && c.grad_reduce_bytes != 4)
+    return Error{fmt::format("--grad-reduce-bytes must be 2 or 4 (got {})", c.grad_reduce_bytes)};
+  if (c.sequence_parallel && c.tp < 2) return make_error("--sp (sequence parallelism) needs --tp of at least 2");
+  return {};
+}
+
+std::string describe(const ParallelConfig& c) {
+  std::string s = fmt::format("dp={} tp={} pp={}", c.dp, c.tp, c.pp);
+  if (c.cp > 1) s += fmt::format(" cp={}", c.cp);
+  if (c.ep > 1) s += fmt::format(" ep={}", c.ep);
+  if (c.vp > 1) s += fmt::format(" vp={}", c.vp);
+  if (c.sequence_parallel) s += " sp";
+  s += fmt::format(" micro-batch={} global-batch={} ({} micro-batches) {}", c.micro_batch, c.global_batch,
+                   c.micro_batches(), sim::schedule_name(c.schedule));
+  s += fmt::format(" {}", cost::sharding_name(c.state_sharding()));
+  return s;
+}
+
+}  // namespace planner::estimate

@@ -1,0 +1,173 @@
+// estimate(): one training step of a layout, composed from op-level
+// sharding, per-op costs, the pipeline simulator and the memory model. The
+// design note is in include/planner/estimate/estimate.hpp; formulas in
+// docs/estimate.md.
+
+#include "planner/estimate/estimate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "internal.hpp"
+#include "planner/search/op_sharding.hpp"
+#include "planner/sim/pipeline.hpp"
+
+namespace planner::estimate {
+namespace {
+
+using graph::OpId;
+using graph::TensorId;
+
+// Chunk of each layer position: even when it divides, else the remainder
+// spread over the middle chunks first (the first and last chunks also hold
+// the embedding and the head).
+std::vector<int> partition_layers(int layers, int chunks) {
+  std::vector<int> sizes(static_cast<std::size_t>(chunks), layers / chunks);
+  int extra = layers % chunks;
+  for (int c = 1; c + 1 < chunks && extra > 0; ++c, --extra) ++sizes[static_cast<std::size_t>(c)];
+  for (int c = chunks - 1; extra > 0; c = (c == 0 ? chunks - 1 : c - 1), --extra) ++sizes[static_cast<std::size_t>(c)];
+  std::vector<int> of;
+  for (int c = 0; c < chunks; ++c)
+    for (int i = 0; i < sizes[static_cast<std::size_t>(c)]; ++i) of.push_back(c);
+  return of;
+}
+
+}  // namespace
+
+Seconds CommTotals::total() const {
+  Seconds s;
+  for (const auto& [k, v] : by_kind) s += v;
+  return s;
+}
+
+const StageMemory& Estimate::peak_stage() const {
+  return *std::max_element(stages.begin(), stages.end(),
+                           [](const StageMemory& a, const StageMemory& b) { return a.peak() < b.peak(); });
+}
+
+namespace detail {
+
+Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c) {
+  Layout L;
+  // Meshes: the whole cluster (Megatron's order, tp fastest) and the
+  // model-parallel sub-mesh the op-level search runs on.
+  PLANNER_TRY(L.full, layout::DeviceMesh::create({{"pp", c.pp}, {"dp", c.dp}, {"cp", c.cp}, {"tp", c.tp}},
+                                                 c.devices_per_node));
+  std::vector<layout::AxisSpec> mp_axes;
+  if (c.cp > 1) mp_axes.push_back({"cp", c.cp});
+  if (c.tp > 1) mp_axes.push_back({"tp", c.tp});
+  PLANNER_TRY(L.mp, layout::DeviceMesh::create(mp_axes, std::min(c.devices_per_node, c.cp * c.tp)));
+
+  // Divisibility the op-level search cannot choose around.
+  for (const auto& p : g.fused) {
+    const auto& first = g.op(p.ops.front());
+    if (c.tp > 1 && p.heads % c.tp != 0)
+      return Error{fmt::format("attention heads {} of '{}' are not divisible by --tp {}", p.heads, first.name, c.tp)};
+    if (c.cp > 1 && p.seq_q % c.cp != 0)
+      return Error{fmt::format("sequence length {} of '{}' is not divisible by --cp {}", p.seq_q, first.name, c.cp)};
+    if (c.sequence_parallel && p.seq_q % (c.tp * c.cp) != 0)
+      return Error{fmt::format("sequence length {} of '{}' is not divisible by tp*cp = {} (--sp splits it)", p.seq_q,
+                                    first.name, c.tp * c.cp)};
+  }
+
+  // Layers and chunks.
+  std::set<int> layer_ids;
+  for (const auto& op : g.ops())
+    if (op.layer) layer_ids.insert(*op.layer);
+  L.chunks = c.pp * c.vp;
+  const int layers = static_cast<int>(layer_ids.size());
+  L.layers = layers;
+  if (L.chunks > 1 && layers < L.chunks)
+    return Error{fmt::format("--pp {} x --vp {} = {} pipeline chunks need at least {} repeated layers; the model has {}",
+                                  c.pp, c.vp, L.chunks, L.chunks, layers)};
+  if (c.vp > 1 && layers % L.chunks != 0)
+    return Error{fmt::format("interleaved schedule: {} layers are not divisible by pp*vp = {}", layers, L.chunks)};
+  const std::vector<int> chunk_of_pos = L.chunks > 1 ? partition_layers(layers, L.chunks) : std::vector<int>(layers, 0);
+  std::map<int, int> pos_of_layer;
+  for (int id : layer_ids) pos_of_layer.emplace(id, static_cast<int>(pos_of_layer.size()));
+
+  PLANNER_TRY(std::vector<OpId> order, g.topological_order());
+  L.order = order;
+  L.chunk_of_op.assign(g.num_ops(), 0);
+  int current = 0;
+  for (OpId id : order) {
+    const auto& op = g.op(id);
+    if (op.layer) current = chunk_of_pos[static_cast<std::size_t>(pos_of_layer.at(*op.layer))];
+    L.chunk_of_op[id.value] = current;
+  }
+  // Ops before the first layer go to chunk 0 (the loop gives them 0 already);
+  // ops after the last layer stay with the last layer's chunk.
+
+  // Op-level sharding on the model-parallel mesh.
+  search::LoweringOptions lo;
+  lo.sharding.sequence_parallel = c.sequence_parallel;
+  lo.grad_sync_weight = 1.0;
+  const auto sb = cost::state_bytes_per_param(c.optimizer, false, true);
+  const double d = c.dp * c.cp;
+  const double bytes_per_param =
+      c.zero >= 3 ? sb.total() / d
+                  : (c.zero == 2 ? sb.weight + (sb.gradient + sb.optimizer) / d
+                                 : (c.zero == 1 || c.distributed_optimizer ? sb.weight + sb.gradient + sb.optimizer / d
+                                                                          : sb.total()));
+  const CostModelOracle oracle(model, L.mp, bytes_per_param);
+  PLANNER_TRY(L.lowered, search::lower_sharding(g, L.mp, oracle, lo));
+  PLANNER_TRY(search::Solution sol, search::solve(L.lowered.problem));
+  L.choice = std::move(sol.choice);
+  L.exact = sol.exact;
+
+  // Strategy per op; layout per tensor (every copy of a shared node).
+  L.strategy_of_op.assign(g.num_ops(), nullptr);
+  for (std::size_t n = 0; n < L.lowered.nodes.size(); ++n) {
+    const auto& node = L.lowered.nodes[n];
+    const auto& s = search::chosen(L.lowered, L.choice, n);
+    const auto& rep = node.instances.front();
+    for (const auto& inst : node.instances) {
+      for (OpId id : inst) L.strategy_of_op[id.value] = &s;
+      if (inst.size() != rep.size()) continue;
+      // Port tensors of this copy: same op position, same input/output index.
+      auto copy_tensor = [&](TensorId t0, bool input) -> std::optional<TensorId> {
+        for (std::size_t k = 0; k < rep.size(); ++k) {
+          const auto& op0 = g.op(rep[k]);
+          const auto& list0 = input ? op0.inputs : op0.outputs;
+          for (std::size_t i = 0; i < list0.size(); ++i)
+            if (list0[i] && *list0[i] == t0) {
+              const auto& opc = g.op(inst[k]);
+              const auto& listc = input ? opc.inputs : opc.outputs;
+              if (i < listc.size() && listc[i]) return *listc[i];
+            }
+        }
+        return std::nullopt;
+      };
+      for (std::size_t p = 0; p < node.sharding.spec.outputs.size() && p < s.outputs.size(); ++p) {
+        const auto& port = node.sharding.spec.outputs[p];
+        if (!port.tensor || !s.outputs[p]) continue;
+        if (auto t = copy_tensor(*port.tensor, false)) L.layout_of_tensor.emplace(t->value, *s.outputs[p]);
+      }
+      for (std::size_t p = 0; p < node.sharding.spec.inputs.size() && p < s.inputs.size(); ++p) {
+        const auto& port = node.sharding.spec.inputs[p];
+        if (!port.tensor || !s.inputs[p]) continue;
+        if (g.tensor(*port.tensor).role != graph::TensorRole::parameter) continue;
+        if (auto t = copy_tensor(*port.tensor, true)) L.layout_of_tensor.emplace(t->value, *s.inputs[p]);
+      }
+    }
+  }
+  return L;
+}
+
+double local_fraction(const Layout& L, const graph::OpGraph& g, TensorId t) {
+  const auto it = L.layout_of_tensor.find(t.value);
+  const auto& tensor = g.tensor(t);
+  if (it == L.layout_of_tensor.end() || tensor.numel() <= 0) return 1.0;
+  const auto local = it->second.local_shape(tensor.shape, L.mp);
+  double n = 1;
+  for (auto e : local) n *= static_cast<double>(e);
+  return n / static_cast<double>(tensor.numel());
+}
+
+}  // namespace detail
+}  // namespace planner::estimate

@@ -1,0 +1,58 @@
+#pragma once
+// Helpers shared by the estimate sources.
+
+#include "planner/cluster/collective.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/layout/mesh.hpp"
+#include "planner/layout/redistribute.hpp"
+#include "planner/estimate/estimate.hpp"
+#include "planner/search/lower_sharding.hpp"
+
+#include <unordered_map>
+#include <vector>
+
+namespace planner::estimate::detail {
+
+/// The cluster collective of a layout step kind (send_recv for local ones).
+cluster::Collective to_cluster(layout::CollectiveKind k);
+
+/// Time of one step on the mesh's nodes (0 for a local step or one rank).
+Seconds step_time(const cost::CostModel& model, const layout::CommStep& step, const layout::DeviceMesh& mesh);
+
+/// The layout resolved against the graph: meshes, op-level sharding and
+/// the pipeline chunk of every op.
+struct Layout {
+  layout::DeviceMesh full;  ///< mesh(pp, dp, cp, tp) over all devices
+  layout::DeviceMesh mp;    ///< the model-parallel mesh (cp, tp axes > 1)
+  int chunks = 1;           ///< pp * vp
+  int layers = 0;           ///< repeated layers found
+  std::vector<graph::OpId> order;  ///< topological
+  std::vector<int> chunk_of_op;    ///< by OpId::value
+  search::LoweredSharding lowered;
+  search::Choice choice;
+  bool exact = true;
+  /// Chosen strategy of each op (nullptr: takes no part, runs whole).
+  std::vector<const ops::Strategy*> strategy_of_op;
+  /// Layout of op outputs and parameters under the chosen strategies.
+  std::unordered_map<std::uint32_t, layout::TensorLayout> layout_of_tensor;
+};
+
+/// Resolves `c` on `g`: meshes, divisibility, chunks, op-level sharding.
+Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c);
+
+/// Local share (0..1] of tensor `t` on one device under the chosen layouts
+/// (1 when the tensor has no layout: replicated).
+double local_fraction(const Layout& L, const graph::OpGraph& g, graph::TensorId t);
+
+/// Per-pipeline-rank memory; `recompute` overrides the model's policy (for
+/// advice). Per rank r: `in_flight[r]` micro-batches (reported) and
+/// `peak_activation[r]` bytes of activations held at its peak (simulated).
+std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
+                                      const Layout& L, cost::RecomputePolicy recompute,
+                                      const std::vector<double>& in_flight, const std::vector<Bytes>& peak_activation);
+
+/// Activation bytes of one micro-batch per chunk under `recompute`.
+std::vector<Bytes> chunk_activations(const graph::OpGraph& g, const cost::CostModel& model, const Layout& L,
+                                     cost::RecomputePolicy recompute);
+
+}  // namespace planner::estimate::detail

@@ -1,0 +1,160 @@
+// Memory per pipeline rank: local (sharded) parameters and their model
+// state, activations of the micro-batches the schedule keeps in flight,
+// the loss buffer on the last stage, and the reserves (docs/estimate.md).
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "internal.hpp"
+
+namespace planner::estimate::detail {
+namespace {
+
+using graph::OpId;
+using graph::TensorId;
+
+cost::ActivationOptions activation_options(const cost::CostModel& model, cost::RecomputePolicy recompute) {
+  cost::ActivationOptions ao;
+  ao.precision = model.context().precision();
+  ao.attention = model.context().attention();
+  ao.recompute = recompute;
+  return ao;
+}
+
+// Local share of one saved item: its tensor's layout, else the share of the
+// work of the op saving it (tensors inside a fused unit), else whole.
+double item_fraction(const Layout& L, const graph::OpGraph& g, const cost::SavedItem& item) {
+  if (item.tensor && L.layout_of_tensor.count(item.tensor->value)) return local_fraction(L, g, *item.tensor);
+  if (const auto* s = L.strategy_of_op[item.saver.value]) return s->compute_fraction;
+  return 1.0;
+}
+
+// The consumer deciding where a parameter lives: the first reader that is
+// not a pass-through (Cast, Identity, Transpose).
+std::optional<OpId> param_reader(const graph::OpGraph& g, TensorId t, int depth = 0) {
+  for (OpId c : g.tensor(t).consumers) {
+    const auto& op = g.op(c);
+    const bool pass = op.type == "Cast" || op.type == "Identity" || op.type == "Transpose" || op.type == "CastLike";
+    if (pass && depth < 4 && !op.outputs.empty() && op.outputs[0]) {
+      if (auto r = param_reader(g, *op.outputs[0], depth + 1)) return r;
+    }
+    return c;
+  }
+  return std::nullopt;
+}
+
+bool grads_in_fp32(const ParallelConfig& c, const cost::CostModel& model) {
+  const bool fp16 = model.context().precision().default_precision() == cost::Precision::fp16;
+  switch (c.framework) {
+    case Framework::megatron: return true;
+    case Framework::megatron_legacy:
+    case Framework::deepspeed: return !fp16;
+    case Framework::fsdp:
+    case Framework::ddp: return false;  // fp32 parameters (autocast) or 16-bit: 16 B per parameter either way
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<Bytes> chunk_activations(const graph::OpGraph& g, const cost::CostModel& model, const Layout& L,
+                                     cost::RecomputePolicy recompute) {
+  std::vector<Bytes> per(static_cast<std::size_t>(L.chunks));
+  const auto rep = cost::saved_activations(g, activation_options(model, recompute));
+  for (const auto& item : rep.items)
+    per[static_cast<std::size_t>(L.chunk_of_op[item.saver.value])] += item.bytes * item_fraction(L, g, item);
+  return per;
+}
+
+std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
+                                      const Layout& L, cost::RecomputePolicy recompute,
+                                      const std::vector<double>& in_flight, const std::vector<Bytes>& peak_activation) {
+  const auto& policy = model.context().precision();
+  const int pp = c.pp;
+  std::vector<StageMemory> out(static_cast<std::size_t>(pp));
+  std::vector<cost::ParamCounts> counts(static_cast<std::size_t>(pp));
+  // 16-bit bytes of each layer's local parameters per rank (ZeRO-3 gathers).
+  std::vector<std::map<int, double>> layer_bytes(static_cast<std::size_t>(pp));
+  for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
+    const TensorId t{i};
+    const auto& tensor = g.tensor(t);
+    if (tensor.role != graph::TensorRole::parameter || !graph::is_floating(tensor.dtype)) continue;
+    const auto reader = param_reader(g, t);
+    const int chunk = reader ? L.chunk_of_op[reader->value] : 0;
+    const auto rank = static_cast<std::size_t>(chunk % pp);
+    const double local = static_cast<double>(tensor.numel()) * local_fraction(L, g, t);
+    const bool fp32 = cost::is_kept_fp32(g, t, policy);
+    (fp32 ? counts[rank].fp32 : counts[rank].low_precision) += local;
+    const int layer = reader && g.op(*reader).layer ? *g.op(*reader).layer : -1 - static_cast<int>(i);
+    layer_bytes[rank][layer] += local * (fp32 ? 4.0 : 2.0);
+  }
+
+  // Activations of one micro-batch per chunk, and the reserves the cost
+  // model computes for the whole graph (context, communicator, temporary).
+  const auto rep = cost::saved_activations(g, activation_options(model, recompute));
+  const auto rep_none = recompute == cost::RecomputePolicy::none
+                            ? rep
+                            : cost::saved_activations(g, activation_options(model, cost::RecomputePolicy::none));
+  double full = 0, local = 0;
+  for (const auto& item : rep_none.items) {
+    full += item.bytes.value;
+    local += item.bytes.value * item_fraction(L, g, item);
+  }
+  const double act_share = full > 0 ? local / full : 1.0;
+  cost::MemorySetup base_setup;
+  base_setup.share.activations = act_share;
+  const cost::MemoryBreakdown base = model.memory(g, base_setup);
+
+  // The loss buffer: the logits' local share (vocabulary-parallel loss).
+  double loss_share = 1.0;
+  for (const auto& op : g.ops())
+    if (op.op_class == graph::OpClass::loss && !op.inputs.empty() && op.inputs[0]) {
+      loss_share = local_fraction(L, g, *op.inputs[0]);
+      break;
+    }
+  const int last_rank = (L.chunks - 1) % pp;
+
+  cost::OptimizerSetup opt;
+  opt.optimizer = c.optimizer;
+  opt.sharding = c.state_sharding();
+  opt.data_parallel = c.dp * c.cp;
+  opt.fp32_grads = grads_in_fp32(c, model);
+  for (int r = 0; r < pp; ++r) {
+    auto& sm = out[static_cast<std::size_t>(r)];
+    auto& m = sm.breakdown;
+    sm.stage = r;
+    sm.parameters = counts[static_cast<std::size_t>(r)].total();
+    sm.in_flight = in_flight[static_cast<std::size_t>(r)];
+    const cost::ModelState st = cost::model_state(counts[static_cast<std::size_t>(r)], opt);
+    m.weights = st.weights;
+    m.gradients = st.gradients;
+    m.optimizer_states = st.optimizer_states;
+    m.state_label = fmt::format("{}, {}{}", cost::optimizer_name(opt.optimizer), cost::sharding_name(opt.sharding),
+                                opt.sharding == cost::StateSharding::none ? std::string()
+                                                                          : fmt::format(" over d={}", opt.data_parallel));
+    if (opt.sharding == cost::StateSharding::zero3 && opt.data_parallel > 1) {
+      double largest = 0;
+      for (const auto& [layer, b] : layer_bytes[static_cast<std::size_t>(r)]) largest = std::max(largest, b);
+      m.gathered_weights = Bytes(2.0 * largest);  // the layer in use and the one prefetched
+    }
+    // Activations: what the simulated schedule holds at this rank's peak.
+    m.activations = peak_activation[static_cast<std::size_t>(r)];
+    if (r == last_rank) {
+      const double held = c.schedule == sim::Schedule::gpipe ? static_cast<double>(c.micro_batches()) : 1.0;
+      m.loss_buffer = rep.loss_buffer * loss_share * held;
+    }
+    m.recompute_working_set = rep.recompute_working_set * act_share;
+    m.temporary = base.temporary;
+    m.temporary_op = base.temporary_op;
+    m.cuda_context = base.cuda_context;
+    m.communicator = base.communicator;
+    const Bytes allocated = m.weights + m.gradients + m.optimizer_states + m.gathered_weights + m.activations +
+                            m.loss_buffer + m.recompute_working_set + m.temporary;
+    m.fragmentation = allocated * base_setup.fragmentation;
+  }
+  return out;
+}
+
+}  // namespace planner::estimate::detail

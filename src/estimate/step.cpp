@@ -1,0 +1,417 @@
+// The step: per-chunk times from the chosen op sharding, ZeRO-3 overlap,
+// the pipeline simulation, data-parallel sync and optimizer, FLOPs, memory
+// and advice. Design note: include/planner/estimate/estimate.hpp.
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "internal.hpp"
+#include "planner/estimate/estimate.hpp"
+#include "planner/sim/pipeline.hpp"
+
+namespace planner::estimate {
+namespace {
+
+using graph::OpId;
+using graph::TensorId;
+
+double activation_element_bytes(const cost::ComputeContext& ctx) {
+  const auto p = ctx.precision().default_precision();
+  return (p == cost::Precision::fp32 || p == cost::Precision::tf32) ? 4.0 : 2.0;
+}
+
+// Bytes per gradient element reduced over data parallelism.
+double grad_reduce_bytes(const ParallelConfig& c, const cost::ComputeContext& ctx) {
+  if (c.grad_reduce_bytes > 0) return c.grad_reduce_bytes;
+  const auto p = ctx.precision().default_precision();
+  if (p == cost::Precision::fp32 || p == cost::Precision::tf32) return 4.0;
+  switch (c.framework) {
+    case Framework::megatron_legacy:
+    case Framework::deepspeed: return p == cost::Precision::fp16 ? 2.0 : 4.0;
+    case Framework::megatron:
+    case Framework::fsdp:
+    case Framework::ddp: return 4.0;
+  }
+  return 4.0;
+}
+
+// Bytes per parameter element of the gathered (compute) weights.
+double gathered_param_bytes(const cost::ComputeContext& ctx) {
+  const auto p = ctx.precision().default_precision();
+  return (p == cost::Precision::fp32 || p == cost::Precision::tf32) ? 4.0 : 2.0;
+}
+
+// Bytes the optimizer step streams through HBM per local parameter: Adam
+// reads and writes the fp32 master weight, m and v (24 B), reads the fp32
+// gradient (4 B), writes the 16-bit weight (2 B); the gradient-norm pass
+// reads the gradient again and zeroing writes it (8 B): 38 B. SGD with
+// momentum: 8 + 8 + 4 + 2 + 8 = 30 B; plain SGD: 8 + 4 + 2 + 8 = 22 B.
+double optimizer_bytes_per_param(cost::Optimizer o) {
+  switch (o) {
+    case cost::Optimizer::adam: return 38.0;
+    case cost::Optimizer::sgd_momentum: return 30.0;
+    case cost::Optimizer::sgd: return 22.0;
+  }
+  return 38.0;
+}
+
+struct ChunkWork {
+  Seconds fwd_comm, bwd_comm;
+  std::map<std::string, Seconds> comm_kind;  // per micro-batch, fwd + bwd
+  double local_params = 0;                   // elements
+  int layers = 0;
+};
+
+Result<Seconds> dp_collective(const cost::CostModel& model, const detail::Layout& L, const ParallelConfig& c,
+                              cluster::Collective kind, Bytes bytes) {
+  const int n = c.dp * c.cp;
+  if (n <= 1 || bytes.value <= 0) return Seconds(0);
+  const auto dp_axis = layout::MeshAxis(1), cp_axis = layout::MeshAxis(2);
+  const int rpn = L.full.ranks_per_node(dp_axis) * L.full.ranks_per_node(cp_axis);
+  auto t = model.collective(kind, bytes, cluster::Placement{n, std::min(n, rpn)});
+  if (!t.ok()) return Error{fmt::format("data-parallel group of {} ranks: {}", n, t.error().message)};
+  return *t;
+}
+
+Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
+                               bool advise);
+
+void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& model, const detail::Layout& L,
+                const std::vector<Bytes>& peak_act, const std::vector<double>& in_flight) {
+  const Bytes before = e.peak_stage().peak();
+  auto consider = [&](std::string change, const std::vector<StageMemory>& after) {
+    Bytes worst;
+    for (const auto& s : after) worst = std::max(worst, s.peak());
+    if (worst >= before) return;
+    e.advice.push_back(Advice{std::move(change), before - worst, worst <= e.capacity});
+  };
+  const auto& c = e.config;
+  if (c.zero < 3 && c.dp * c.cp > 1) {
+    ParallelConfig z = c;
+    z.zero = c.distributed_optimizer && c.zero < 1 ? 2 : c.zero + 1;
+    z.distributed_optimizer = false;
+    consider(fmt::format("--zero {}", z.zero),
+             detail::stage_memory(g, model, z, L, model.context().recompute(), in_flight, peak_act));
+  }
+  if (model.context().recompute() != cost::RecomputePolicy::full) {
+    // Activations scale with the per-chunk bytes under full recompute.
+    const auto now = detail::chunk_activations(g, model, L, model.context().recompute());
+    const auto full = detail::chunk_activations(g, model, L, cost::RecomputePolicy::full);
+    std::vector<Bytes> peak = peak_act;
+    for (int r = 0; r < c.pp; ++r) {
+      Bytes a, b;
+      for (int ch = r; ch < L.chunks; ch += c.pp) {
+        a += now[static_cast<std::size_t>(ch)];
+        b += full[static_cast<std::size_t>(ch)];
+      }
+      if (a.value > 0) peak[static_cast<std::size_t>(r)] = peak_act[static_cast<std::size_t>(r)] * (b.value / a.value);
+    }
+    consider("--recompute full", detail::stage_memory(g, model, c, L, cost::RecomputePolicy::full, in_flight, peak));
+  }
+  auto try_layout = [&](ParallelConfig alt, const std::string& change) {
+    if (!validate(alt).ok()) return;
+    auto r = estimate_impl(g, model, alt, false);
+    if (r.ok()) consider(change, r->stages);
+  };
+  if (c.dp % 2 == 0) {
+    ParallelConfig t = c;
+    t.tp *= 2;
+    t.dp /= 2;
+    if (t.tp <= c.devices_per_node) try_layout(t, fmt::format("--tp {} --dp {}", t.tp, t.dp));
+    ParallelConfig p = c;
+    p.pp *= 2;
+    p.dp /= 2;
+    if (p.pp * p.vp <= L.layers) try_layout(p, fmt::format("--pp {} --dp {}", p.pp, p.dp));
+  }
+  std::stable_sort(e.advice.begin(), e.advice.end(), [](const Advice& a, const Advice& b) {
+    if (a.fits != b.fits) return a.fits;
+    return a.saves > b.saves;
+  });
+}
+
+Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
+                               bool advise) {
+  PLANNER_TRY_STATUS(validate(c));
+  PLANNER_TRY(detail::Layout L, detail::build_layout(g, model, c));
+  const auto& ctx = model.context();
+  const int C = L.chunks, pp = c.pp;
+  const std::int64_t m = c.micro_batches();
+  const double md = static_cast<double>(m);
+  Estimate e;
+  e.config = c;
+  e.micro_batches = m;
+  e.capacity = model.device_memory();
+  e.chunks.resize(static_cast<std::size_t>(C));
+  std::vector<ChunkWork> work(static_cast<std::size_t>(C));
+  const bool full_rc = ctx.recompute() == cost::RecomputePolicy::full;
+
+  // 1. Compute per op at its local shape.
+  Flops model_flops_replica, hardware_flops_replica;
+  for (OpId id : L.order) {
+    const auto& op = g.op(id);
+    const auto ch = static_cast<std::size_t>(L.chunk_of_op[id.value]);
+    auto& ct = e.chunks[ch];
+    const auto* s = L.strategy_of_op[id.value];
+    const auto sc = s ? local_scaling(op, g, *s, L.mp) : cost::OpScaling::whole();
+    const auto t = model.op_time(op, g, sc);
+    ct.forward_compute += t.forward;
+    ct.backward_compute += t.backward;
+    ct.recompute += t.recompute;
+    const double frac = s ? s->compute_fraction : 1.0;
+    const Flops whole = op.cost.forward_flops + op.cost.backward_flops;
+    const Flops redo = t.recompute.value > 0 ? op.cost.forward_flops : Flops(0);
+    ct.model_flops += whole * frac;
+    ct.hardware_flops += (whole + redo) * frac;
+    model_flops_replica += whole;
+    hardware_flops_replica += whole + redo;
+  }
+  for (int ch = 0; ch < C; ++ch) {
+    e.chunks[static_cast<std::size_t>(ch)].has_embedding = ch == 0;
+    e.chunks[static_cast<std::size_t>(ch)].has_head = ch == C - 1;
+  }
+  {
+    std::map<int, int> first_pos;
+    int pos = 0;
+    for (OpId id : L.order) {
+      const auto& op = g.op(id);
+      if (!op.layer || first_pos.count(*op.layer)) continue;
+      first_pos[*op.layer] = pos;
+      auto& ct = e.chunks[static_cast<std::size_t>(L.chunk_of_op[id.value])];
+      if (ct.last_layer < ct.first_layer) ct.first_layer = pos;
+      ct.last_layer = pos;
+      ++work[static_cast<std::size_t>(L.chunk_of_op[id.value])].layers;
+      ++pos;
+    }
+  }
+
+  // 2. Model-parallel collectives of the chosen sharding, per micro-batch;
+  //    gradient syncs over the model-parallel axes once per step.
+  std::vector<Seconds> mp_grad_sync(static_cast<std::size_t>(pp));
+  for (const auto& pc : search::planned_comms(L.lowered, g, L.choice)) {
+    const Seconds t = detail::step_time(model, pc.step, L.mp) * static_cast<double>(pc.count);
+    const auto& inst = L.lowered.nodes[pc.node].instances;
+    const double share = 1.0 / static_cast<double>(inst.size());
+    const std::string kind(layout::collective_kind_name(pc.step.kind));
+    for (const auto& ops : inst) {
+      const auto ch = static_cast<std::size_t>(L.chunk_of_op[ops.front().value]);
+      const Seconds ti = t * share;
+      if (pc.source == search::CostTerm::grad_sync) {
+        mp_grad_sync[ch % static_cast<std::size_t>(pp)] += ti;
+        continue;
+      }
+      auto& w = work[ch];
+      if (pc.backward) {
+        w.bwd_comm += ti;
+        w.comm_kind[kind] += ti;
+      } else {
+        w.fwd_comm += ti;
+        w.comm_kind[kind] += ti;
+        if (full_rc) {  // the recomputed forward issues its collectives again
+          w.bwd_comm += ti;
+          w.comm_kind[kind] += ti;
+        }
+      }
+    }
+  }
+
+  // Local parameters per chunk.
+  for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
+    const auto& t = g.tensor(TensorId{i});
+    if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
+    e.parameters += t.numel();
+    if (t.consumers.empty()) continue;
+    const auto ch = static_cast<std::size_t>(L.chunk_of_op[t.consumers.front().value]);
+    work[ch].local_params += static_cast<double>(t.numel()) * detail::local_fraction(L, g, TensorId{i});
+  }
+
+  // 3. ZeRO-3 (and FSDP SHARD_GRAD_OP): weights gathered per micro-batch,
+  //    gradients reduce-scattered per micro-batch, prefetched alongside
+  //    compute; only what exceeds the compute it overlaps is exposed, plus the
+  //    first layer's gather of each pass.
+  const double grad_bytes = grad_reduce_bytes(c, ctx);
+  const double param_bytes = gathered_param_bytes(ctx);
+  const bool per_mb_sharding = (c.zero >= 3 || (c.zero == 2 && c.framework == Framework::fsdp)) && c.dp * c.cp > 1;
+  std::vector<Seconds> fwd_extra(static_cast<std::size_t>(C)), bwd_extra(static_cast<std::size_t>(C));
+  if (per_mb_sharding) {
+    for (int ch = 0; ch < C; ++ch) {
+      const auto& w = work[static_cast<std::size_t>(ch)];
+      auto& ct = e.chunks[static_cast<std::size_t>(ch)];
+      PLANNER_TRY(Seconds gather,
+                  dp_collective(model, L, c, cluster::Collective::all_gather, Bytes(w.local_params * param_bytes)));
+      PLANNER_TRY(Seconds scatter,
+                  dp_collective(model, L, c, cluster::Collective::reduce_scatter, Bytes(w.local_params * grad_bytes)));
+      const double units = std::max(1, w.layers);
+      const Seconds fwd = ct.forward_compute + w.fwd_comm;
+      const Seconds bwd = ct.backward_compute + ct.recompute + w.bwd_comm;
+      const Seconds bwd_comm = c.zero >= 3 ? gather + scatter : scatter;
+      const Seconds fwd_x = Seconds(std::max(0.0, gather.value - fwd.value)) + gather * (1.0 / units);
+      const Seconds bwd_x = Seconds(std::max(0.0, bwd_comm.value - bwd.value)) + scatter * (1.0 / units);
+      fwd_extra[static_cast<std::size_t>(ch)] = fwd_x;
+      bwd_extra[static_cast<std::size_t>(ch)] = bwd_x;
+      ct.zero3_exposed = fwd_x + bwd_x;
+    }
+  }
+
+  // 4. The pipeline: chunks, boundaries, simulated.
+  sim::PipelineProblem prob;
+  prob.stages = pp;
+  prob.micro_batches = static_cast<int>(m);
+  prob.schedule = pp == 1 ? sim::Schedule::one_f_one_b : c.schedule;
+  prob.virtual_stages = c.vp;
+  const auto act = detail::chunk_activations(g, model, L, ctx.recompute());
+  for (int ch = 0; ch < C; ++ch) {
+    auto& ct = e.chunks[static_cast<std::size_t>(ch)];
+    const auto& w = work[static_cast<std::size_t>(ch)];
+    ct.model_parallel_comm = w.fwd_comm + w.bwd_comm;
+    prob.chunks.push_back(sim::ChunkCost{ct.forward_compute + w.fwd_comm + fwd_extra[static_cast<std::size_t>(ch)],
+                                         ct.backward_compute + ct.recompute + w.bwd_comm +
+                                             bwd_extra[static_cast<std::size_t>(ch)],
+                                         act[static_cast<std::size_t>(ch)]});
+  }
+  if (C > 1) {
+    std::vector<Bytes> crossing(static_cast<std::size_t>(C - 1));
+    const double eb = activation_element_bytes(ctx);
+    for (OpId id : L.order) {
+      const auto& op = g.op(id);
+      const int from = L.chunk_of_op[id.value];
+      for (const auto& out : op.outputs) {
+        if (!out) continue;
+        const auto& t = g.tensor(*out);
+        if (!graph::is_floating(t.dtype) || !t.batch_axis) continue;
+        int to = from;
+        for (OpId cons : t.consumers) to = std::max(to, L.chunk_of_op[cons.value]);
+        const Bytes b(static_cast<double>(t.numel()) * detail::local_fraction(L, g, *out) * eb);
+        for (int k = from; k < to; ++k) crossing[static_cast<std::size_t>(k)] += b;
+      }
+    }
+    const auto pp_axis = layout::MeshAxis(0);
+    const int same_node = L.full.ranks_per_node(pp_axis) > 1 ? 2 : 1;
+    for (int k = 0; k + 1 < C; ++k) {
+      Seconds t;
+      if (crossing[static_cast<std::size_t>(k)].value > 0) {
+        auto r = model.collective(cluster::Collective::send_recv, crossing[static_cast<std::size_t>(k)],
+                                  cluster::Placement{2, same_node});
+        if (!r.ok()) return Error{fmt::format("pipeline transfer: {}", r.error().message)};
+        t = *r;
+      }
+      prob.boundaries.push_back(sim::BoundaryCost{t, t});
+      e.pipeline_p2p = std::max(e.pipeline_p2p, t);
+    }
+  }
+
+  // 5. After the flush, per rank: data-parallel sync not hidden, optimizer.
+  const auto& dev = ctx.device();
+  const double stream_bw = dev.achievable_hbm_bandwidth().value * dev.memory_bound_efficiency(Bytes(1e9));
+  std::vector<Seconds> dp_exposed(static_cast<std::size_t>(pp)), dp_total(static_cast<std::size_t>(pp)),
+      opt_time(static_cast<std::size_t>(pp));
+  const bool overlapped = c.framework == Framework::megatron || c.framework == Framework::ddp;
+  const double optimizer_shards = (c.zero >= 1 || c.distributed_optimizer) ? c.dp * c.cp : 1;
+  for (int r = 0; r < pp; ++r) {
+    double params = 0;
+    Seconds bwd_window, fwd_window;
+    for (int ch = r; ch < C; ch += pp) {
+      params += work[static_cast<std::size_t>(ch)].local_params;
+      bwd_window += prob.chunks[static_cast<std::size_t>(ch)].backward;
+      fwd_window += prob.chunks[static_cast<std::size_t>(ch)].forward;
+    }
+    opt_time[static_cast<std::size_t>(r)] =
+        Seconds(params / optimizer_shards * optimizer_bytes_per_param(c.optimizer) / stream_bw);
+    if (per_mb_sharding) continue;
+    const Bytes grads(params * grad_bytes);
+    Seconds reduce, gather;
+    if (c.zero == 0 && !c.distributed_optimizer) {
+      PLANNER_TRY(reduce, dp_collective(model, L, c, cluster::Collective::all_reduce, grads));
+    } else {
+      PLANNER_TRY(reduce, dp_collective(model, L, c, cluster::Collective::reduce_scatter, grads));
+      PLANNER_TRY(gather, dp_collective(model, L, c, cluster::Collective::all_gather, Bytes(params * param_bytes)));
+    }
+    dp_total[static_cast<std::size_t>(r)] = reduce + gather;
+    if (overlapped) {
+      // Buckets reduce while the last micro-batch's backward runs; the last
+      // bucket (Megatron: 40M parameters) cannot overlap. The parameter
+      // all-gather overlaps the next step's first forward.
+      const double bucket = std::min(1.0, 40e6 / std::max(1.0, params));
+      const Seconds tail = reduce * bucket;
+      const Seconds r_exp = Seconds(std::max(tail.value, reduce.value - bwd_window.value));
+      const Seconds g_exp = Seconds(std::max(gather.value * bucket, gather.value - fwd_window.value));
+      dp_exposed[static_cast<std::size_t>(r)] = r_exp + g_exp;
+    } else {
+      dp_exposed[static_cast<std::size_t>(r)] = reduce + gather;
+    }
+  }
+  prob.extra.resize(static_cast<std::size_t>(pp));
+  for (int r = 0; r < pp; ++r)
+    prob.extra[static_cast<std::size_t>(r)] = dp_exposed[static_cast<std::size_t>(r)] +
+                                              opt_time[static_cast<std::size_t>(r)] +
+                                              mp_grad_sync[static_cast<std::size_t>(r)];
+  sim::SimulateOptions so;
+  so.timeline = false;
+  PLANNER_TRY(sim::PipelineResult res, sim::simulate(prob, so));
+  e.step_time = res.step_time;
+
+  // The breakdown is the bottleneck device's: the one with the most work
+  // (its compute and collectives), the rest of the step being its bubble.
+  auto busy_of = [&](int r) {
+    Seconds b;
+    for (int ch = r; ch < C; ch += pp)
+      b += (prob.chunks[static_cast<std::size_t>(ch)].forward + prob.chunks[static_cast<std::size_t>(ch)].backward) * md;
+    return b;
+  };
+  int crit = 0;
+  for (int r = 1; r < pp; ++r)
+    if (busy_of(r).value > busy_of(crit).value) crit = r;
+  const Seconds busy = busy_of(crit);
+  for (int ch = crit; ch < C; ch += pp) {
+    const auto& ct = e.chunks[static_cast<std::size_t>(ch)];
+    const auto& w = work[static_cast<std::size_t>(ch)];
+    e.compute += (ct.forward_compute + ct.backward_compute) * md;
+    e.recompute += ct.recompute * md;
+    e.zero3_exposed += ct.zero3_exposed * md;
+    for (const auto& [k, v] : w.comm_kind) e.model_parallel.by_kind[k] += v * md;
+  }
+  if (mp_grad_sync[static_cast<std::size_t>(crit)].value > 0)
+    e.model_parallel.by_kind["grad_sync"] += mp_grad_sync[static_cast<std::size_t>(crit)];
+  e.bubble = Seconds(std::max(0.0, e.step_time.value - busy.value - prob.extra[static_cast<std::size_t>(crit)].value));
+  e.dp_exposed = dp_exposed[static_cast<std::size_t>(crit)];
+  e.dp_total = dp_total[static_cast<std::size_t>(crit)];
+  e.optimizer = opt_time[static_cast<std::size_t>(crit)];
+
+  // FLOPs and utilisation (model FLOPs: the graph's forward + backward).
+  const double replicas = static_cast<double>(c.dp) * md;
+  e.model_flops = model_flops_replica * replicas;
+  e.hardware_flops = hardware_flops_replica * replicas;
+  const double per_device_s = e.step_time.value * c.devices;
+  if (per_device_s > 0) {
+    e.model_tflops_per_device = e.model_flops.value / per_device_s / 1e12;
+    e.hardware_tflops_per_device = e.hardware_flops.value / per_device_s / 1e12;
+    e.mfu = e.model_tflops_per_device * 1e12 / model.peak().value;
+    e.hfu = e.hardware_tflops_per_device * 1e12 / model.peak().value;
+  }
+
+  // 6. Memory per pipeline rank.
+  std::vector<double> in_flight(static_cast<std::size_t>(pp));
+  std::vector<Bytes> peak_act(static_cast<std::size_t>(pp));
+  for (int r = 0; r < pp; ++r) {
+    in_flight[static_cast<std::size_t>(r)] =
+        static_cast<double>(res.devices[static_cast<std::size_t>(r)].peak_in_flight) / c.vp;
+    peak_act[static_cast<std::size_t>(r)] = res.devices[static_cast<std::size_t>(r)].peak_activation;
+  }
+  e.stages = detail::stage_memory(g, model, c, L, ctx.recompute(), in_flight, peak_act);
+  e.fits = std::all_of(e.stages.begin(), e.stages.end(), [&](const StageMemory& s) { return s.peak() <= e.capacity; });
+  e.sharding = search::describe_plan(L.lowered, L.choice);
+  if (!L.exact) e.notes.push_back("op-level sharding: the solver's beam cut candidates; the choice may not be optimal");
+  if (c.ep > 1) e.notes.push_back("--ep: expert parallelism is not modelled yet; experts are costed as the op-level search shards them");
+  if (advise && !e.fits) add_advice(e, g, model, L, peak_act, in_flight);
+  return e;
+}
+
+}  // namespace
+
+Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config) {
+  return estimate_impl(g, model, config, true);
+}
+
+}  // namespace planner::estimate

@@ -1,0 +1,453 @@
+"""Unit tests of tools/validate-published (stdlib unittest; no planner binary needed).
+
+Run: /usr/bin/python3 -m unittest discover -s tests/tools -p '*_test.py'
+The end-to-end cases drive the script with a fake `planner` written below.
+"""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOLS = os.path.join(REPO, "tools")
+SCRIPT = os.path.join(TOOLS, "validate-published")
+sys.path.insert(0, TOOLS)
+
+from validate_published import mapping, measure, stats  # noqa: E402
+from validate_published.mapping import Skip, map_row  # noqa: E402
+
+
+def row(**over):
+    """A small complete row (SC'21 Table 1, 3.6B); keyword args replace
+    top-level sections or, as 'section__key', single fields."""
+    r = {
+        "id": "t-3.6B", "source": {"title": "Narayanan et al. SC'21 (arXiv:2104.04473)", "location": "Table 1"},
+        "source_group": "megatron_sc21_table1", "status": "ok",
+        "model": {"type": "GPT decoder (dense, GeLU MLP 4h)", "name": None, "params_b": 3.6, "layers": 30,
+                  "hidden": 3072, "heads": 32, "kv_heads": None, "ffn_hidden": 12288, "seq_len": 2048,
+                  "vocab": 51200, "num_experts": None, "experts_per_token": None},
+        "training": {"global_batch_size": 512, "global_batch_tokens": 1048576, "micro_batch_size": None,
+                     "grad_accum_steps": None},
+        "parallelism": {"tp": 2, "pp": 1, "dp": 32},
+        "recompute": "full (FLOP formula Eq.3 includes the extra forward pass)",
+        "precision": "mixed precision (16-bit)",
+        "hardware": {"gpu": "A100 SXM4 80GB", "num_gpus": 64, "gpus_per_node": 8,
+                     "inter_node": "8x 200 Gb/s HDR InfiniBand", "system": "NVIDIA Selene (DGX A100)"},
+        "measured": {"tflops_per_gpu": 138, "tflops_includes_recompute": True},
+        "derived": None, "notes": "",
+    }
+    for k, v in over.items():
+        if "__" in k:
+            sec, key = k.split("__")
+            r[sec] = dict(r.get(sec) or {})
+            r[sec][key] = v
+        else:
+            r[k] = v
+    return r
+
+
+def flag(m, name):
+    """Value after `name` in the estimate args, True for a bare flag, None if absent."""
+    a = m.estimate_args
+    if name not in a:
+        return None
+    i = a.index(name)
+    return a[i + 1] if i + 1 < len(a) and not a[i + 1].startswith("--") else True
+
+
+class FlopConventions(unittest.TestCase):
+    def test_megatron_eq3_sc21_3_6b(self):
+        # SC'21 Table 1, 3.6B: B=512, s=2048, l=30, h=3072, V=51200, 64 GPUs at 138 TFLOP/s.
+        # 96 B s l h^2 = 96*512*2048*30*3072^2 = 2.84993e16
+        # 1 + s/6h + V/16lh = 1 + 2048/18432 + 51200/1474560 = 1 + 0.111111 + 0.034722 = 1.145833
+        # F = 3.26555e16; t = F / (64 * 138e12) = 3.26555e16 / 8.832e15 = 3.6974 s (paper-derived 3.7)
+        F = measure.megatron_hw_flops(512, 2048, 30, 3072, 51200)
+        self.assertAlmostEqual(F / 3.26555e16, 1.0, places=4)
+        r = row()
+        t, how = measure.measured_iteration(r, map_row(r, REPO).eff)
+        self.assertAlmostEqual(t, 3.6974, places=3)
+        self.assertIn("Eq. 3", how)
+
+    def test_model_flops_megatron_readme_119b(self):
+        # Megatron README 119B: B=768, s=4096, l=92, h=10240, V=131072, 1536 GPUs at 420.5 TFLOP/s (model).
+        # 72 B s l h^2 = 72*768*4096*92*10240^2 = 2.18495e18
+        # 1 + 4096/61440 + 131072/(12*92*10240) = 1 + 0.066667 + 0.011594 = 1.078261
+        # F = 2.35595e18; t = F / (1536 * 420.5e12) = 2.35595e18 / 6.45888e17 = 3.6476 s
+        F = measure.model_flops(768, 4096, 92, 10240, 131072)
+        self.assertAlmostEqual(F / 2.35595e18, 1.0, places=4)
+        r = row(model__layers=92, model__hidden=10240, model__heads=80, model__ffn_hidden=None, model__seq_len=4096,
+                model__vocab=131072, training={"global_batch_size": 768}, parallelism={"tp": 8, "pp": 4, "dp": 48},
+                hardware__num_gpus=1536, measured={"tflops_per_gpu": 420.5, "tflops_includes_recompute": False},
+                source_group="megatron_readme_h100_2024", hardware__gpu="H100 SXM 80GB")
+        t, how = measure.measured_iteration(r, map_row(r, REPO).eff)
+        self.assertAlmostEqual(t, 3.6476, places=3)
+        self.assertIn("model FLOPs", how)
+
+    def test_six_n_tokens_when_shape_unknown(self):
+        # 6 x 7e9 params x (128 x 4096 tokens) / (8 GPUs x 400e12) = 2.2020e16 / 3.2e15 = 6.8813 s
+        eff = {"gbs": 128, "seq": 4096, "num_gpus": 8, "layers": None, "hidden": None, "vocab": None}
+        r = {"model": {"params_b": 7}, "measured": {"tflops_per_gpu": 400, "tflops_includes_recompute": False}}
+        t, how = measure.measured_iteration(r, eff)
+        self.assertAlmostEqual(t, 6.8813, places=3)
+        self.assertIn("6 x params", how)
+
+    def test_order_of_conversions(self):
+        eff = {"gbs": 128, "seq": 4096, "num_gpus": 8}
+        m = {"iteration_time_s": 2.0, "tokens_per_s_per_gpu": 1000}
+        self.assertEqual(measure.measured_iteration({"measured": m}, eff), (2.0, "measured.iteration_time_s"))
+        t, how = measure.measured_iteration({"measured": {"tokens_per_s_per_gpu": 16384}}, eff)
+        self.assertAlmostEqual(t, 128 * 4096 / (16384 * 8))  # 4.0 s
+        t, how = measure.measured_iteration({"measured": {"tokens_per_s": 65536}}, eff)
+        self.assertAlmostEqual(t, 8.0)  # 524288 tokens / 65536
+        t, how = measure.measured_iteration({"measured": {"samples_per_s": 64}}, eff)
+        self.assertAlmostEqual(t, 2.0)  # 128 / 64
+        t, how = measure.measured_iteration({"measured": {"tflops_per_gpu": 1}}, eff)
+        self.assertIsNone(t)
+        self.assertIn("convention", how)
+        self.assertIsNone(measure.measured_iteration({"measured": {"other": {"forward_ms": 7}}}, eff)[0])
+
+
+class TextParsing(unittest.TestCase):
+    def test_recompute(self):
+        P = mapping.parse_recompute
+        self.assertEqual(P(None)[0], "none")
+        self.assertEqual(P("none"), ("none", None))
+        self.assertEqual(P("full activation checkpointing"), ("full", None))
+        self.assertEqual(P("selective (attention core)")[0], "selective")
+        self.assertIsNotNone(P("selective (attention core)")[1])
+        self.assertEqual(P("full (assumed; FLOP accounting as Table 1)")[0], "full")
+        self.assertEqual(P("activation checkpointing every layer")[0], "full")
+        with self.assertRaises(Skip):
+            P("offload to NVMe")
+
+    def test_precision(self):
+        P = lambda t: mapping.parse_precision(t)[0]
+        self.assertEqual(P("amp_bf16"), "bf16")
+        self.assertEqual(P("amp_fp8"), "fp8")
+        self.assertEqual(P("FP8-CS"), "fp8")
+        self.assertEqual(P("fp8 (Transformer Engine)"), "fp8")
+        self.assertEqual(P("bf16 (BF16Optimizer, fp32 grad accumulation)"), "bf16")
+        self.assertEqual(P("fp16 (grad accumulation in fp16)"), "fp16")
+        self.assertEqual(P("mixed precision (16-bit)"), "fp16")
+        self.assertEqual(P("AMP (fp16)"), "fp16")
+        self.assertEqual(P("AMP"), "fp16")
+        self.assertEqual(P("TF32"), "tf32")
+        self.assertEqual(P("FP32"), "fp32")
+        self.assertIsNone(mapping.parse_precision("amp_bf16")[1])
+        for bad in (None, "", "int4 magic"):
+            with self.assertRaises(Skip):
+                mapping.parse_precision(bad)
+
+
+class RowMapping(unittest.TestCase):
+    def test_sc21_table1_microbatch_from_script(self):
+        m = map_row(row(), REPO)
+        self.assertEqual(m.model_args, ["gpt", "--layers", "30", "--hidden", "3072", "--heads", "32", "--ffn", "12288",
+                                        "--seq", "2048", "--vocab", "51200", "--batch", "16"])
+        self.assertEqual(flag(m, "--micro-batch"), "16")
+        self.assertEqual(flag(m, "--global-batch"), "512")
+        self.assertEqual(flag(m, "--profile"), "cost_profiles/a100-sxm4-80gb.json")
+        self.assertEqual((flag(m, "--recompute"), flag(m, "--precision"), flag(m, "--attention")),
+                         ("full", "fp16", "unfused"))
+        self.assertEqual(flag(m, "--framework"), "megatron-legacy")
+        self.assertIsNone(flag(m, "--gpus-per-node"))
+        self.assertEqual(m.estimate_args[-1], "--json")
+        # 145.6B: 80 layers, pp 8, 5 layers per virtual stage in run_table_1.sh -> vp 2
+        m = map_row(row(model__layers=80, model__hidden=12288, model__heads=96, model__ffn_hidden=49152,
+                        parallelism={"tp": 8, "pp": 8, "dp": 24}, hardware__num_gpus=1536,
+                        training={"global_batch_size": 2304}), REPO)
+        self.assertEqual((flag(m, "--vp"), flag(m, "--schedule"), flag(m, "--micro-batch")), ("2", "interleaved", "2"))
+
+    def test_sc21_table2_zero3(self):
+        m = map_row(row(source_group="megatron_sc21_table2", training={"global_batch_size": 1536, "micro_batch_size": 2},
+                        parallelism={"tp": 1, "pp": 1, "dp": 768, "zero_stage": 3}, hardware__num_gpus=768), REPO)
+        self.assertEqual((flag(m, "--zero"), flag(m, "--framework"), flag(m, "--dp")), ("3", "deepspeed", "768"))
+
+    def test_korthikanti(self):
+        m = map_row(row(source_group="korthikanti_2022", recompute="selective (attention core)",
+                        training={"global_batch_size": 64, "micro_batch_size": 1},
+                        parallelism={"tp": 8, "pp": 8, "dp": 1, "sequence_parallel": True, "virtual_pipeline_stages": 3},
+                        model__layers=96, model__hidden=12288, model__heads=96, model__ffn_hidden=49152), REPO)
+        self.assertEqual((flag(m, "--sp"), flag(m, "--vp"), flag(m, "--recompute")), (True, "3", "selective"))
+
+    def test_megatron_readme(self):
+        m = map_row(row(source_group="megatron_readme_h100_2024", hardware={"gpu": "H100 SXM 80GB", "num_gpus": 1536},
+                        model__ffn_hidden=None, training={"global_batch_size": 768}, recompute=None,
+                        precision="bf16 (inferred)", notes="Flags: --tp-comm-overlap",
+                        parallelism={"tp": 8, "pp": 4, "dp": 48, "distributed_optimizer": True}), REPO)
+        self.assertNotIn("--ffn", m.model_args)
+        self.assertEqual(flag(m, "--profile"), "cost_profiles/h100-sxm5-80gb.json")
+        self.assertEqual((flag(m, "--sp"), flag(m, "--distributed-optimizer"), flag(m, "--micro-batch")), (True, True, "1"))
+        self.assertEqual((flag(m, "--attention"), flag(m, "--framework")), ("flash", "megatron"))
+        self.assertTrue(any("micro-batch not published" in n for n in m.notes))
+
+    def test_nemo_known_config(self):
+        m = map_row(row(source_group="nemo_2407_h100_fp8", model={"type": "decoder LLM", "name": "LLAMA2-13B",
+                                                                  "seq_len": 4096},
+                        training={"global_batch_size": 128, "micro_batch_size": 1},
+                        parallelism={"tp": 1, "pp": 4, "dp": 4, "cp": 1, "virtual_pipeline_stages": 10},
+                        hardware={"gpu": "H100 SXM 80GB", "num_gpus": 16, "gpus_per_node": 8, "system": "DGX-H100"},
+                        precision="fp8 (Transformer Engine)", recompute=None), REPO)
+        self.assertEqual(m.model_args[:7], ["llama", "--layers", "40", "--hidden", "5120", "--heads", "40"])
+        self.assertIn("13824", m.model_args)
+        self.assertIn("32000", m.model_args)
+        self.assertNotIn("--kv-heads", m.model_args)
+        self.assertEqual((flag(m, "--vp"), flag(m, "--precision"), flag(m, "--cp")), ("10", "fp8", None))
+        # Nemotron-340B: GQA 8, squared-ReLU 73728 -> SwiGLU 49152
+        m = map_row(row(source_group="nemo_2407_h100_fp8", model={"type": "decoder LLM", "name": "Nemotron-340B",
+                                                                  "seq_len": 4096},
+                        training={"global_batch_size": 32, "micro_batch_size": 1},
+                        parallelism={"tp": 8, "pp": 8, "dp": 2, "virtual_pipeline_stages": 12},
+                        hardware={"gpu": "H100 SXM 80GB", "num_gpus": 128}, precision="fp8", recompute=None), REPO)
+        self.assertEqual(m.model_args[m.model_args.index("--kv-heads") + 1], "8")
+        self.assertEqual(m.model_args[m.model_args.index("--ffn") + 1], "49152")
+        self.assertEqual(m.model_args[m.model_args.index("--vocab") + 1], "256000")
+
+    def test_bridge_llama_and_moe(self):
+        base = dict(source_group="megatron_bridge_h100", hardware={"gpu": "H100 SXM 80GB", "num_gpus": 64},
+                    training={"global_batch_size": 128, "micro_batch_size": 1}, recompute=None, precision="FP8-CS")
+        m = map_row(row(model={"type": "Llama 3 decoder (GQA, SwiGLU)", "name": "LLAMA3_70B", "layers": 80,
+                               "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "seq_len": 8192,
+                               "vocab": 128000}, parallelism={"tp": 4, "pp": 8, "dp": 2, "ep": 1}, **base), REPO)
+        self.assertEqual(m.arch, "llama")
+        self.assertIsNone(flag(m, "--ep"))
+        with self.assertRaisesRegex(Skip, "MoE details missing"):
+            map_row(row(model={"type": "MoE decoder", "name": "Qwen3-30B-A3B", "seq_len": 4096},
+                        parallelism={"tp": 1, "pp": 2, "dp": 32, "ep": 8}, **base), REPO)
+
+    def test_mosaicml(self):
+        m = map_row(row(source_group="mosaicml_llm_foundry",
+                        model={"type": "MPT decoder (ALiBi, no bias, expansion 4)", "name": "MPT-1b", "layers": 24,
+                               "hidden": 2048, "heads": 16, "ffn_hidden": 8192, "seq_len": 2048, "vocab": 50368},
+                        training={"global_batch_size": 512, "micro_batch_size": 8},
+                        parallelism={"tp": 1, "pp": 1, "dp": 8, "fsdp": "PyTorch FSDP SHARD_GRAD_OP"},
+                        hardware={"gpu": "A100 40GB", "num_gpus": 8, "inter_node": "1600 Gbps per node RoCE"},
+                        recompute="none", precision="amp_bf16"), REPO)
+        self.assertEqual(flag(m, "--profile"), "cost_profiles/mosaicml-a100-40gb-roce.json")
+        self.assertEqual((flag(m, "--zero"), flag(m, "--framework"), flag(m, "--attention")), ("2", "fsdp", "flash"))
+        self.assertTrue(any("MPT approximated as gpt" in n for n in m.notes))
+
+    def test_bloom(self):
+        m = map_row(row(source_group="bigscience_bloom_search", model__name="BLOOM-shape 181B", model__vocab=250000,
+                        model__layers=72, model__hidden=14336, model__heads=64, model__ffn_hidden=57344,
+                        training={"global_batch_size": 2048, "micro_batch_size": 2},
+                        parallelism={"tp": 8, "pp": 10, "dp": 8, "zero_stage": 1}, recompute="full activation checkpointing",
+                        hardware={"gpu": "A100 SXM4 80GB", "num_gpus": 320, "gpus_per_node": 8,
+                                  "inter_node": "Omni-Path (4 links per node)", "system": "Jean Zay (IDRIS)"}), REPO)
+        self.assertEqual(flag(m, "--profile"), "cost_profiles/jean-zay-a100-80gb.json")
+        self.assertEqual((flag(m, "--framework"), flag(m, "--zero"), flag(m, "--schedule")), ("deepspeed", "1", "1f1b"))
+        self.assertEqual(flag(m, "--dp"), "4")  # 8 x 10 x 8 = 640 != 320 GPUs: dp from num_gpus, noted
+        self.assertTrue(any("disagrees with num_gpus" in n for n in m.notes))
+
+    def test_dle_resnet(self):
+        r = row(source_group="dle_resnet50", model={"type": "CNN", "name": "ResNet-50 v1.5"}, training={},
+                parallelism={"dp": 8}, recompute=None, precision="AMP (fp16)",
+                hardware={"gpu": "V100 16GB", "num_gpus": 8, "gpus_per_node": 8, "system": "DGX-1"},
+                measured={"samples_per_s": 8322})
+        m = map_row(r, REPO)
+        self.assertEqual(m.model_args, ["resnet", "--depth", "50", "--image", "224", "--classes", "1000", "--batch", "256"])
+        self.assertEqual((flag(m, "--global-batch"), flag(m, "--framework"), flag(m, "--attention")), ("2048", "ddp", None))
+        self.assertEqual(flag(m, "--profile"), "cost_profiles/v100-sxm2-16gb.json")
+        t, how = measure.measured_iteration(r, m.eff)
+        self.assertAlmostEqual(t, 2048 / 8322)
+        r["measured"] = {}
+        with self.assertRaises(Skip):  # no per-GPU batch and no samples_per_s
+            map_row(r, REPO)
+
+    def test_gpus_per_node_override(self):
+        m = map_row(row(hardware__gpus_per_node=4), REPO)
+        self.assertEqual(flag(m, "--gpus-per-node"), "4")
+
+
+class SkipReasons(unittest.TestCase):
+    def assertSkip(self, r, text):
+        with self.assertRaises(Skip) as c:
+            map_row(r, REPO)
+        self.assertIn(text, str(c.exception))
+
+    def test_reasons(self):
+        self.assertSkip("not a row", "not a JSON object")
+        self.assertSkip(row(hardware__gpu="MI300X 192GB"), "unknown hardware")
+        self.assertSkip(row(hardware__gpu=None), "hardware.gpu not given")
+        self.assertSkip(row(hardware__gpu="H100 PCIe 80GB"), "PCIe")
+        self.assertSkip(row(model={"type": "GPT decoder", "name": "Mystery-9B", "seq_len": 2048}), "model shape missing")
+        self.assertSkip(row(model__heads=7), "not divisible by heads")
+        self.assertSkip(row(model__type="diffusion UNet"), "unknown model type")
+        self.assertSkip(row(status="crashed"), "status")
+        self.assertSkip(row(precision=None), "precision not given")
+        self.assertSkip(row(training={"micro_batch_size": 3}), "global batch size not given")
+        self.assertSkip(row(training={"global_batch_size": 500, "micro_batch_size": 4}), "not a multiple")
+        self.assertSkip(row(parallelism={"tp": 3, "pp": 1}), "num_gpus 64 is not a multiple")
+        self.assertSkip(row(model__num_experts=8), "MoE details missing")
+
+    def test_wrong_types_do_not_crash(self):
+        r = row(model="oops", parallelism=None, training=[1, 2], hardware={"gpu": 5})
+        with self.assertRaises(Skip):
+            map_row(r, REPO)
+        r = row(parallelism={"tp": "2", "pp": 1.0, "dp": "32"})  # numeric strings and floats are read
+        self.assertEqual(flag(map_row(r, REPO), "--tp"), "2")
+
+
+class Arithmetic(unittest.TestCase):
+    def test_nearest_rank(self):
+        # n = 10, p90: rank ceil(0.9 x 10) = 9 -> 9th smallest
+        self.assertEqual(stats.nearest_rank(list(range(1, 11)), 90), 9)
+        # n = 4, p90: rank ceil(3.6) = 4 -> the largest
+        self.assertEqual(stats.nearest_rank([5, 1, 3, 2], 90), 5)
+        self.assertEqual(stats.nearest_rank([7], 90), 7)
+        self.assertIsNone(stats.nearest_rank([], 90))
+
+    def test_summary(self):
+        def res(i, err, outcome="compared", fits=True, status="ok", mem=None):
+            return {"id": f"r{i}", "group": "g", "status": status, "outcome": outcome, "error_pct": err,
+                    "fits": fits, "memory_error_pct": mem}
+        rs = [res(1, 10.0), res(2, -30.0, fits=False, mem=-5.0), res(3, 5.0, mem=15.0),
+              res(4, None, "oom_checked", fits=False, status="OOM"), res(5, None, "oom_checked", True, "OOM"),
+              res(6, None, "skipped", None), res(7, None, "failed", None)]
+        s = stats.summarize(rs)
+        self.assertAlmostEqual(s["mean_abs_error_pct"], 15.0)      # (10 + 30 + 5) / 3
+        self.assertAlmostEqual(s["mean_signed_error_pct"], -5.0)   # (10 - 30 + 5) / 3
+        self.assertEqual(s["p90_abs_error_pct"], 30.0)             # rank ceil(2.7) = 3 of [5, 10, 30]
+        self.assertEqual(s["worst"], {"id": "r2", "error_pct": -30.0})
+        self.assertEqual(s["above_threshold"], ["r2"])
+        self.assertEqual((s["oom_rows"], s["oom_agree"]), (2, 1))
+        self.assertEqual(s["fits_disagreements_ok_rows"], ["r2"])
+        self.assertAlmostEqual(s["memory_mean_abs_error_pct"], 10.0)  # (5 + 15) / 2
+        self.assertEqual((s["rows"], s["evaluated"], s["skipped"], s["failed"]), (7, 5, 1, 1))
+        self.assertAlmostEqual(stats.error_pct(1.1, 1.0), 10.0)
+
+
+FAKE_PLANNER = textwrap.dedent("""\
+    #!/usr/bin/env python3
+    # Fake planner for the harness tests: step time = global batch x 0.01 s,
+    # peak = 10 GB per micro-batch sample, fits when micro-batch < 8.
+    import json, sys
+    a = sys.argv[1:]
+    if a == ["--version"]:
+        print("planner 0.0-fake"); sys.exit(0)
+    if a[:2] == ["estimate", "--help"]:
+        print("Usage: planner estimate [OPTIONS] model"); sys.exit(0)
+    def val(name):
+        return a[a.index(name) + 1]
+    if a[0] == "model":
+        if "--layers" in a and val("--layers") == "13":
+            print("planner model: error: unlucky", file=sys.stderr); sys.exit(2)
+        open(val("-o"), "w").write("onnx")
+        sys.exit(0)
+    if a[0] == "estimate":
+        open(a[1]).read()
+        b = int(val("--micro-batch"))
+        print(json.dumps({"step_time_s": int(val("--global-batch")) * 0.01,
+                          "memory": {"fits": b < 8, "peak_bytes": b * 10e9}}))
+        sys.exit(0)
+    sys.exit(2)
+    """)
+
+
+class EndToEnd(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.planner = os.path.join(cls.tmp.name, "planner")
+        with open(cls.planner, "w") as f:
+            f.write(FAKE_PLANNER)
+        os.chmod(cls.planner, 0o755)
+        rows = []
+        for i in range(6):  # 512 x 0.01 = 5.12 s predicted
+            rows.append(row(id=f"r{i}", derived={"iteration_time_s": 4.0 + i}))
+        rows.append(row(id="oom", status="OOM", training={"global_batch_size": 512, "micro_batch_size": 8},
+                        measured={"peak_memory_gb": 100}))
+        rows.append(row(id="bad-model", model__layers=13, model__heads=32))
+        rows.append(row(id="skip-me", hardware__gpu="TPU v4"))
+        rows.append(row(id="other-group", source_group="elsewhere", derived={"iteration_time_s": 5.12}))
+        rows.append(42)
+        cls.runs = os.path.join(cls.tmp.name, "runs.json")
+        with open(cls.runs, "w") as f:
+            json.dump({"runs": rows}, f)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def run_script(self, *args):
+        return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, cwd=REPO)
+
+    def test_json_run_in_file_order(self):
+        p = self.run_script(self.runs, "--planner", self.planner, "--json", "--jobs", "4")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        d = json.loads(p.stdout)
+        self.assertEqual([r["id"] for r in d["rows"]],
+                         [f"r{i}" for i in range(6)] + ["oom", "bad-model", "skip-me", "other-group", "#10"])
+        r0 = d["rows"][0]
+        self.assertEqual(r0["outcome"], "compared")
+        self.assertAlmostEqual(r0["error_pct"], (5.12 - 4.0) / 4.0 * 100)
+        oom = d["rows"][6]
+        self.assertEqual((oom["outcome"], oom["fits"]), ("oom_checked", False))
+        self.assertAlmostEqual(oom["memory_error_pct"], -20.0)  # 80 GB predicted vs 100
+        self.assertEqual(d["rows"][7]["outcome"], "failed")
+        self.assertIn("unlucky", d["rows"][7]["reason"])
+        self.assertEqual(d["rows"][8]["outcome"], "skipped")
+        s = d["summary"]["overall"]
+        self.assertEqual((s["oom_rows"], s["oom_agree"], s["time_compared"]), (1, 1, 7))
+        self.assertEqual(d["summary"]["groups"]["elsewhere"]["mean_abs_error_pct"], 0.0)
+
+    def test_text_group_and_doc(self):
+        doc = os.path.join(self.tmp.name, "v.md")
+        p = self.run_script(self.runs, "--planner", self.planner, "--group", "elsewhere", "--write-doc", doc)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("other-group", p.stdout)
+        self.assertNotIn("r0 ", p.stdout)
+        with open(doc, encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("## How a row becomes commands", text)
+        self.assertIn("--group elsewhere", text)
+        p = self.run_script(self.runs, "--planner", self.planner, "--write-doc", doc)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--force", p.stderr)
+        p = self.run_script(self.runs, "--planner", self.planner, "--write-doc", doc, "--force")
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_dry_run_runs_nothing(self):
+        p = self.run_script(self.runs, "--planner", "/nonexistent/planner", "--dry-run")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("/nonexistent/planner estimate MODELS/gpt-l30-h3072", p.stdout)
+        self.assertIn("SKIP: unknown hardware", p.stdout)
+
+    def test_bad_input_exit_2_one_line(self):
+        bad = os.path.join(self.tmp.name, "bad.json")
+        with open(bad, "w") as f:
+            f.write("{not json")
+        for args in ([bad], [os.path.join(self.tmp.name, "missing.json")], [self.runs, "--jobs", "0"], [],
+                     [self.runs, "--planner", "/nonexistent/planner"]):
+            p = self.run_script(*args)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertNotIn("Traceback", p.stderr)
+        self.assertIn("bad.json", self.run_script(bad).stderr)
+
+
+class PublishedFile(unittest.TestCase):
+    """Every row of the shared calibration file maps or skips with a reason."""
+    PATH = os.path.join(os.path.dirname(REPO), "shared", "validation", "published_runs.json")
+
+    @unittest.skipUnless(os.path.isfile(PATH), "shared/validation/published_runs.json not present")
+    def test_all_rows(self):
+        with open(self.PATH) as f:
+            rows = json.load(f)["runs"]
+        mapped = 0
+        for r in rows:
+            try:
+                map_row(copy.deepcopy(r), REPO)
+                mapped += 1
+            except Skip as e:
+                self.assertTrue(str(e))
+        self.assertGreaterEqual(mapped, len(rows) - 10)
+
+
+if __name__ == "__main__":
+    unittest.main()

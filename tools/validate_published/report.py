@@ -1,0 +1,268 @@
+"""Text, JSON and Markdown output of a validation run."""
+
+import json
+import shlex
+
+from . import stats, tables
+
+
+def fmt_s(x):
+    return "-" if x is None else f"{x:.4g}"
+
+
+def fmt_pct(x, signed=True):
+    if x is None:
+        return "-"
+    return f"{x:+.1f}%" if signed else f"{x:.1f}%"
+
+
+def fits_text(r):
+    f = r.get("fits")
+    if r["status"] == "OOM":
+        return "?" if f is None else ("no (agrees)" if f is False else "yes (OOM missed)")
+    return "?" if f is None else ("yes" if f else "NO")
+
+
+def shell(argv):
+    return " ".join(shlex.quote(str(a)) for a in argv)
+
+
+def measured_text(r):
+    return "OOM" if r["status"] == "OOM" else fmt_s(r["measured_s"])
+
+
+def group_line(name, s):
+    worst = "-" if s["worst"] is None else f"{s['worst']['id']} ({fmt_pct(s['worst']['error_pct'])})"
+    oom = "-" if not s["oom_rows"] else f"{s['oom_agree']}/{s['oom_rows']}"
+    mem = "-" if not s["memory_rows"] else f"{fmt_pct(s['memory_mean_abs_error_pct'], False)} (n={s['memory_rows']})"
+    return [name, f"{s['evaluated']}/{s['rows']}", fmt_pct(s["mean_abs_error_pct"], False),
+            fmt_pct(s["p90_abs_error_pct"], False), worst, str(len(s["above_threshold"])), oom,
+            str(len(s["fits_disagreements_ok_rows"])), mem]
+
+
+SUMMARY_HEAD = ["group", "evaluated/rows", "mean |err|", "p90 |err|", "worst", ">20%", "OOM agree",
+                "fits disagree (ok rows)", "memory mean |err|"]
+
+
+def columns(rows, head):
+    widths = [max(len(str(x[i])) for x in [head] + rows) for i in range(len(head))]
+    return ["  ".join(str(c).ljust(w) for c, w in zip(x, widths)).rstrip() for x in [head] + rows]
+
+
+# ---------------------------------------------------------------------------
+# Text.
+
+def text_report(doc):
+    out = [f"runs: {doc['runs_file']} ({doc['rows_in_file']} rows"
+           + (f", group {doc['group']}: {len(doc['rows'])}" if doc["group"] else "") + ")",
+           f"planner: {doc['planner'] or '(none)'}" + (f" ({doc['planner_version']})" if doc["planner_version"] else "")]
+    done = [r for r in doc["rows"] if r["outcome"] in ("compared", "oom_checked")]
+    table = [[r["id"], r["group"], measured_text(r), fmt_s(r["predicted_s"]), fmt_pct(r["error_pct"]),
+              fits_text(r), fmt_pct(r["memory_error_pct"]), "; ".join(r["notes"])] for r in done]
+    out += [""] + columns(table, ["id", "group", "measured_s", "predicted_s", "error", "fits", "mem_err", "notes"])
+    for kind in ("skipped", "failed"):
+        rs = [r for r in doc["rows"] if r["outcome"] == kind]
+        if rs:
+            out += ["", f"{kind.capitalize()} ({len(rs)}):"] + [f"  {r['id']}: {r['reason']}" for r in rs]
+    s = doc["summary"]
+    lines = [group_line("overall", s["overall"])] + [group_line(g, v) for g, v in s["groups"].items()]
+    out += ["", "Summary:"] + columns(lines, SUMMARY_HEAD)
+    above = [r for r in done if r["error_pct"] is not None and abs(r["error_pct"]) > stats.THRESHOLD_PCT]
+    if above:
+        out += ["", f"Rows above {stats.THRESHOLD_PCT:g} %:"]
+        out += [f"  {r['id']} ({r['group']}): {fmt_pct(r['error_pct'])}" for r in above]
+    return "\n".join(out) + "\n"
+
+
+def dry_run_report(doc):
+    out = [f"# runs: {doc['runs_file']}; commands run from the repository root; "
+           f"MODELS = {doc['models_dir']}"]
+    reasons = {}
+    for r in doc["rows"]:
+        out.append(f"# {r['id']} ({r['group']}, {r['status']})")
+        if r["outcome"] == "skipped":
+            out.append(f"#   SKIP: {r['reason']}")
+            key = r["reason"].split(":")[0]
+            reasons[key] = reasons.get(key, 0) + 1
+            continue
+        out.append(shell(r["model_command"]))
+        out.append(shell(r["estimate_command"]))
+        if r["measured_s"] is not None:
+            out.append(f"#   measured {fmt_s(r['measured_s'])} s from {r['measured_method']}")
+        out += [f"#   note: {n}" for n in r["notes"]]
+    mapped = sum(1 for r in doc["rows"] if r["outcome"] != "skipped")
+    out.append(f"# {mapped} rows mapped, {len(doc['rows']) - mapped} skipped, "
+               f"{len({tuple(r['model_command']) for r in doc['rows'] if r['model_command']})} distinct models")
+    out += [f"#   skipped {n}: {why}" for why, n in sorted(reasons.items(), key=lambda x: -x[1])]
+    return "\n".join(out) + "\n"
+
+
+def json_report(doc):
+    return json.dumps(doc, indent=1, sort_keys=False) + "\n"
+
+
+JSON_FIELDS = [
+    ("runs_file, rows_in_file, group", "the input file as given, its row count, the --group filter (null: all)"),
+    ("planner, planner_version", "the binary used and its `--version` line"),
+    ("dry_run, models_dir", "whether --dry-run was given; the --keep-models folder (`MODELS` in a dry run, "
+     "null when the models went to a removed temporary folder)"),
+    ("rows[]", "one object per row of the file (after --group), in file order:"),
+    ("  id, group, status", "the row's id (`#N` when absent), source_group, status (ok / OOM)"),
+    ("  outcome", "`compared` (time compared), `oom_checked` (OOM row, fit checked), `skipped` (not mapped "
+     "or no measurement; see reason), `failed` (planner error; see reason); `mapped` in --dry-run"),
+    ("  reason", "one line, for skipped and failed rows"),
+    ("  notes[]", "every assumption and approximation made for the row"),
+    ("  plan", "compact layout summary (tp/pp/dp, vp, sp, batches, ZeRO, recompute, precision, attention, "
+     "framework, @profile)"),
+    ("  model_command, estimate_command", "argv lists of the two planner calls"),
+    ("  measured_s, measured_method", "measured seconds per optimizer step and how it was obtained"),
+    ("  predicted_s", "`step_time_s` of the estimate JSON"),
+    ("  error_pct", "(predicted - measured) / measured x 100, signed"),
+    ("  fits", "`memory.fits` of the estimate JSON (null when absent)"),
+    ("  memory_measured_gb, memory_predicted_gb, memory_error_pct",
+     "measured.peak_memory_gb, memory.peak_bytes / 1e9, and their signed error"),
+    ("summary.overall, summary.groups.G", "rows, evaluated (compared + oom_checked), time_compared, skipped, "
+     "failed, mean_abs_error_pct, mean_signed_error_pct, p90_abs_error_pct (nearest rank), worst {id, "
+     "error_pct}, above_threshold [ids], threshold_pct, oom_rows, oom_agree, fits_checked_ok_rows, "
+     "fits_disagreements_ok_rows [ids], memory_rows, memory_mean_abs_error_pct"),
+]
+
+
+# ---------------------------------------------------------------------------
+# Markdown.
+
+def md_table(head, rows):
+    esc = lambda x: str(x).replace("|", "\\|").replace("\n", " ")
+    out = ["| " + " | ".join(esc(c) for c in head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return out
+
+
+RULES = """\
+For every row the script writes the model with `planner model` and asks `planner estimate`
+for one optimizer step of the published layout, then compares `step_time_s` with the
+published seconds per step. Commands run from the repository root:
+
+```
+planner model ARCH [shape flags] --batch MICRO_BATCH -o MODELS/NAME.onnx
+planner estimate MODELS/NAME.onnx --profile cost_profiles/P.json --devices N --tp T --pp P --dp D \\
+    [--vp V --schedule interleaved | --schedule 1f1b] [--sp] [--cp C] [--ep E] \\
+    --micro-batch b --global-batch B [--zero Z] [--distributed-optimizer] --recompute R \\
+    --precision X [--attention A] [--gpus-per-node G] [--framework F] --json
+```
+
+**Model.** Architecture from `model.type` and `model.name`: ResNet -> `resnet --depth 50 --image 224
+--classes 1000`; MoE (`num_experts` set or type says MoE) -> `moe --experts E --top-k K`, skipped
+("MoE details missing") without expert count, top-k, layers and hidden; Llama / Mistral / Nemotron /
+Qwen / GQA / SwiGLU -> `llama` (`--kv-heads` when fewer key/value heads than heads); GPT, MPT, BLOOM
+and other decoders -> `gpt`. MPT (ALiBi, no biases) and BLOOM (ALiBi, embedding LayerNorm) are
+approximated as gpt (learned positions, biases) and the row says so. `--ffn` is `ffn_hidden` when
+given. Fields a row leaves null are filled from the public configurations below (only null
+fields; each use is noted), a missing vocabulary from the family table; a shape still incomplete
+is skipped. `--batch` is the micro-batch.
+
+**Layout.** tp, pp, dp, cp, ep from `parallelism` (null tp/pp/cp/ep = 1, null dp = N/(tp pp cp));
+a dp that contradicts `num_gpus` is replaced by N/(tp pp cp), noted (the published times and
+TFLOP/s are per `num_gpus`); `model_parallel_size` alone -> tp = mp within a node, else tp = node
+size and pp = mp / node. `virtual_pipeline_stages` > 1 -> `--vp V --schedule interleaved`; other
+pipelines `--schedule 1f1b` (`gpipe` when the schedule text says so). `sequence_parallel` true ->
+`--sp`; when it is null, tp > 1 and the notes list `--tp-comm-overlap` (which Megatron accepts only
+with `--sequence-parallel`), `--sp` too. `zero_stage` -> `--zero` (FSDP FULL_SHARD = 3, SHARD_GRAD_OP = 2); `distributed_optimizer`
+true -> `--distributed-optimizer`. Micro-batch: as published; SC'21 Table 1 rows from the
+reproduction scripts (table below); otherwise 1, noted. Global batch: `global_batch_size`, else
+`global_batch_tokens / seq_len`, else micro-batch x dp x `grad_accum_steps`.
+
+**Recompute** (free text): `selective...` -> selective, `full...` -> full, `none` / null -> none,
+other checkpointing text -> full (noted); anything else is skipped. **Precision**: fp8 / FP8-* /
+amp_fp8 -> fp8; bf16 / amp_bf16 / BF16 -> bf16; fp16 / "mixed precision (16-bit)" -> fp16 (SC'21
+and Korthikanti trained in fp16; A100 peaks are equal for both 16-bit types); TF32 -> tf32; FP32
+-> fp32; AMP without a dtype -> fp16 (V100).
+
+**Attention and framework** by source group (prefix of `source_group`, first match): rows from
+sources after mid-2022 that use FlashAttention get `--attention flash`, earlier ones `unfused`.
+Unknown groups: framework from keywords of the source title and notes, `flash` when the source
+mentions FlashAttention, `unfused` on V100, otherwise the flag is omitted (noted).
+
+**Profile** from `hardware.gpu` (family and memory) and keywords of `hardware.system`,
+`hardware.inter_node`, `source_group` and the source title (table below, first match); unknown
+hardware is skipped. `--gpus-per-node` is passed only when the row's `gpus_per_node` differs from
+the profile's node size. No per-row tuning: no `--inter-node-GBps`, no efficiency overrides.
+
+**Measured seconds per step**, first that applies: `measured.iteration_time_s`;
+`derived.iteration_time_s`; global-batch tokens (`global_batch_tokens`, else global batch x
+seq_len) / (`tokens_per_s_per_gpu` x `num_gpus`) or / `tokens_per_s`; global batch /
+`samples_per_s`; FLOPs / (`num_gpus` x `tflops_per_gpu` x 1e12) with the source's convention:
+`tflops_includes_recompute` true -> F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) (Megatron Eq. 3), false
+-> F = 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) (model FLOPs), or 8 / 6 x params x tokens when only the
+parameter count is known; `mfu` x `peak_tflops_used` counts as model TFLOP/s. Each row records its
+conversion (`measured_method`). Rows with none (e.g. per-layer timings) are skipped.
+
+**Comparison.** error = (predicted - measured) / measured. OOM rows: agreement when
+`memory.fits` is false. ok rows: `memory.fits` must be true (disagreements counted). Where
+`measured.peak_memory_gb` is published it is compared with `memory.peak_bytes` / 1e9. p90 is the
+nearest-rank 90th percentile of |error| (rank ceil(0.9 n)).
+"""
+
+
+def rules_tables():
+    out = ["", "Source groups:", ""]
+    out += md_table(["source_group prefix", "--framework", "--attention", "why"],
+                    [[f"`{p}`", fw, a or "(none)", why] for p, fw, a, why in tables.GROUP_RULES])
+    out += ["", "Profiles (first matching rule):", ""]
+    out += md_table(["GPU", "memory GB", "keywords (any)", "profile"],
+                    [[f, m or "any", ", ".join(k) if k else "(any)", f"`{p}`"] for f, m, k, p in tables.PROFILE_RULES])
+    out += ["", "Public configurations used to fill null model fields:", ""]
+    out += md_table(["name key", "arch", "layers", "hidden", "heads", "kv", "ffn", "vocab", "source"],
+                    [[k, c["arch"], c["layers"], c["hidden"], c["heads"], c.get("kv_heads", "-"), c["ffn_hidden"],
+                      c["vocab"], c["source"] + (" (squared-ReLU MLP: SwiGLU of width 2F/3)" if c.get("mlp") else "")]
+                     for k, c in tables.KNOWN_CONFIGS.items()])
+    out += ["", "Vocabulary when missing (first keyword in type + name): "
+            + "; ".join(f"`{k}` {v} ({w})" for k, v, w in tables.FAMILY_VOCAB) + ".", ""]
+    out += [f"SC'21 Table 1 micro-batch and virtual stages ({tables.SC21_SOURCE}):", ""]
+    out += md_table(["layers", "hidden", "tp", "pp", "micro-batch", "layers per virtual stage", "DDP"],
+                    [[*k, mbs, per or "- (no interleaving)", ddp] for k, (mbs, per, ddp) in tables.SC21_TABLE1.items()])
+    out += ["", f"ResNet-50 per-GPU batch ({tables.DLE_SOURCE}; an assumption: the README does not state it): "
+            + ", ".join(f"{p} {x} {b}" for (p, x), b in tables.DLE_RESNET50_BATCH.items())
+            + f"; otherwise {tables.DLE_DEFAULT_BATCH}. Global batch = batch x GPUs x int("
+            + f"{tables.DLE_OPTIMIZER_BATCH} / (batch x GPUs)) (gradient accumulation to optimizer_batch_size).", ""]
+    return out
+
+
+def markdown_report(doc, command):
+    s = doc["summary"]
+    out = ["# Validation against published training runs", "",
+           "Generated by `tools/validate-published`; do not edit by hand. Regenerate with:", "",
+           "```", command, "```", "",
+           f"Input: `{doc['runs_file']}` ({doc['rows_in_file']} rows"
+           + (f"; group `{doc['group']}` only" if doc["group"] else "") + f"). Planner: "
+           + (doc["planner_version"] or "unknown version") + ".", "",
+           "## Summary", ""]
+    lines = [group_line("**overall**", s["overall"])] + [group_line(f"`{g}`", v) for g, v in s["groups"].items()]
+    out += md_table(SUMMARY_HEAD, lines)
+    out += ["", "Evaluated = time compared + OOM rows checked; errors are of seconds per optimizer step.", "",
+            "## How a row becomes commands", "", RULES] + rules_tables()
+    done = [r for r in doc["rows"] if r["outcome"] in ("compared", "oom_checked")]
+    above = [r for r in done if r["error_pct"] is not None and abs(r["error_pct"]) > stats.THRESHOLD_PCT]
+    out += ["", f"## Rows above {stats.THRESHOLD_PCT:g} % ({len(above)})", ""]
+    out += md_table(["id", "group", "measured s", "predicted s", "error", "plan", "notes"],
+                    [[r["id"], r["group"], measured_text(r), fmt_s(r["predicted_s"]), fmt_pct(r["error_pct"]),
+                      r["plan"], "; ".join(r["notes"]) or "-"] for r in above]) if above else ["None."]
+    out += ["", "## Every evaluated row", ""]
+    out += md_table(["id", "group", "measured s", "predicted s", "error", "fits", "memory meas/pred GB",
+                     "plan", "measured from"],
+                    [[r["id"], r["group"], measured_text(r), fmt_s(r["predicted_s"]), fmt_pct(r["error_pct"]),
+                      fits_text(r), mem_pair(r), r["plan"], r["measured_method"] or "-"] for r in done])
+    for kind in ("skipped", "failed"):
+        rs = [r for r in doc["rows"] if r["outcome"] == kind]
+        out += ["", f"## {kind.capitalize()} rows ({len(rs)})", ""]
+        out += md_table(["id", "group", "reason"], [[r["id"], r["group"], r["reason"]] for r in rs]) if rs else ["None."]
+    out += ["", "## JSON output (`--json`)", "", "Same content as this page, as one object on stdout:", ""]
+    out += md_table(["field", "meaning"], [[f"`{f.strip()}`" if not f.startswith("  ") else f"&nbsp;&nbsp;`{f.strip()}`",
+                                             m] for f, m in JSON_FIELDS])
+    return "\n".join(out) + "\n"
+
+
+def mem_pair(r):
+    if r["memory_measured_gb"] is None:
+        return "-"
+    return f"{r['memory_measured_gb']:.4g} / {fmt_s(r['memory_predicted_gb'])} ({fmt_pct(r['memory_error_pct'])})"

@@ -1,0 +1,175 @@
+"""Turns rows into results: mapping, measured quantity, and (unless dry run)
+the planner processes, run in parallel but reported in file order."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+from . import stats
+from .mapping import Skip, as_pos_float, get, map_row
+from .measure import measured_iteration
+
+
+def find_planner(arg, repo_root):
+    """The planner binary: --planner, else build/release, build/default, PATH."""
+    if arg:
+        return arg
+    for rel in ("build/release/planner", "build/default/planner"):
+        p = os.path.join(repo_root, rel)
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    return shutil.which("planner")
+
+
+def new_result(index, row):
+    rid = row.get("id") if isinstance(row, dict) else None
+    group = row.get("source_group") if isinstance(row, dict) else None
+    return {
+        "id": rid if isinstance(rid, str) and rid else f"#{index}",
+        "group": group if isinstance(group, str) and group else "(none)",
+        "status": (row.get("status") if isinstance(row, dict) else None),
+        "outcome": None, "reason": None, "notes": [], "plan": None,
+        "model_command": None, "estimate_command": None,
+        "measured_s": None, "measured_method": None, "predicted_s": None, "error_pct": None,
+        "fits": None, "memory_measured_gb": None, "memory_predicted_gb": None, "memory_error_pct": None,
+    }
+
+
+def prepare(rows, repo_root, planner, models_dir):
+    """One result per row with its commands filled in (outcome 'mapped') or
+    outcome 'skipped' with a reason. Returns (results, {model path: argv})."""
+    results, models = [], {}
+    for i, row in enumerate(rows):
+        r = new_result(i, row)
+        results.append(r)
+        try:
+            m = map_row(row, repo_root)
+        except Skip as e:
+            r["outcome"], r["reason"] = "skipped", str(e)
+            continue
+        except (ArithmeticError, TypeError, ValueError, KeyError, AttributeError) as e:
+            # A shape of input the mapper did not foresee: report, never crash.
+            r["outcome"], r["reason"] = "skipped", f"row not understood ({type(e).__name__}: {e})"
+            continue
+        r["notes"], r["plan"] = list(m.notes), m.plan
+        if r["status"] != "OOM":
+            t, how = measured_iteration(row, m.eff)
+            if t is None:
+                r["outcome"], r["reason"] = "skipped", how
+                continue
+            r["measured_s"], r["measured_method"] = t, how
+        mem = as_pos_float(get(row, "measured", "peak_memory_gb"))
+        r["memory_measured_gb"] = mem
+        path = os.path.join(models_dir, m.model_stem + ".onnx")
+        margv = [planner, "model"] + m.model_args + ["-o", path]
+        models.setdefault(path, margv)
+        r["model_command"] = margv
+        r["estimate_command"] = [planner, "estimate", path] + m.estimate_args
+        r["outcome"] = "mapped"
+    return results, models
+
+
+def run_process(argv, cwd, timeout):
+    """(exit status or None, stdout, stderr); None when it could not run."""
+    try:
+        p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                           errors="replace", stdin=subprocess.DEVNULL)
+        return p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired:
+        return None, "", f"timed out after {timeout} s"
+    except OSError as e:
+        return None, "", f"could not run {argv[0]}: {e.strerror or e}"
+
+
+def first_line(text, limit=300):
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()[:limit]
+    return "(no message)"
+
+
+def parse_estimate(stdout):
+    """(step_time_s, fits or None, peak_bytes or None) or raises ValueError."""
+    try:
+        d = json.loads(stdout)
+    except ValueError:
+        raise ValueError("estimate printed no JSON on stdout")
+    if not isinstance(d, dict):
+        raise ValueError("estimate JSON is not an object")
+    step = as_pos_float(d.get("step_time_s"))
+    if step is None:
+        raise ValueError("estimate JSON has no positive step_time_s")
+    mem = d.get("memory") if isinstance(d.get("memory"), dict) else {}
+    fits = mem.get("fits") if isinstance(mem.get("fits"), bool) else None
+    return step, fits, as_pos_float(mem.get("peak_bytes"))
+
+
+def execute(results, models, repo_root, jobs, timeout, reuse_models):
+    """Runs the model then estimate commands; fills the results in place."""
+    model_err = {}
+
+    def make(item):
+        path, argv = item
+        if reuse_models and os.path.isfile(path):
+            return path, None
+        rc, _out, err = run_process(argv, repo_root, timeout)
+        if rc == 0:
+            return path, None
+        return path, f"planner model {'failed' if rc is None else f'exited {rc}'}: {first_line(err)}"
+
+    def estimate(r):
+        rc, out, err = run_process(r["estimate_command"], repo_root, timeout)
+        return r, rc, out, err
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for path, err in pool.map(make, sorted(models.items())):
+            if err:
+                model_err[path] = err
+        todo = []
+        for r in results:
+            if r["outcome"] != "mapped":
+                continue
+            err = model_err.get(r["model_command"][-1])
+            if err:
+                r["outcome"], r["reason"] = "failed", err
+            else:
+                todo.append(r)
+        for r, rc, out, err in pool.map(estimate, todo):
+            if rc != 0:
+                r["outcome"] = "failed"
+                r["reason"] = f"planner estimate {'failed' if rc is None else f'exited {rc}'}: {first_line(err)}"
+                continue
+            try:
+                step, fits, peak = parse_estimate(out)
+            except ValueError as e:
+                r["outcome"], r["reason"] = "failed", str(e)
+                continue
+            r["predicted_s"], r["fits"] = step, fits
+            if peak is not None:
+                r["memory_predicted_gb"] = peak / 1e9
+                if r["memory_measured_gb"]:
+                    r["memory_error_pct"] = stats.error_pct(r["memory_predicted_gb"], r["memory_measured_gb"])
+            if r["status"] == "OOM":
+                r["outcome"] = "oom_checked"
+            else:
+                r["outcome"] = "compared"
+                r["error_pct"] = stats.error_pct(step, r["measured_s"])
+            if fits is None:
+                r["notes"].append("estimate JSON has no memory.fits")
+    return results
+
+
+def planner_version(planner, repo_root):
+    rc, out, _err = run_process([planner, "--version"], repo_root, 30)
+    return first_line(out) if rc == 0 else None
+
+
+def has_estimate(planner, repo_root):
+    """True when `planner estimate --help` shows the estimate subcommand's
+    usage (a binary without it prints the top-level help, also exit 0)."""
+    rc, out, _err = run_process([planner, "estimate", "--help"], repo_root, 30)
+    return rc == 0 and re.search(r"Usage:.*\bestimate\b", out or "") is not None
+

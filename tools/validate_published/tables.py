@@ -1,0 +1,135 @@
+"""Fixed knowledge the harness uses to map published rows to planner commands.
+
+Every entry names where it comes from; docs/validation-published.md prints
+these tables (report.py), so the rules the doc shows are the rules the code
+uses. Nothing here is tuned per row: entries are keyed on public names,
+hardware and source groups, never on a row id.
+"""
+
+# Source groups -> (framework flag, attention flag, why). Matched as prefixes
+# of runs[].source_group, first match wins. attention None = no --attention
+# (CNN rows).
+GROUP_RULES = [
+    ("megatron_sc21_table2", "deepspeed", "unfused",
+     "SC'21 Table 2 (2021): ZeRO-3 is DeepSpeed's engine inside the Megatron code base (row notes); "
+     "pre-FlashAttention"),
+    ("megatron_sc21", "megatron-legacy", "unfused",
+     "Megatron-LM SC'21 (2021): data-parallel all-reduce after the flush; pre-FlashAttention"),
+    ("korthikanti", "megatron-legacy", "unfused",
+     "Korthikanti et al. (Megatron, May 2022): as SC'21; pre-FlashAttention"),
+    ("megatron_readme", "megatron", "flash", "Megatron-Core r0.8 (2024): TransformerEngine flash attention"),
+    ("megatron_bridge", "megatron", "flash", "Megatron-Bridge / NeMo 25.x (2025-26): flash attention"),
+    ("nemo", "megatron", "flash", "NeMo 24.07 (Megatron-Core + TransformerEngine): flash attention"),
+    ("bigscience_bloom", "deepspeed", "unfused",
+     "BLOOM search, Feb 2022, Megatron-DeepSpeed: pre-FlashAttention"),
+    ("mosaicml", "fsdp", "flash", "MosaicML llm-foundry (2023): PyTorch FSDP, flash/triton-flash attention"),
+    ("dle_resnet", "ddp", None, "DeepLearningExamples ResNet-50: PyTorch DDP, CNN"),
+]
+
+# Fallback for unknown groups: keywords in source title + notes (lower case),
+# first match wins.
+FRAMEWORK_KEYWORDS = [
+    ("megatron-deepspeed", "deepspeed"),
+    ("deepspeed", "deepspeed"),
+    ("fsdp", "fsdp"),
+    ("llm-foundry", "fsdp"),
+    ("megatron", "megatron"),
+    ("nemo", "megatron"),
+    ("distributeddataparallel", "ddp"),
+    ("ddp", "ddp"),
+]
+
+# (gpu family, memory GB or None = any, keywords (any of, lower case, in
+# system / inter_node / source_group / source title) or None, profile).
+# First match wins.
+PROFILE_RULES = [
+    ("A100", 80, ("jean zay", "omni-path", "bigscience"), "jean-zay-a100-80gb"),
+    ("A100", 80, ("roce", "mosaicml", "llm-foundry"), "mosaicml-a100-80gb-roce"),
+    ("A100", 80, None, "a100-sxm4-80gb"),
+    ("A100", 40, ("roce", "mosaicml", "llm-foundry"), "mosaicml-a100-40gb-roce"),
+    ("A100", 40, None, "a100-sxm4-40gb"),
+    ("H100", 80, None, "h100-sxm5-80gb"),
+    ("H200", 141, None, "h200-sxm-141gb"),
+    ("V100", 16, None, "v100-sxm2-16gb"),
+    ("V100", 32, None, "v100-sxm2-32gb"),
+    ("Ascend 910", None, None, "ascend-910"),
+]
+# Memory assumed when the GPU string gives none (only one SXM size exists).
+DEFAULT_MEMORY_GB = {"H100": 80, "H200": 141}
+# GPU variants no bundled profile describes.
+UNSUPPORTED_GPU_WORDS = ("pcie", "nvl")
+
+# Public model configurations, used only to fill fields a row leaves null.
+# Keys: the model name upper-cased with everything but letters and digits
+# removed ("LLAMA2-13B" -> "LLAMA213B"). vocab "gpt2-bpe" = GPT-2 BPE (50257)
+# padded by Megatron to a multiple of 128 x tp (make_vocab_size_divisible_by 128).
+# mlp "squared-relu": a 2-matrix MLP, modelled as llama SwiGLU of width 2F/3.
+KNOWN_CONFIGS = {
+    "GPT35B": dict(arch="gpt", layers=24, hidden=4096, heads=32, ffn_hidden=16384, vocab="gpt2-bpe",
+                   source="NeMo-Framework-Launcher conf/training/gpt3/5b.yaml"),
+    "GPT3175B": dict(arch="gpt", layers=96, hidden=12288, heads=96, ffn_hidden=49152, vocab="gpt2-bpe",
+                     source="Brown et al. 2020 Table 2.1; NeMo conf/training/gpt3/175b.yaml (GPT-2 BPE)"),
+    "LLAMA27B": dict(arch="llama", layers=32, hidden=4096, heads=32, kv_heads=32, ffn_hidden=11008, vocab=32000,
+                     source="meta-llama/Llama-2-7b-hf config.json"),
+    "LLAMA213B": dict(arch="llama", layers=40, hidden=5120, heads=40, kv_heads=40, ffn_hidden=13824, vocab=32000,
+                      source="meta-llama/Llama-2-13b-hf config.json"),
+    "LLAMA270B": dict(arch="llama", layers=80, hidden=8192, heads=64, kv_heads=8, ffn_hidden=28672, vocab=32000,
+                      source="meta-llama/Llama-2-70b-hf config.json (GQA, 8 kv heads)"),
+    "LLAMA38B": dict(arch="llama", layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336, vocab=128256,
+                     source="meta-llama/Meta-Llama-3-8B config.json"),
+    "LLAMA370B": dict(arch="llama", layers=80, hidden=8192, heads=64, kv_heads=8, ffn_hidden=28672, vocab=128256,
+                      source="meta-llama/Meta-Llama-3-70B config.json"),
+    "LLAMA31405B": dict(arch="llama", layers=126, hidden=16384, heads=128, kv_heads=8, ffn_hidden=53248,
+                        vocab=128256, source="meta-llama/Llama-3.1-405B config.json"),
+    "NEMOTRON22B": dict(arch="llama", layers=40, hidden=6144, heads=48, kv_heads=48, ffn_hidden=24576, vocab=256000,
+                        mlp="squared-relu",
+                        source="NeMo-Framework-Launcher conf/training/nemotron/nemotron_22b.yaml (vocab 256000 "
+                               "assumed: the yaml leaves tokenizer.model null; Nemotron's SentencePiece 256k)"),
+    "NEMOTRON340B": dict(arch="llama", layers=96, hidden=18432, heads=96, kv_heads=8, ffn_hidden=73728, vocab=256000,
+                         mlp="squared-relu",
+                         source="NeMo-Framework-Launcher conf/training/nemotron/nemotron_340b.yaml "
+                                "(num_query_groups 8, nemotron_2_256k tokenizer)"),
+}
+KNOWN_ALIASES = {"NEMOTRON4340B": "NEMOTRON340B", "LLAMA3170B": "LLAMA370B", "LLAMA318B": "LLAMA38B"}
+
+# Vocabulary when a row gives none and no known config matches its name.
+FAMILY_VOCAB = [
+    # (keyword in lower-case "type name", vocab, why)
+    ("llama-3", 128256, "Llama-3 tokenizer"),
+    ("llama3", 128256, "Llama-3 tokenizer"),
+    ("llama-2", 32000, "Llama-2 tokenizer"),
+    ("llama2", 32000, "Llama-2 tokenizer"),
+    ("mpt", 50368, "MPT (GPT-NeoX tokenizer padded to 50368)"),
+    ("gpt", 51200, "Megatron GPT-2 BPE padded (SC'21 convention)"),
+]
+
+# Megatron-LM examples/sc21/run_table_1.sh (the scripts that reproduce SC'21
+# Table 1): (layers, hidden, tp, pp) -> (micro-batch, layers per virtual
+# stage or None, DDP implementation: torch = PyTorch DDP, gradient all-reduce
+# overlapped with backward; local = Megatron's, after the flush).
+SC21_TABLE1 = {
+    (24, 2304, 1, 1): (16, None, "torch"),
+    (30, 3072, 2, 1): (16, None, "torch"),
+    (36, 4096, 4, 1): (16, None, "torch"),
+    (40, 6144, 8, 1): (8, None, "torch"),
+    (48, 8192, 8, 2): (4, None, "local"),
+    (60, 10240, 8, 4): (2, 5, "local"),
+    (80, 12288, 8, 8): (2, 5, "local"),
+    (96, 16384, 8, 16): (1, 3, "local"),
+    (105, 20480, 8, 35): (1, 1, "local"),
+    (128, 25600, 8, 64): (1, None, "local"),
+}
+SC21_SOURCE = "Megatron-LM examples/sc21/run_table_1.sh"
+
+# DeepLearningExamples PyTorch ConvNets configs.yml, resnet50:
+# (platform, precision) -> per-GPU batch; optimizer_batch_size 2048 reached by
+# gradient accumulation int(2048 / (batch x GPUs)) (main.py batch_size_multiplier).
+DLE_RESNET50_BATCH = {
+    ("DGX1V", "AMP"): 256,
+    ("DGX1V", "FP32"): 112,
+    ("DGXA100", "AMP"): 256,
+    ("DGXA100", "TF32"): 256,
+}
+DLE_OPTIMIZER_BATCH = 2048
+DLE_DEFAULT_BATCH = 256
+DLE_SOURCE = "NVIDIA/DeepLearningExamples PyTorch/Classification/ConvNets/configs.yml (commit 097c7ff)"
