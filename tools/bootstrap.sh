@@ -10,6 +10,7 @@ PACKAGES=(
   libboost-graph-dev catch2 libfmt-dev
   libopenmpi-dev openmpi-bin libopenblas-dev
   coinor-libcbc-dev
+  python3
 )
 
 missing=()

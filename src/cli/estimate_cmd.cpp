@@ -103,6 +103,8 @@ Runner setup_estimate(CLI::App& sub) {
   sub.add_option("--framework", a->framework,
                  "Communication behaviour: megatron | megatron-legacy | deepspeed | fsdp | ddp (docs/estimate.md)")
       ->capture_default_str();
+  sub.add_flag("--tp-comm-overlap", c.tp_comm_overlap,
+               "Tensor-parallel collectives overlapped with their GEMMs (Megatron-Core tp_comm_overlap)");
   sub.add_option("--grad-reduce-bytes", c.grad_reduce_bytes, "Bytes per reduced gradient element, 2 or 4 (default: framework's)");
   sub.add_flag("--json", a->json, "Print JSON (format planner.estimate/v1, docs/estimate-json.md)");
   return [a]() -> int { return run_estimate(*a); };

@@ -202,11 +202,43 @@ OpTime time_of(const graph::Op& op, const graph::OpGraph& g, const OpScaling& sc
   if (pattern && ctx.attention() == AttentionMode::flash && !pattern->ops.empty()) {
     if (&g.op(pattern->ops.front()) != &op) return {};  // charged to the pattern's first op
     t = flash_attention_time(*pattern, g, scaling, ctx);
+  } else if (ctx.attention() == AttentionMode::flash && !pattern && feeds_only_flash_masks(op, g)) {
+    return {};
   } else {
     t = detail::single_op_time(op, g, scaling, ctx);
   }
   if (recomputed(op, ctx.recompute(), ctx.attention())) t.recompute = t.forward;
   return t;
+}
+
+namespace {
+
+bool mask_only(const graph::Op& op, const graph::OpGraph& g, int depth) {
+  if (depth > 32 || op.outputs.empty()) return false;
+  bool any = false;
+  for (const auto& out : op.outputs) {
+    if (!out) continue;
+    const auto& t = g.tensor(*out);
+    if (t.consumers.empty()) return false;  // a graph output or unused: keep it
+    for (auto c : t.consumers) {
+      const auto& cop = g.op(c);
+      if (cop.fused_group) {
+        if (cop.type == "MatMul" || cop.type == "Einsum") return false;  // q, k or v: real data
+        any = true;
+        continue;
+      }
+      if (!mask_only(cop, g, depth + 1)) return false;
+      any = true;
+    }
+  }
+  return any;
+}
+
+}  // namespace
+
+bool feeds_only_flash_masks(const graph::Op& op, const graph::OpGraph& g) {
+  if (op.fused_group) return false;
+  return mask_only(op, g, 0);
 }
 
 OpBytes op_bytes(const graph::Op& op, const graph::OpGraph& g, const PrecisionPolicy& policy) {

@@ -98,6 +98,11 @@ std::pair<Bytes, std::string> largest_temporary(const graph::OpGraph& g, const C
       continue;
     }
     if (detail::is_alias_op(op)) continue;
+    // The loss's backward writes the logits' gradient into its saved
+    // probabilities in place (Megatron's vocab-parallel cross-entropy, fused
+    // cross-entropy kernels): the loss buffer already counts it.
+    if (op.op_class == graph::OpClass::loss) continue;
+    if (flash && feeds_only_flash_masks(op, g)) continue;  // never runs under a flash kernel
     Bytes b;
     for (const auto& t : op.outputs)
       if (t && graph::is_floating(g.tensor(*t).dtype)) b += bytes_at(g.tensor(*t), p);

@@ -60,6 +60,7 @@ double optimizer_bytes_per_param(cost::Optimizer o) {
 
 struct ChunkWork {
   Seconds fwd_comm, bwd_comm;
+  Seconds fwd_gemm, bwd_gemm;  // MatMul/Gemm time (what TP overlap can hide behind)
   std::map<std::string, Seconds> comm_kind;  // per micro-batch, fwd + bwd
   double local_params = 0;                   // elements
   int layers = 0;
@@ -160,6 +161,10 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     ct.forward_compute += t.forward;
     ct.backward_compute += t.backward;
     ct.recompute += t.recompute;
+    if (op.op_class == graph::OpClass::matmul && !op.fused_group) {
+      work[ch].fwd_gemm += t.forward;
+      work[ch].bwd_gemm += t.backward + t.recompute;
+    }
     const double frac = s ? s->compute_fraction : 1.0;
     const Flops whole = op.cost.forward_flops + op.cost.backward_flops;
     const Flops redo = t.recompute.value > 0 ? op.cost.forward_flops : Flops(0);
@@ -214,6 +219,25 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
           w.comm_kind[kind] += ti;
         }
       }
+    }
+  }
+
+  // Tensor-parallel overlap: each collective runs in pieces alongside the
+  // GEMM next to it (all-gather before the column-parallel GEMM, reduce-
+  // scatter after the row-parallel one), so only what exceeds the GEMM time
+  // is exposed, and never less than the first piece (10 %).
+  if (c.tp_comm_overlap) {
+    for (auto& w : work) {
+      const auto hide = [](Seconds comm, Seconds gemm) {
+        return Seconds(std::max(0.1 * comm.value, comm.value - gemm.value));
+      };
+      const double f = w.fwd_comm.value > 0 ? hide(w.fwd_comm, w.fwd_gemm).value / w.fwd_comm.value : 1.0;
+      const double b = w.bwd_comm.value > 0 ? hide(w.bwd_comm, w.bwd_gemm).value / w.bwd_comm.value : 1.0;
+      const double total = w.fwd_comm.value + w.bwd_comm.value;
+      const double kept = total > 0 ? (f * w.fwd_comm.value + b * w.bwd_comm.value) / total : 1.0;
+      w.fwd_comm = w.fwd_comm * f;
+      w.bwd_comm = w.bwd_comm * b;
+      for (auto& [k, v] : w.comm_kind) v = v * kept;
     }
   }
 

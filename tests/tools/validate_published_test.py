@@ -198,6 +198,8 @@ class RowMapping(unittest.TestCase):
         self.assertIn("32000", m.model_args)
         self.assertNotIn("--kv-heads", m.model_args)
         self.assertEqual((flag(m, "--vp"), flag(m, "--precision"), flag(m, "--cp")), ("10", "fp8", None))
+        # NeMo conventions: distributed optimizer (dp 4 > 1); no SP with tp 1
+        self.assertEqual((flag(m, "--distributed-optimizer"), flag(m, "--sp")), (True, None))
         # Nemotron-340B: GQA 8, squared-ReLU 73728 -> SwiGLU 49152
         m = map_row(row(source_group="nemo_2407_h100_fp8", model={"type": "decoder LLM", "name": "Nemotron-340B",
                                                                   "seq_len": 4096},
@@ -207,6 +209,7 @@ class RowMapping(unittest.TestCase):
         self.assertEqual(m.model_args[m.model_args.index("--kv-heads") + 1], "8")
         self.assertEqual(m.model_args[m.model_args.index("--ffn") + 1], "49152")
         self.assertEqual(m.model_args[m.model_args.index("--vocab") + 1], "256000")
+        self.assertEqual((flag(m, "--distributed-optimizer"), flag(m, "--sp")), (True, True))  # tp 8
 
     def test_bridge_llama_and_moe(self):
         base = dict(source_group="megatron_bridge_h100", hardware={"gpu": "H100 SXM 80GB", "num_gpus": 64},
@@ -231,6 +234,14 @@ class RowMapping(unittest.TestCase):
         self.assertEqual(flag(m, "--profile"), "cost_profiles/mosaicml-a100-40gb-roce.json")
         self.assertEqual((flag(m, "--zero"), flag(m, "--framework"), flag(m, "--attention")), ("2", "fsdp", "flash"))
         self.assertTrue(any("MPT approximated as gpt" in n for n in m.notes))
+        self.assertIsNone(flag(m, "--grad-reduce-bytes"))
+        m = map_row(row(source_group="mosaicml_llm_foundry", model__type="MPT decoder", training={"global_batch_size": 64,
+                        "micro_batch_size": 8}, parallelism={"dp": 8, "zero_stage": 3,
+                        "fsdp": "PyTorch FSDP FULL_SHARD (mixed_precision=PURE)"},
+                        hardware={"gpu": "H100 80GB", "num_gpus": 8}, recompute="none", precision="bf16"), REPO)
+        self.assertEqual((flag(m, "--zero"), flag(m, "--grad-reduce-bytes")), ("3", "2"))
+        self.assertEqual(flag(m, "--profile"), "cost_profiles/h100-sxm5-80gb.json")
+        self.assertIsNone(flag(m, "--distributed-optimizer"))
 
     def test_bloom(self):
         m = map_row(row(source_group="bigscience_bloom_search", model__name="BLOOM-shape 181B", model__vocab=250000,
@@ -251,8 +262,18 @@ class RowMapping(unittest.TestCase):
                 measured={"samples_per_s": 8322})
         m = map_row(r, REPO)
         self.assertEqual(m.model_args, ["resnet", "--depth", "50", "--image", "224", "--classes", "1000", "--batch", "256"])
-        self.assertEqual((flag(m, "--global-batch"), flag(m, "--framework"), flag(m, "--attention")), ("2048", "ddp", None))
+        # V100: no FlashAttention, so unfused even though a CNN has no attention (the planner checks the mode)
+        self.assertEqual((flag(m, "--global-batch"), flag(m, "--framework"), flag(m, "--attention")),
+                         ("2048", "ddp", "unfused"))
         self.assertEqual(flag(m, "--profile"), "cost_profiles/v100-sxm2-16gb.json")
+        a100 = row(**{**{k: v for k, v in r.items() if k != "id"},
+                      "hardware": {"gpu": "A100 80GB", "num_gpus": 1, "system": "DGX A100"}, "parallelism": {"dp": 1}})
+        m1 = map_row(a100, REPO)
+        self.assertIsNone(flag(m1, "--attention"))  # A100 AMP: flag omitted for a CNN
+        # 1 GPU x 256: accumulation int(2048 / 256) = 8 -> global batch 2048
+        self.assertEqual(flag(m1, "--global-batch"), "2048")
+        a100["precision"] = "TF32"
+        self.assertEqual(flag(map_row(a100, REPO), "--attention"), "unfused")
         t, how = measure.measured_iteration(r, m.eff)
         self.assertAlmostEqual(t, 2048 / 8322)
         r["measured"] = {}

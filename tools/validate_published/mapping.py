@@ -84,7 +84,9 @@ def parse_recompute(text):
     """(none|selective|full, note or None). Raises Skip on text it cannot read."""
     if text is None:
         return "none", "recompute not stated: none assumed"
-    t = as_text(text).strip().lower()
+    if not isinstance(text, str):
+        raise Skip(f"recompute not understood: {text!r}")
+    t = text.strip().lower()
     if not t:
         return "none", "recompute not stated: none assumed"
     if t in ("none", "no", "off", "false", "null"):
@@ -104,7 +106,7 @@ def parse_recompute(text):
     raise Skip(f"recompute text not understood: '{text}'")
 
 
-def parse_precision(text, gpu=""):
+def parse_precision(text):
     """(fp8|bf16|fp16|tf32|fp32, note or None). Raises Skip when absent or unreadable."""
     t = as_text(text).strip().lower()
     if not t:
@@ -130,25 +132,27 @@ def parse_precision(text, gpu=""):
 # ---------------------------------------------------------------------------
 # Framework, attention, profile.
 
-def choose_framework_attention(row, is_cnn, gpu):
+def choose_framework_attention(row, is_cnn, gpu, precision):
+    """(framework or None, attention or None, notes)."""
     group = as_text(row.get("source_group"))
-    for prefix, fw, attn, _why in tables.GROUP_RULES:
-        if group.startswith(prefix):
-            return fw, (None if is_cnn else attn), []
     notes = []
-    words = (as_text(get(row, "source", "title")) + " " + as_text(row.get("notes"))).lower()
-    fw = next((f for kw, f in tables.FRAMEWORK_KEYWORDS if kw in words), None)
-    notes.append(f"framework from source keywords: {fw}" if fw else "framework unknown: --framework omitted")
-    attn = None
-    if not is_cnn:
-        if "v100" in gpu.lower():
-            attn = "unfused"
-            notes.append("attention unfused (FlashAttention needs Ampere or newer)")
-        elif "flash" in words:
-            attn = "flash"
-            notes.append("attention flash (source mentions FlashAttention)")
-        else:
-            notes.append("attention kernel unknown: --attention omitted (planner default)")
+    rule = next((r for r in tables.GROUP_RULES if group.startswith(r[0])), None)
+    if rule:
+        fw, attn = rule[1], (None if is_cnn else rule[2])
+    else:
+        words = (as_text(get(row, "source", "title")) + " " + as_text(row.get("notes"))).lower()
+        fw = next((f for kw, f in tables.FRAMEWORK_KEYWORDS if kw in words), None)
+        notes.append(f"framework from source keywords: {fw}" if fw else "framework unknown: --framework omitted")
+        attn = None if is_cnn else "flash" if "flash" in words else None
+        if not is_cnn:
+            notes.append("attention flash (source mentions FlashAttention)" if attn else
+                         "attention kernel unknown: --attention omitted (planner default)")
+    no_flash = "V100" if "v100" in gpu.lower() else precision if precision in ("tf32", "fp32") else None
+    if no_flash and attn != "unfused":
+        why = "needs Ampere or newer" if no_flash == "V100" else "needs 16-bit or fp8 inputs"
+        notes.append(f"attention unfused: FlashAttention {why} ({no_flash})" +
+                     ("; the model has no attention, but the planner checks the mode" if is_cnn else ""))
+        attn = "unfused"
     return fw, attn, notes
 
 
@@ -480,9 +484,9 @@ def map_row(row, repo_root):
     arch = shape["arch"]
     notes += pnotes + shape["notes"]
     recompute, rnote = parse_recompute(row.get("recompute"))
-    precision, pnote = parse_precision(row.get("precision"), gpu)
+    precision, pnote = parse_precision(row.get("precision"))
     notes += [x for x in (rnote, pnote) if x]
-    framework, attention, fnotes = choose_framework_attention(row, arch == "resnet", gpu)
+    framework, attention, fnotes = choose_framework_attention(row, arch == "resnet", gpu, precision)
     notes += fnotes
 
     par = row.get("parallelism") if isinstance(row.get("parallelism"), dict) else {}
@@ -505,14 +509,25 @@ def map_row(row, repo_root):
         if "interleav" in sched_text:
             notes.append("schedule text says interleaved but no virtual stage count is known: 1f1b used")
         eargs += ["--schedule", sched]
+    group = as_text(row.get("source_group"))
+    conv = next((c for c in tables.GROUP_CONVENTIONS if group.startswith(c[0])), None)
     sp = par.get("sequence_parallel")
     if sp is None and tp > 1 and "tp-comm-overlap" in as_text(row.get("notes")).lower():
         sp = True
         notes.append("sequence parallel: the notes list --tp-comm-overlap, which Megatron allows only with "
                      "--sequence-parallel")
+    if sp is None and tp > 1 and conv and conv[2]:
+        sp = True
+        notes.append(f"sequence parallel not stated: on, as in {conv[3]}")
     if sp is True:
         eargs.append("--sp")
         plan.append("sp")
+    overlap_src = next((v for k, v in tables.TP_COMM_OVERLAP_GROUPS.items() if group.startswith(k)), None)
+    if tp > 1 and sp is True and ("tp-comm-overlap" in as_text(row.get("notes")).lower() or overlap_src):
+        eargs.append("--tp-comm-overlap")
+        plan.append("tp-overlap")
+        notes.append("tensor-parallel communication overlapped with GEMMs: "
+                     + (overlap_src or "the notes list --tp-comm-overlap"))
     if cp > 1:
         eargs += ["--cp", str(cp)]
         plan.append(f"cp{cp}")
@@ -532,9 +547,16 @@ def map_row(row, repo_root):
             raise Skip(f"zero_stage {zero} not understood")
         eargs += ["--zero", str(zero)]
         plan.append(f"zero{zero}")
-    if par.get("distributed_optimizer") is True:
+    distopt = par.get("distributed_optimizer")
+    if distopt is None and zero is None and conv and conv[1] and dp > 1:
+        distopt = True
+        notes.append(f"distributed optimizer not stated: on, as in {conv[3]}")
+    if distopt is True:
         eargs.append("--distributed-optimizer")
         plan.append("distopt")
+    if "PURE" in fsdp:
+        eargs += ["--grad-reduce-bytes", "2"]
+        notes.append("FSDP mixed_precision=PURE: gradients reduced in bf16 (--grad-reduce-bytes 2)")
     eargs += ["--recompute", recompute, "--precision", precision]
     plan += [f"rc-{recompute}", precision]
     if attention:

@@ -132,7 +132,7 @@ JSON_FIELDS = [
 # Markdown.
 
 def md_table(head, rows):
-    esc = lambda x: str(x).replace("|", "\\|").replace("\n", " ")
+    esc = lambda x: str(x).replace("|", "\\|").replace("*", "\\*").replace("\n", " ")
     out = ["| " + " | ".join(esc(c) for c in head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
     return out
@@ -167,7 +167,9 @@ TFLOP/s are per `num_gpus`); `model_parallel_size` alone -> tp = mp within a nod
 size and pp = mp / node. `virtual_pipeline_stages` > 1 -> `--vp V --schedule interleaved`; other
 pipelines `--schedule 1f1b` (`gpipe` when the schedule text says so). `sequence_parallel` true ->
 `--sp`; when it is null, tp > 1 and the notes list `--tp-comm-overlap` (which Megatron accepts only
-with `--sequence-parallel`), `--sp` too. `zero_stage` -> `--zero` (FSDP FULL_SHARD = 3, SHARD_GRAD_OP = 2); `distributed_optimizer`
+with `--sequence-parallel`), `--sp` too. FSDP `mixed_precision=PURE` (bf16 gradient reduction) ->
+`--grad-reduce-bytes 2`. Group conventions (table below) fill a null `distributed_optimizer` (when
+no ZeRO stage is given and dp > 1) and a null `sequence_parallel` (when tp > 1), noted. `zero_stage` -> `--zero` (FSDP FULL_SHARD = 3, SHARD_GRAD_OP = 2); `distributed_optimizer`
 true -> `--distributed-optimizer`. Micro-batch: as published; SC'21 Table 1 rows from the
 reproduction scripts (table below); otherwise 1, noted. Global batch: `global_batch_size`, else
 `global_batch_tokens / seq_len`, else micro-batch x dp x `grad_accum_steps`.
@@ -181,7 +183,9 @@ and Korthikanti trained in fp16; A100 peaks are equal for both 16-bit types); TF
 **Attention and framework** by source group (prefix of `source_group`, first match): rows from
 sources after mid-2022 that use FlashAttention get `--attention flash`, earlier ones `unfused`.
 Unknown groups: framework from keywords of the source title and notes, `flash` when the source
-mentions FlashAttention, `unfused` on V100, otherwise the flag is omitted (noted).
+mentions FlashAttention, otherwise the flag is omitted (noted). Any row on V100 or in tf32/fp32
+gets `unfused` (FlashAttention needs Ampere and 16-bit inputs), CNN rows included: they have no
+attention, but the planner checks the mode against the device and precision.
 
 **Profile** from `hardware.gpu` (family and memory) and keywords of `hardware.system`,
 `hardware.inter_node`, `source_group` and the source title (table below, first match); unknown
@@ -208,6 +212,10 @@ def rules_tables():
     out = ["", "Source groups:", ""]
     out += md_table(["source_group prefix", "--framework", "--attention", "why"],
                     [[f"`{p}`", fw, a or "(none)", why] for p, fw, a, why in tables.GROUP_RULES])
+    out += ["", "Group conventions for fields a row leaves null:", ""]
+    out += md_table(["source_group prefix", "distributed optimizer", "sequence parallel (tp > 1)", "source"],
+                    [[f"`{p}`", "on" if d else "-", "on" if sp else "-", src]
+                     for p, d, sp, src in tables.GROUP_CONVENTIONS])
     out += ["", "Profiles (first matching rule):", ""]
     out += md_table(["GPU", "memory GB", "keywords (any)", "profile"],
                     [[f, m or "any", ", ".join(k) if k else "(any)", f"`{p}`"] for f, m, k, p in tables.PROFILE_RULES])

@@ -26,6 +26,27 @@ GROUP_RULES = [
     ("dle_resnet", "ddp", None, "DeepLearningExamples ResNet-50: PyTorch DDP, CNN"),
 ]
 
+# Framework defaults of a source group, applied only to fields the row
+# leaves null (each use is noted): distributed optimizer when neither it nor
+# a ZeRO stage is given; sequence parallelism when tp > 1.
+GROUP_CONVENTIONS = [
+    ("nemo", True, True,
+     "NeMo-Framework-Launcher conf/training yamls (e.g. llama/llama2_70b.yaml): optim distributed_fused_adam, "
+     "sequence_parallel true"),
+    ("megatron_bridge", True, True,
+     "NeMo 2 / Megatron-Bridge recipes: OptimizerConfig(use_distributed_optimizer=True), sequence parallel "
+     "with tp > 1"),
+]
+
+# Groups whose software pipelines tensor-parallel collectives with the GEMMs
+# (Transformer Engine userbuffers, `tp_comm_overlap: True` in the NeMo
+# performance recipes and Megatron-Bridge perf configs) when tp > 1; rows
+# whose notes list --tp-comm-overlap get it too.
+TP_COMM_OVERLAP_GROUPS = {
+    "nemo": "NeMo-Framework-Launcher performance configs: model.ub_tp_comm_overlap True with tp > 1",
+    "megatron_bridge": "Megatron-Bridge performance recipes: tp_comm_overlap with tp > 1",
+}
+
 # Fallback for unknown groups: keywords in source title + notes (lower case),
 # first match wins.
 FRAMEWORK_KEYWORDS = [
@@ -48,6 +69,7 @@ PROFILE_RULES = [
     ("A100", 80, None, "a100-sxm4-80gb"),
     ("A100", 40, ("roce", "mosaicml", "llm-foundry"), "mosaicml-a100-40gb-roce"),
     ("A100", 40, None, "a100-sxm4-40gb"),
+    ("H100", 80, ("mosaicml", "llm-foundry"), "mosaicml-h100-80gb"),
     ("H100", 80, None, "h100-sxm5-80gb"),
     ("H200", 141, None, "h200-sxm-141gb"),
     ("V100", 16, None, "v100-sxm2-16gb"),

@@ -177,6 +177,12 @@ std::optional<GemmShape> gemm_shape(const graph::Op& op, const graph::OpGraph& g
 /// keys only), or a fused op's unidirectional / is_causal attribute.
 bool is_causal(const graph::FusedPattern& p, const graph::OpGraph& g);
 
+/// True when every output of `op` only feeds the masks and scales of
+/// attention patterns (directly or through other such ops): a fused flash
+/// kernel applies the causal mask itself, so these ops never run (the
+/// explicit s x s causal mask of an exported graph). Cost 0 in flash mode.
+bool feeds_only_flash_masks(const graph::Op& op, const graph::OpGraph& g);
+
 /// True when the op's forward is executed again in backward under `policy`
 /// (full: every op of a layer; selective: the ops of attention patterns in
 /// unfused mode; flash kernels already recompute their scores).

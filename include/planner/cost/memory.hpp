@@ -25,7 +25,8 @@
 /// in flight (the caller's schedule says how many: 1F1B's first stage holds
 /// p, GPipe all m), plus the loss buffer per micro-batch in flight, the
 /// recompute working set, and the largest transient of one op (its outputs
-/// and its inputs' gradients while it runs backward).
+/// and its inputs' gradients while it runs backward; not the loss, whose
+/// backward writes the logits' gradient into the loss buffer in place).
 ///
 /// Framework reserve: the CUDA context and the communicator buffers from the
 /// profile, plus allocator fragmentation, a fraction (default 7%, an estimate

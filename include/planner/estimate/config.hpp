@@ -70,6 +70,9 @@ struct ParallelConfig {
   /// Megatron's distributed optimizer (ZeRO-1 with fp32 main gradients).
   bool distributed_optimizer = false;
   Framework framework = Framework::megatron;
+  /// Tensor-parallel collectives pipelined with the GEMMs next to them
+  /// (Megatron-Core / Transformer Engine userbuffers, `tp_comm_overlap`).
+  bool tp_comm_overlap = false;
   /// Bytes per gradient element reduced over data parallelism (2 or 4);
   /// 0 = the framework's default for the precision.
   int grad_reduce_bytes = 0;
