@@ -181,7 +181,7 @@ class RowMapping(unittest.TestCase):
                         precision="bf16 (inferred)", notes="Flags: --tp-comm-overlap",
                         parallelism={"tp": 8, "pp": 4, "dp": 48, "distributed_optimizer": True}), REPO)
         self.assertNotIn("--ffn", m.model_args)
-        self.assertEqual(flag(m, "--profile"), "cost_profiles/h100-sxm5-80gb.json")
+        self.assertEqual(flag(m, "--profile"), "cost_profiles/mosaicml-h100-80gb.json")
         self.assertEqual((flag(m, "--sp"), flag(m, "--distributed-optimizer"), flag(m, "--micro-batch")), (True, True, "1"))
         self.assertEqual((flag(m, "--attention"), flag(m, "--framework")), ("flash", "megatron"))
         self.assertTrue(any("micro-batch not published" in n for n in m.notes))
@@ -240,7 +240,7 @@ class RowMapping(unittest.TestCase):
                         "fsdp": "PyTorch FSDP FULL_SHARD (mixed_precision=PURE)"},
                         hardware={"gpu": "H100 80GB", "num_gpus": 8}, recompute="none", precision="bf16"), REPO)
         self.assertEqual((flag(m, "--zero"), flag(m, "--grad-reduce-bytes")), ("3", "2"))
-        self.assertEqual(flag(m, "--profile"), "cost_profiles/h100-sxm5-80gb.json")
+        self.assertEqual(flag(m, "--profile"), "cost_profiles/mosaicml-h100-80gb.json")
         self.assertIsNone(flag(m, "--distributed-optimizer"))
 
     def test_bloom(self):
