@@ -181,7 +181,7 @@ class RowMapping(unittest.TestCase):
                         precision="bf16 (inferred)", notes="Flags: --tp-comm-overlap",
                         parallelism={"tp": 8, "pp": 4, "dp": 48, "distributed_optimizer": True}), REPO)
         self.assertNotIn("--ffn", m.model_args)
-        self.assertEqual(flag(m, "--profile"), "cost_profiles/mosaicml-h100-80gb.json")
+        self.assertEqual(flag(m, "--profile"), "cost_profiles/h100-sxm5-80gb.json")
         self.assertEqual((flag(m, "--sp"), flag(m, "--distributed-optimizer"), flag(m, "--micro-batch")), (True, True, "1"))
         self.assertEqual((flag(m, "--attention"), flag(m, "--framework")), ("flash", "megatron"))
         self.assertTrue(any("micro-batch not published" in n for n in m.notes))
