@@ -122,14 +122,6 @@ Timed hier_all_reduce(const std::vector<Stage>& st, std::size_t i, double bytes)
   return {ring_level(s, bytes, 1) + outer.time + ring_level(s, bytes, 1), outer.algorithm};
 }
 
-/// Hierarchical all-gather (or reduce-scatter, same time) from stage i outwards.
-Seconds hier_all_gather(const std::vector<Stage>& st, std::size_t i, double bytes) {
-  const Stage& s = st[i];
-  Seconds inner = ring_level(s, bytes, 1);
-  if (i + 1 == st.size()) return inner;
-  return hier_all_gather(st, i + 1, bytes / s.p) + inner;
-}
-
 }  // namespace
 
 std::string_view collective_name(Collective c) {
@@ -186,11 +178,12 @@ Result<CollectiveCost> collective_time(const Interconnect& net, Collective kind,
     }
     case Collective::all_gather:
     case Collective::reduce_scatter: {
+      // NCCL runs all-gather and reduce-scatter as rings over every rank
+      // (one ring per NIC across nodes): (n-1) steps, each paying the latency
+      // of the levels it crosses. It has no hierarchical variant (its PAT
+      // algorithm, 2.23+, serves one rank per node only).
       if (st.size() == 1) return CollectiveCost{ring_level(st[0], bytes, 1), Algorithm::ring};
-      CollectiveCost best{flat_ring(st, bytes, 1, (n - 1) / n), Algorithm::ring};
-      Seconds h = hier_all_gather(st, 0, bytes);
-      if (h < best.time) best = {h, Algorithm::hierarchical_ring};
-      return best;
+      return CollectiveCost{flat_ring(st, bytes, 1, (n - 1) / n), Algorithm::ring};
     }
     case Collective::broadcast:
       return CollectiveCost{flat_ring(st, bytes, 1, 1.0), Algorithm::ring};

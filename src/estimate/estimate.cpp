@@ -114,7 +114,7 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
                   : (c.zero == 2 ? sb.weight + (sb.gradient + sb.optimizer) / d
                                  : (c.zero == 1 || c.distributed_optimizer ? sb.weight + sb.gradient + sb.optimizer / d
                                                                           : sb.total()));
-  const CostModelOracle oracle(model, L.mp, bytes_per_param);
+  const CostModelOracle oracle(model, L.mp, bytes_per_param, wire_scale(g, model));
   PLANNER_TRY(L.lowered, search::lower_sharding(g, L.mp, oracle, lo));
   PLANNER_TRY(search::Solution sol, search::solve(L.lowered.problem));
   L.choice = std::move(sol.choice);

@@ -16,8 +16,14 @@ namespace planner::estimate::detail {
 /// The cluster collective of a layout step kind (send_recv for local ones).
 cluster::Collective to_cluster(layout::CollectiveKind k);
 
-/// Time of one step on the mesh's nodes (0 for a local step or one rank).
-Seconds step_time(const cost::CostModel& model, const layout::CommStep& step, const layout::DeviceMesh& mesh);
+/// Bytes on the wire per byte of a graph tensor: exporters write f32, a
+/// 16-bit policy moves 2-byte activations (0.5); 1 when they agree.
+double wire_scale(const graph::OpGraph& g, const cost::CostModel& model);
+
+/// Time of one step on the mesh's nodes (0 for a local step or one rank),
+/// its bytes multiplied by `scale` (wire_scale).
+Seconds step_time(const cost::CostModel& model, const layout::CommStep& step, const layout::DeviceMesh& mesh,
+                  double scale);
 
 /// The layout resolved against the graph: meshes, op-level sharding and
 /// the pipeline chunk of every op.

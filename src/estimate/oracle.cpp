@@ -22,10 +22,20 @@ cluster::Collective to_cluster(layout::CollectiveKind k) {
   return cluster::Collective::send_recv;
 }
 
-Seconds step_time(const cost::CostModel& model, const layout::CommStep& step, const layout::DeviceMesh& mesh) {
+double wire_scale(const graph::OpGraph& g, const cost::CostModel& model) {
+  const auto p = model.context().precision().default_precision();
+  const double wire = (p == cost::Precision::fp32 || p == cost::Precision::tf32) ? 4.0 : 2.0;
+  for (const auto& t : g.tensors())
+    if (t.role == graph::TensorRole::activation && graph::is_floating(t.dtype))
+      return wire / static_cast<double>(graph::dtype_size(t.dtype));
+  return 1.0;
+}
+
+Seconds step_time(const cost::CostModel& model, const layout::CommStep& step, const layout::DeviceMesh& mesh,
+                  double scale) {
   if (layout::is_local(step.kind) || step.group_size <= 1) return Seconds(0);
   const cluster::Placement where{step.group_size, std::min(step.group_size, mesh.ranks_per_node(step.axis))};
-  auto t = model.collective(to_cluster(step.kind), step.bytes, where);
+  auto t = model.collective(to_cluster(step.kind), step.bytes * scale, where);
   // The mesh guarantees a valid placement; a profile that cannot price it
   // (no inter-node level) makes the step free rather than the search fail:
   // estimate() checks the data-parallel and pipeline placements itself.
@@ -72,7 +82,7 @@ Seconds CostModelOracle::op_time(const graph::Op& op, const graph::OpGraph& g, c
 }
 
 Seconds CostModelOracle::comm_time(const layout::CommStep& step, const layout::DeviceMesh& mesh) const {
-  return detail::step_time(model_, step, mesh);
+  return detail::step_time(model_, step, mesh, wire_scale_);
 }
 
 Bytes CostModelOracle::memory(const ops::OpSharding& unit, const ops::Strategy& s, const graph::OpGraph& g,

@@ -64,6 +64,10 @@ struct ChunkWork {
   std::map<std::string, Seconds> comm_kind;  // per micro-batch, fwd + bwd
   double local_params = 0;                   // elements
   int layers = 0;
+  /// Local parameter elements per gather unit: one entry per layer (FSDP
+  /// flattens each wrapped block into one buffer) or per tensor (DeepSpeed
+  /// ZeRO-3 fetches parameters one by one).
+  std::map<std::int64_t, double> gather_units;
 };
 
 Result<Seconds> dp_collective(const cost::CostModel& model, const detail::Layout& L, const ParallelConfig& c,
@@ -195,8 +199,10 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
   // 2. Model-parallel collectives of the chosen sharding, per micro-batch;
   //    gradient syncs over the model-parallel axes once per step.
   std::vector<Seconds> mp_grad_sync(static_cast<std::size_t>(pp));
+  const double wire = detail::wire_scale(g, model);
   for (const auto& pc : search::planned_comms(L.lowered, g, L.choice)) {
-    const Seconds t = detail::step_time(model, pc.step, L.mp) * static_cast<double>(pc.count);
+    const Seconds t = detail::step_time(model, pc.step, L.mp, pc.source == search::CostTerm::grad_sync ? 1.0 : wire) *
+                      static_cast<double>(pc.count);
     const auto& inst = L.lowered.nodes[pc.node].instances;
     const double share = 1.0 / static_cast<double>(inst.size());
     const std::string kind(layout::collective_kind_name(pc.step.kind));
@@ -247,8 +253,13 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
     e.parameters += t.numel();
     if (t.consumers.empty()) continue;
+    const auto& reader = g.op(t.consumers.front());
     const auto ch = static_cast<std::size_t>(L.chunk_of_op[t.consumers.front().value]);
-    work[ch].local_params += static_cast<double>(t.numel()) * detail::local_fraction(L, g, TensorId{i});
+    const double local = static_cast<double>(t.numel()) * detail::local_fraction(L, g, TensorId{i});
+    work[ch].local_params += local;
+    const std::int64_t unit = c.framework == Framework::fsdp ? (reader.layer ? *reader.layer : -1)
+                                                             : static_cast<std::int64_t>(i) + (1LL << 32);
+    work[ch].gather_units[unit] += local;
   }
 
   // 3. ZeRO-3 (and FSDP SHARD_GRAD_OP): weights gathered per micro-batch,
@@ -263,10 +274,15 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     for (int ch = 0; ch < C; ++ch) {
       const auto& w = work[static_cast<std::size_t>(ch)];
       auto& ct = e.chunks[static_cast<std::size_t>(ch)];
-      PLANNER_TRY(Seconds gather,
-                  dp_collective(model, L, c, cluster::Collective::all_gather, Bytes(w.local_params * param_bytes)));
-      PLANNER_TRY(Seconds scatter,
-                  dp_collective(model, L, c, cluster::Collective::reduce_scatter, Bytes(w.local_params * grad_bytes)));
+      // One collective per gather unit: each pays its own latency (a flat
+      // ring over the data-parallel ranks: (n-1) steps).
+      Seconds gather, scatter;
+      for (const auto& [unit, elems] : w.gather_units) {
+        PLANNER_TRY(Seconds ga, dp_collective(model, L, c, cluster::Collective::all_gather, Bytes(elems * param_bytes)));
+        PLANNER_TRY(Seconds rs, dp_collective(model, L, c, cluster::Collective::reduce_scatter, Bytes(elems * grad_bytes)));
+        gather += ga;
+        scatter += rs;
+      }
       const double units = std::max(1, w.layers);
       const Seconds fwd = ct.forward_compute + w.fwd_comm;
       const Seconds bwd = ct.backward_compute + ct.recompute + w.bwd_comm;

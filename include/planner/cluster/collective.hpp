@@ -18,10 +18,11 @@
 ///   flat ring: bandwidth = the slowest level, where a level crossed by the
 ///     ring offers (ranks inside one of its sub-groups) x (per-rank bandwidth);
 ///     latency split over levels as NCCL's tuning model does;
-///   hierarchical (all-reduce): reduce-scatter inside, all-reduce of S/k
-///     outside (ring or tree, whichever is faster), all-gather inside;
-///     all-gather/reduce-scatter: outer phase on S/k, inner phase on S;
-/// and the faster of the two is taken. Ranks are placed compactly.
+///   hierarchical (all-reduce only): reduce-scatter inside, all-reduce of
+///     S/k outside (ring or tree, whichever is faster), all-gather inside;
+/// and the faster of the two is taken. All-gather and reduce-scatter are
+/// flat rings only, as NCCL runs them: (n-1) steps, so their latency grows
+/// with the rank count. Ranks are placed compactly.
 ///
 ///          node 0                 node 1
 ///   [r0 r1 .. r7]==NVLink   [r8 .. r15]      ring: r0->..->r7->NIC->r8..->r15->NIC->r0

@@ -53,8 +53,10 @@ namespace planner::estimate {
 /// state after ZeRO sharding).
 class CostModelOracle final : public search::ShardingCostOracle {
  public:
-  CostModelOracle(const cost::CostModel& model, layout::DeviceMesh mesh, double bytes_per_param)
-      : model_(model), mesh_(std::move(mesh)), bytes_per_param_(bytes_per_param) {}
+  /// `wire_scale`: bytes on the wire per byte of a graph tensor (0.5 when
+  /// an f32 export trains in 16 bit).
+  CostModelOracle(const cost::CostModel& model, layout::DeviceMesh mesh, double bytes_per_param, double wire_scale = 1.0)
+      : model_(model), mesh_(std::move(mesh)), bytes_per_param_(bytes_per_param), wire_scale_(wire_scale) {}
   Seconds op_time(const graph::Op& op, const graph::OpGraph& g, const ops::Strategy& s) const override;
   Seconds comm_time(const layout::CommStep& step, const layout::DeviceMesh& mesh) const override;
   Bytes memory(const ops::OpSharding& unit, const ops::Strategy& s, const graph::OpGraph& g,
@@ -64,6 +66,7 @@ class CostModelOracle final : public search::ShardingCostOracle {
   const cost::CostModel& model_;
   layout::DeviceMesh mesh_;
   double bytes_per_param_;
+  double wire_scale_;
 };
 
 /// How much of `op` a device runs under strategy `s` of its (single-op)
