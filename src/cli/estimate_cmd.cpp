@@ -105,6 +105,8 @@ Runner setup_estimate(CLI::App& sub) {
       ->capture_default_str();
   sub.add_flag("--tp-comm-overlap", c.tp_comm_overlap,
                "Tensor-parallel collectives overlapped with their GEMMs (Megatron-Core tp_comm_overlap)");
+  sub.add_flag("--fused-loss", c.fused_loss,
+               "Fused cross-entropy kernel: 16-bit logits' gradient in place, no fp32 copy of the logits");
   sub.add_option("--grad-reduce-bytes", c.grad_reduce_bytes, "Bytes per reduced gradient element, 2 or 4 (default: framework's)");
   sub.add_flag("--json", a->json, "Print JSON (format planner.estimate/v1, docs/estimate-json.md)");
   return [a]() -> int { return run_estimate(*a); };

@@ -38,6 +38,7 @@ void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
   fmt::print("\nstep time    {}\n", ms(e.step_time));
   const Seconds T = e.step_time;
   fmt::print("  compute (forward + backward)     {:>12}  {}\n", ms(e.compute), pct(e.compute, T));
+  for (const auto& [k, v] : e.compute_by_class) fmt::print("    {:<30} {:>12}  {}\n", k, ms(v), pct(v, T));
   if (e.recompute.value > 0) fmt::print("  recompute                        {:>12}  {}\n", ms(e.recompute), pct(e.recompute, T));
   for (const auto& [k, v] : e.model_parallel.by_kind)
     fmt::print("  model-parallel {:<17} {:>12}  {}\n", k, ms(v), pct(v, T));
@@ -111,6 +112,9 @@ nlohmann::json estimate_json(const estimate::Estimate& e, const ReportContext& c
                       {"data_parallel_total", e.dp_total.value},
                       {"optimizer", e.optimizer.value},
                       {"pipeline_p2p_per_transfer", e.pipeline_p2p.value}};
+  nlohmann::json by_class = nlohmann::json::object();
+  for (const auto& [k, v] : e.compute_by_class) by_class[k] = v.value;
+  j["breakdown_s"]["compute_by_class"] = by_class;
   j["throughput"] = {{"model_flops_per_step", e.model_flops.value},
                      {"hardware_flops_per_step", e.hardware_flops.value},
                      {"model_tflops_per_device", e.model_tflops_per_device},

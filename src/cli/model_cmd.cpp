@@ -21,6 +21,7 @@ struct ModelArgs {
   std::string arch;
   std::string output;
   bool force = false;
+  bool no_bias = false;
   modelgen::ModelSpec spec;
   /// Options that depend on the arch, by name without "--", to reject those
   /// the chosen arch does not read.
@@ -45,6 +46,9 @@ int run_model(ModelArgs& a) {
     for (auto r : reads) list += fmt::format("{}--{}", list.empty() ? "" : " ", r);
     return fail("model", fmt::format("--{} does not apply to {} (it reads {})", name, a.arch, list));
   }
+  if (a.no_bias && a.spec.arch != modelgen::Arch::gpt && a.spec.arch != modelgen::Arch::moe)
+    return fail("model", fmt::format("--no-bias applies to gpt and moe only (not {})", a.arch));
+  a.spec.bias = !a.no_bias;
   if (a.seed->count() > 0 && !a.spec.with_weights)
     return fail("model", "--seed only applies with --with-weights");
 
@@ -73,6 +77,7 @@ Runner setup_model(CLI::App& sub) {
   sub.add_option("arch", a->arch, "gpt | llama | bert | t5 | moe | mlp | resnet | widedeep")->required();
   sub.add_option("-o,--output", a->output, "ONNX file to write (refused if it exists, unless --force)")->required();
   sub.add_flag("--force", a->force, "Replace an existing output file");
+  sub.add_flag("--no-bias", a->no_bias, "Linear layers without biases (gpt, moe; MPT-style)");
   sub.add_flag("--with-weights", s.with_weights,
                "Write random weights inline (N(0, 0.02^2), fixed seed; models up to 2^28 parameters)");
   a->seed = sub.add_option("--seed", s.seed, "Seed of the random weights (with --with-weights)")->capture_default_str();

@@ -130,6 +130,10 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
     const cost::ModelState st = cost::model_state(counts[static_cast<std::size_t>(r)], opt);
     m.weights = st.weights;
     m.gradients = st.gradients;
+    // DeepSpeed's BF16Optimizer keeps the bf16 gradients and an fp32
+    // accumulation buffer for every local parameter: 2 + 4 bytes.
+    if (c.framework == Framework::deepspeed && policy.default_precision() == cost::Precision::bf16)
+      m.gradients += Bytes(2.0 * counts[static_cast<std::size_t>(r)].low_precision);
     m.optimizer_states = st.optimizer_states;
     m.state_label = fmt::format("{}, {}{}", cost::optimizer_name(opt.optimizer), cost::sharding_name(opt.sharding),
                                 opt.sharding == cost::StateSharding::none ? std::string()
@@ -143,7 +147,7 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
     m.activations = peak_activation[static_cast<std::size_t>(r)];
     if (r == last_rank) {
       const double held = c.schedule == sim::Schedule::gpipe ? static_cast<double>(c.micro_batches()) : 1.0;
-      m.loss_buffer = rep.loss_buffer * loss_share * held;
+      m.loss_buffer = rep.loss_buffer * loss_share * held * (c.fused_loss ? 0.5 : 1.0);
     }
     m.recompute_working_set = rep.recompute_working_set * act_share;
     m.temporary = base.temporary;

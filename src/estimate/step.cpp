@@ -165,6 +165,10 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     ct.forward_compute += t.forward;
     ct.backward_compute += t.backward;
     ct.recompute += t.recompute;
+    if (t.total().value > 0) {
+      const bool flash_pattern = op.fused_group && ctx.attention() == cost::AttentionMode::flash;
+      ct.by_class[flash_pattern ? std::string("attention") : std::string(graph::op_class_name(op.op_class))] += t.total();
+    }
     if (op.op_class == graph::OpClass::matmul && !op.fused_group) {
       work[ch].fwd_gemm += t.forward;
       work[ch].bwd_gemm += t.backward + t.recompute;
@@ -410,6 +414,7 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     e.compute += (ct.forward_compute + ct.backward_compute) * md;
     e.recompute += ct.recompute * md;
     e.zero3_exposed += ct.zero3_exposed * md;
+    for (const auto& [k, v] : ct.by_class) e.compute_by_class[k] += v * md;
     for (const auto& [k, v] : w.comm_kind) e.model_parallel.by_kind[k] += v * md;
   }
   if (mp_grad_sync[static_cast<std::size_t>(crit)].value > 0)

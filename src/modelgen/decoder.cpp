@@ -32,13 +32,13 @@ void gpt_stack(Builder& b, const ModelSpec& s, const MlpFn& mlp) {
   for (int i = 0; i < s.layers; ++i) {
     const std::string L = fmt::format("layers.{}", i);
     auto h1 = layer_norm(b, L + "/ln1", x, h, 1e-5f);
-    auto qkv = linear(b, L + "/attn/qkv", h1, h, 3 * h, true);                           // [B,S,3h]
+    auto qkv = linear(b, L + "/attn/qkv", h1, h, 3 * h, s.bias);                           // [B,S,3h]
     auto parts = b.node(L + "/attn/qkv", "Split", {qkv, b.vec({h, h, h})}, 3, {attr("axis", std::int64_t{-1})});
     auto q = split_heads(b, L + "/attn/q", parts[0], B, S, n, d, false);
     auto kT = split_heads(b, L + "/attn/k", parts[1], B, S, n, d, true);
     auto v = split_heads(b, L + "/attn/v", parts[2], B, S, n, d, false);
     auto ctx = attention(b, L + "/attn", q, kT, v, B, S, n, d, scale, mask);
-    auto o = linear(b, L + "/attn/proj", ctx, h, h, true);
+    auto o = linear(b, L + "/attn/proj", ctx, h, h, s.bias);
     x = b.op(L + "/attn_residual", "Add", {x, o});
     auto h2 = layer_norm(b, L + "/ln2", x, h, 1e-5f);
     x = b.op(L + "/mlp_residual", "Add", {x, mlp(b, L, h2)});
@@ -53,9 +53,9 @@ void gpt_stack(Builder& b, const ModelSpec& s, const MlpFn& mlp) {
 void build_gpt(Builder& b, const ModelSpec& s) {
   const std::int64_t h = s.hidden, f = effective_ffn(s);
   gpt_stack(b, s, [&](Builder& b, const std::string& L, const T& x) {
-    auto u = linear(b, L + "/mlp/fc1", x, h, f, true);
+    auto u = linear(b, L + "/mlp/fc1", x, h, f, s.bias);
     auto g = gelu(b, L + "/mlp/gelu", u);
-    return linear(b, L + "/mlp/fc2", g, f, h, true);
+    return linear(b, L + "/mlp/fc2", g, f, h, s.bias);
   });
 }
 
@@ -91,9 +91,9 @@ void build_moe(Builder& b, const ModelSpec& s) {
       const std::string X = fmt::format("{}/experts.{}", M, e);
       auto sel = b.node(X, "TopK", {per[e], b.vec({C})}, 2, {attr("axis", std::int64_t{-1})});  // [1,C]
       auto xe = b.op(X, "Gather", {flat, sel[1]}, {attr("axis", std::int64_t{0})});             // [1,C,h]
-      auto u = linear(b, X + "/fc1", xe, h, f, true);
+      auto u = linear(b, X + "/fc1", xe, h, f, s.bias);
       auto g = gelu(b, X + "/gelu", u);
-      auto y = linear(b, X + "/fc2", g, f, h, true);
+      auto y = linear(b, X + "/fc2", g, f, h, s.bias);
       auto w = b.op(X, "Unsqueeze", {sel[0], b.vec({2})});                                      // [1,C,1]
       auto yw = b.op(X, "Mul", {y, w});
       auto at = b.op(X, "Unsqueeze", {sel[1], b.vec({2})});                                     // [1,C,1]

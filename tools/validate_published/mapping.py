@@ -299,8 +299,10 @@ def model_shape(row, tp):
             raise Skip(f"vocab missing for '{name or m.get('type')}'")
         s["vocab"] = fam[0]
         notes.append(f"vocab not given: {fam[0]} ({fam[1]})")
+    no_bias = False
     if "mpt" in words:
-        notes.append("MPT approximated as gpt (learned positions, biases); MPT uses ALiBi and no biases")
+        no_bias = True
+        notes.append("MPT approximated as gpt --no-bias (learned positions instead of ALiBi)")
     elif "bloom" in words:
         notes.append("BLOOM approximated as gpt (learned positions, biases); BLOOM uses ALiBi and an "
                      "embedding LayerNorm")
@@ -321,7 +323,7 @@ def model_shape(row, tp):
             raise Skip(f"head size {s['hidden'] // s['heads']} is odd (rotary needs an even one)")
     return {"arch": arch, "layers": s["layers"], "hidden": s["hidden"], "heads": s["heads"],
             "kv_heads": s["kv_heads"], "ffn": s["ffn_hidden"], "seq": s["seq_len"], "vocab": s["vocab"],
-            "experts": experts, "top_k": as_int(m.get("experts_per_token")), "notes": notes}
+            "experts": experts, "top_k": as_int(m.get("experts_per_token")), "no_bias": no_bias, "notes": notes}
 
 
 # ---------------------------------------------------------------------------
@@ -461,6 +463,9 @@ def model_command(row, shape, mbs, notes):
         if arch == "moe":
             margs += ["--experts", str(shape["experts"]), "--top-k", str(shape["top_k"])]
             stem += f"-e{shape['experts']}-k{shape['top_k']}"
+        if shape.get("no_bias") and arch in ("gpt", "moe"):
+            margs.append("--no-bias")
+            stem += "-nobias"
     return margs, stem
 
 
@@ -554,6 +559,9 @@ def map_row(row, repo_root):
     if distopt is True:
         eargs.append("--distributed-optimizer")
         plan.append("distopt")
+    if group.startswith(tables.FUSED_LOSS_GROUP[0]):
+        eargs.append("--fused-loss")
+        notes.append(f"fused cross-entropy: {tables.FUSED_LOSS_GROUP[1]}")
     if "PURE" in fsdp:
         eargs += ["--grad-reduce-bytes", "2"]
         notes.append("FSDP mixed_precision=PURE: gradients reduced in bf16 (--grad-reduce-bytes 2)")

@@ -47,6 +47,10 @@ TP_COMM_OVERLAP_GROUPS = {
     "megatron_bridge": "Megatron-Bridge performance recipes: tp_comm_overlap with tp > 1",
 }
 
+# Group whose software computes the loss with a fused cross-entropy kernel.
+FUSED_LOSS_GROUP = ("mosaicml_llm_foundry",
+                    "llm-foundry MPT yamls set loss_fn: fused_crossentropy (flash-attn's xentropy kernel)")
+
 # Fallback for unknown groups: keywords in source title + notes (lower case),
 # first match wins.
 FRAMEWORK_KEYWORDS = [

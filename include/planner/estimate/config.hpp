@@ -73,6 +73,10 @@ struct ParallelConfig {
   /// Tensor-parallel collectives pipelined with the GEMMs next to them
   /// (Megatron-Core / Transformer Engine userbuffers, `tp_comm_overlap`).
   bool tp_comm_overlap = false;
+  /// A fused cross-entropy kernel (flash-attn's xentropy, as llm-foundry
+  /// uses): no fp32 copy of the logits, the 16-bit logits' gradient is
+  /// written in place, so the loss buffer is b*s*V 16-bit values.
+  bool fused_loss = false;
   /// Bytes per gradient element reduced over data parallelism (2 or 4);
   /// 0 = the framework's default for the precision.
   int grad_reduce_bytes = 0;

@@ -92,6 +92,9 @@ struct ChunkTimes {
   /// ZeRO-3 weight gathers and gradient reduce-scatters not hidden by compute.
   Seconds zero3_exposed;
   Flops model_flops, hardware_flops;
+  /// Forward + backward + recompute time per op class ("matmul",
+  /// "attention", "elementwise", ...), per micro-batch.
+  std::map<std::string, Seconds> by_class;
 };
 
 /// Memory of one pipeline rank's device.
@@ -126,6 +129,8 @@ struct Estimate {
   Seconds dp_exposed;     ///< data-parallel gradient sync not hidden by backward
   Seconds dp_total;       ///< the data-parallel sync's whole duration
   Seconds optimizer;      ///< optimizer step
+  /// Compute time per op class on the bottleneck device (all micro-batches).
+  std::map<std::string, Seconds> compute_by_class;
   /// Model FLOPs of the step (all devices), and with recompute.
   Flops model_flops, hardware_flops;
   double model_tflops_per_device = 0, hardware_tflops_per_device = 0;

@@ -1,0 +1,428 @@
+// The step time of estimate() against hand-computed totals, with the fake
+// cost model of estimate_fixtures.hpp (1 ms forward, 2 ms backward per op,
+// collectives 1 s per GB, optimizer streaming at 1e12 B/s):
+//   - data parallelism only: m (F + B) + exposed gradient sync + optimizer,
+//     the exposure depending on the framework's overlap;
+//   - 1F1B over two stages, balanced and unbalanced, with the
+//     point-to-point transfer of the residual stream;
+//   - the breakdown sums to the step.
+
+#include <catch2/catch.hpp>
+
+#include "estimate/estimate_fixtures.hpp"
+#include "planner/graph/graph.hpp"
+
+using namespace estimate_test;
+using estimate::Framework;
+
+namespace {
+
+// Relative comparison for sums of seconds.
+Approx rel(double v) { return Approx(v).epsilon(1e-12).margin(1e-15); }
+
+std::vector<FakeCostModel::Call> calls_of(const FakeCostModel& m, cluster::Collective kind) {
+  std::vector<FakeCostModel::Call> out;
+  for (const auto& c : m.calls())
+    if (c.kind == kind) out.push_back(c);
+  return out;
+}
+
+// The large MLP of the overlap tests: x[8, 8000] -> fc1 (8000 x 10000) ->
+// Relu -> fc2 (10000 x 10) -> loss. P = 80,000,000 + 10,000 + 100,000 + 10
+// = 80,110,010 parameters, above Megatron's 40M-parameter bucket.
+constexpr double kBigP = 80'110'010;
+graph::OpGraph big_mlp() { return mlp(8, 8000, 10000, 10); }
+
+}  // namespace
+
+TEST_CASE("dp only, small MLP: m (F + B) + the whole all-reduce + optimizer", "[estimate][step]") {
+  // x[8,16] -> fc1 (16 x 32, bias) -> Relu -> fc2 (32 x 4, bias) -> loss.
+  const auto g = mlp(8, 16, 32, 4);
+  REQUIRE(g.num_ops() == 6);
+  const FakeCostModel fake;
+  // dp = 2, micro-batch 8 (the graph's batch), m = 4: global batch 64.
+  const auto c = config_for(2, 1, 1, 4, 8);
+  const auto e = run(g, fake, c);
+  CHECK(e.micro_batches == 4);
+  // P = 16*32 + 32 + 32*4 + 4 = 676.
+  CHECK(e.parameters == 676);
+  // Per micro-batch: 6 ops x 1 ms forward, 6 x 2 ms backward.
+  REQUIRE(e.chunks.size() == 1);
+  CHECK(e.chunks[0].forward_compute.value == rel(0.006));
+  CHECK(e.chunks[0].backward_compute.value == rel(0.012));
+  CHECK(e.chunks[0].has_embedding);
+  CHECK(e.chunks[0].has_head);
+  // compute = m (F + B) = 4 x 18 ms.
+  CHECK(e.compute.value == rel(0.072));
+  // Gradients: 676 x 4 B (fp32 main grads under Megatron) = 2,704 B, one
+  // all-reduce over dp = 2 at 1 GB/s = 2.704 us. The model is far below the
+  // 40M-parameter bucket: the last bucket is the whole reduction, exposed.
+  CHECK(e.dp_total.value == rel(2.704e-6));
+  CHECK(e.dp_exposed.value == rel(2.704e-6));
+  // Optimizer (Adam, 38 B per parameter streamed at 1e12 B/s): 676 x 38 /
+  // 1e12 = 2.5688e-8 s.
+  CHECK(e.optimizer.value == rel(2.5688e-8));
+  // step = 0.072 + 2.704e-6 + 2.5688e-8.
+  CHECK(e.step_time.value == rel(0.072002729688));
+  CHECK(e.bubble.value == Approx(0).margin(1e-12));
+  CHECK(e.model_parallel.total().value == 0);
+  CHECK(e.pipeline_p2p.value == 0);
+  CHECK(breakdown_sum(e) == rel(e.step_time.value));
+  // The one data-parallel collective: 2,704 B over 2 ranks of one node.
+  const auto ar = calls_of(fake, cluster::Collective::all_reduce);
+  REQUIRE(ar.size() == 1);
+  CHECK(ar[0].bytes.value == 2704);
+  CHECK(ar[0].where.ranks == 2);
+  CHECK(ar[0].where.ranks_per_node == 2);
+  // Model FLOPs: the graph's training FLOPs x dp x m; MFU against the
+  // fake's 1 TFLOP/s over 2 devices.
+  const double flops = graph::totals(g).training_flops.value * 2 * 4;
+  CHECK(e.model_flops.value == rel(flops));
+  CHECK(e.mfu == rel(flops / (e.step_time.value * 2) / 1e12));
+  CHECK(e.fits);
+  CHECK(e.advice.empty());
+}
+
+TEST_CASE("dp only, large MLP: Megatron hides the reduction behind the last backward but the last bucket",
+          "[estimate][step]") {
+  const auto g = big_mlp();
+  const auto c = config_for(2, 1, 1, 4, 8);
+  // Gradients: 4 B x 80,110,010 = 320,440,040 B; all-reduce at 1 GB/s =
+  // 0.32044004 s. Last bucket: 40e6 of the P parameters, reduce x 40e6 / P
+  // = 4 x 40e6 / 1e9 = 0.16 s.
+  const double reduce = 4 * kBigP / 1e9, tail = 0.16;
+  // Optimizer: 80,110,010 x 38 / 1e12 = 0.00304418038 s.
+  const double opt = 0.00304418038;
+
+  SECTION("backward shorter than the reduction: what exceeds it is exposed") {
+    const FakeCostModel fake;  // backward window = 6 ops x 2 ms = 12 ms
+    const auto e = run(g, fake, c);
+    CHECK(e.parameters == 80'110'010);
+    CHECK(e.dp_total.value == rel(reduce));
+    // max(tail, reduce - 0.012) = max(0.16, 0.30844004) = 0.30844004.
+    CHECK(e.dp_exposed.value == rel(0.30844004));
+    CHECK(e.optimizer.value == rel(opt));
+    // step = 4 x 18 ms + 0.30844004 + 0.00304418038 = 0.38348422038.
+    CHECK(e.step_time.value == rel(0.38348422038));
+    CHECK(breakdown_sum(e) == rel(e.step_time.value));
+  }
+  SECTION("backward longer than the reduction: only the last bucket is exposed") {
+    FakeCostModel fake;
+    fake.bwd_ms = 100;  // backward window = 6 x 100 ms = 0.6 s > 0.32044004 s
+    const auto e = run(g, fake, c);
+    CHECK(e.dp_exposed.value == rel(tail));
+    // compute = 4 x (6 ms + 600 ms) = 2.424 s; step = 2.424 + 0.16 + opt.
+    CHECK(e.compute.value == rel(2.424));
+    CHECK(e.step_time.value == rel(2.424 + 0.16 + opt));
+    CHECK(breakdown_sum(e) == rel(e.step_time.value));
+  }
+  SECTION("DDP overlaps the same way") {
+    auto d = c;
+    d.framework = Framework::ddp;
+    const FakeCostModel fake;
+    CHECK(run(g, fake, d).dp_exposed.value == rel(0.30844004));
+  }
+  SECTION("megatron-legacy, deepspeed and fsdp without ZeRO-3 expose the whole reduction") {
+    for (auto f : {Framework::megatron_legacy, Framework::deepspeed, Framework::fsdp}) {
+      auto d = c;
+      d.framework = f;
+      FakeCostModel fake;
+      fake.bwd_ms = 100;  // even with a long backward to hide behind
+      const auto e = run(g, fake, d);
+      INFO(estimate::framework_name(f));
+      // bf16: 4 B gradients for every framework -> 0.32044004 s, all of it.
+      CHECK(e.dp_total.value == rel(reduce));
+      CHECK(e.dp_exposed.value == rel(reduce));
+      CHECK(e.step_time.value == rel(2.424 + reduce + opt));
+    }
+  }
+  SECTION("--grad-reduce-bytes 2 halves the reduction and the last bucket") {
+    auto d = c;
+    d.grad_reduce_bytes = 2;
+    const FakeCostModel fake;
+    const auto e = run(g, fake, d);
+    // reduce = 2P / 1e9 = 0.16022002 s; tail = 2 x 40e6 / 1e9 = 0.08 s;
+    // exposed = max(0.08, 0.16022002 - 0.012) = 0.14822002.
+    CHECK(e.dp_total.value == rel(0.16022002));
+    CHECK(e.dp_exposed.value == rel(0.14822002));
+  }
+}
+
+TEST_CASE("dp only with ZeRO-1 or the distributed optimizer: reduce-scatter, then all-gather of the weights",
+          "[estimate][step]") {
+  const auto g = big_mlp();
+  for (bool distributed : {false, true}) {
+    auto c = config_for(2, 1, 1, 4, 8);
+    if (distributed) c.distributed_optimizer = true;
+    else c.zero = 1;
+    INFO(estimate::describe(c));
+    const FakeCostModel fake;
+    const auto e = run(g, fake, c);
+    // Reduce-scatter of the fp32 gradients: 4P B = 0.32044004 s; all-gather
+    // of the bf16 weights: 2P B = 0.16022002 s.
+    CHECK(e.dp_total.value == rel(0.48066006));
+    // Exposed: reduce-scatter max(0.16, 0.32044004 - 0.012) = 0.30844004;
+    // all-gather behind the next forward (6 ms): max(0.16022002 x 40e6 / P
+    // = 0.08, 0.16022002 - 0.006) = 0.15422002. Sum 0.46266006.
+    CHECK(e.dp_exposed.value == rel(0.46266006));
+    // Optimizer over half the parameters: 40,055,005 x 38 / 1e12.
+    CHECK(e.optimizer.value == rel(0.00152209019));
+    CHECK(e.step_time.value == rel(0.072 + 0.46266006 + 0.00152209019));
+    CHECK(breakdown_sum(e) == rel(e.step_time.value));
+    const auto rs = calls_of(fake, cluster::Collective::reduce_scatter);
+    const auto ag = calls_of(fake, cluster::Collective::all_gather);
+    REQUIRE(rs.size() == 1);
+    REQUIRE(ag.size() == 1);
+    CHECK(rs[0].bytes.value == rel(4 * kBigP));
+    CHECK(ag[0].bytes.value == rel(2 * kBigP));
+    CHECK(calls_of(fake, cluster::Collective::all_reduce).empty());
+  }
+}
+
+TEST_CASE("data-parallel groups are placed tp-fastest on the nodes", "[estimate][step]") {
+  // dp = 8, tp = 2 on nodes of 8: a node holds 4 data-parallel ranks (each
+  // with its 2 tensor-parallel ranks), so the gradient all-reduce spans 8
+  // ranks, 4 per node.
+  const auto g = mlp(8, 16, 32, 4);
+  const FakeCostModel fake;
+  const auto e = run(g, fake, config_for(8, 2, 1, 2, 8));
+  bool found = false;
+  for (const auto& call : calls_of(fake, cluster::Collective::all_reduce)) {
+    if (call.where.ranks != 8) continue;
+    found = true;
+    CHECK(call.where.ranks_per_node == 4);
+  }
+  CHECK(found);
+  CHECK(e.dp_total.value > 0);
+}
+
+TEST_CASE("1F1B over two balanced stages: (m + p - 1)(f + b) plus the transfers on the critical path",
+          "[estimate][step][pipeline]") {
+  // 4 layers, pp = 2: chunk 0 = embedding (5 ops) + layers 0-1 (62 ops) =
+  // 67 ops; chunk 1 = layers 2-3 (62) + head (5) = 67 ops. f = 67 ms, b =
+  // 134 ms on each.
+  const auto g = small_gpt(4);
+  REQUIRE(g.num_ops() == static_cast<std::size_t>(kPreOps + 4 * kLayerOps + kPostOps));
+  const FakeCostModel fake;
+  const auto c = config_for(1, 1, 2, 4);
+  const auto e = run(g, fake, c);
+  REQUIRE(e.chunks.size() == 2);
+  const auto& c0 = e.chunks[0];
+  const auto& c1 = e.chunks[1];
+  CHECK(c0.first_layer == 0);
+  CHECK(c0.last_layer == 1);
+  CHECK(c0.has_embedding);
+  CHECK_FALSE(c0.has_head);
+  CHECK(c1.first_layer == 2);
+  CHECK(c1.last_layer == 3);
+  CHECK_FALSE(c1.has_embedding);
+  CHECK(c1.has_head);
+  CHECK(c0.forward_compute.value == rel(0.067));
+  CHECK(c0.backward_compute.value == rel(0.134));
+  CHECK(c1.forward_compute.value == rel(0.067));
+  CHECK(c1.backward_compute.value == rel(0.134));
+
+  // The residual stream leaving layer 1, [2, 16, 64] = 2,048 bf16 elements
+  // = 4,096 B, sent between two ranks of one node: t = 4.096 us.
+  const double t = 4.096e-6;
+  CHECK(e.pipeline_p2p.value == rel(t));
+  const auto sends = calls_of(fake, cluster::Collective::send_recv);
+  REQUIRE(sends.size() == 1);
+  CHECK(sends[0].bytes.value == 4096);
+  CHECK(sends[0].where.ranks == 2);
+  CHECK(sends[0].where.ranks_per_node == 2);
+
+  // 1F1B, p = 2, m = 4 (dev 0: F0 F1 B0 F2 B1 F3 B2 B3; dev 1: F0 B0 F1 B1
+  // F2 B2 F3 B3), f = 67 ms, b = 134 ms, transfer t each way:
+  //   dev1 F0 starts f + t; B0 ends 2f + b + t; dev0 B0 starts 2f + b + 2t
+  //   and each of the three later backward hand-offs adds a t where the
+  //   devices wait on each other (dev0 B2 at 4f + 3b + 4t), so dev0's B3
+  //   ends at 5f + 5b + 4t = (m + p - 1)(f + b) + 4t = 1.005 s + 4t.
+  // Dev 0 then runs its optimizer step: 109,184 parameters (embeddings
+  // 9,216 + 2 layers x 49,984) x 38 B / 1e12 = 4.148992e-6 s. Dev 1 ends
+  // earlier (its last backward precedes dev 0's by b + t).
+  const double opt0 = 109184 * 38 / 1e12;
+  CHECK(e.optimizer.value == rel(opt0));
+  CHECK(e.step_time.value == rel(1.005 + 4 * t + opt0));
+  // Breakdown (device 0: equal busy, the first is taken): compute m (f + b)
+  // = 0.804 s; bubble = the rest but the optimizer: 0.201 s + 4t.
+  CHECK(e.compute.value == rel(0.804));
+  CHECK(e.bubble.value == rel(0.201 + 4 * t));
+  CHECK(e.dp_exposed.value == 0);
+  CHECK(breakdown_sum(e) == rel(e.step_time.value));
+  // 1F1B: stage 0 holds p = 2 micro-batches at its peak, the last stage 1.
+  REQUIRE(e.stages.size() == 2);
+  CHECK(e.stages[0].in_flight == 2);
+  CHECK(e.stages[1].in_flight == 1);
+}
+
+TEST_CASE("1F1B over two unbalanced stages: the slow last stage sets the pace", "[estimate][step][pipeline]") {
+  // 3 layers over 2 chunks: the remainder goes to the last chunk, so chunk
+  // 0 = embedding (5 ops) + layer 0 (31) = 36 ops: f0 = 36 ms, b0 = 72 ms;
+  // chunk 1 = layers 1-2 (62) + head (5) = 67 ops: f1 = 67 ms, b1 = 134 ms.
+  const auto g = small_gpt(3);
+  const FakeCostModel fake;
+  const auto e = run(g, fake, config_for(1, 1, 2, 4));
+  REQUIRE(e.chunks.size() == 2);
+  CHECK(e.chunks[0].first_layer == 0);
+  CHECK(e.chunks[0].last_layer == 0);
+  CHECK(e.chunks[1].first_layer == 1);
+  CHECK(e.chunks[1].last_layer == 2);
+  CHECK(e.chunks[0].forward_compute.value == rel(0.036));
+  CHECK(e.chunks[1].backward_compute.value == rel(0.134));
+  // With f1 + b1 = 201 ms > f0 + b0 = 108 ms, device 1 never waits after
+  // its first forward: it runs F_i B_i back to back from f0 + t, and dev 0
+  // runs each B_i as soon as dev 1's arrives (worked out op by op):
+  //   dev1 F0 at f0 + t; B3 ends f0 + m (f1 + b1) + t = 0.840 s + t
+  //   dev0 B3 ends f0 + m (f1 + b1) + b0 + 2t = 0.912 s + 2t
+  const double t = 4.096e-6;
+  // Dev 0 adds its optimizer: 59,200 parameters (9,216 + 49,984) x 38 /
+  // 1e12 = 2.2496e-6 s; dev 1 (108,288 parameters, 4.114944e-6 s) ends at
+  // 0.840 + t + 4.1e-6 s, earlier.
+  const double opt0 = 59200 * 38 / 1e12, opt1 = 108288 * 38 / 1e12;
+  CHECK(e.step_time.value == rel(0.912 + 2 * t + opt0));
+  // The breakdown is device 1's, the busiest: compute 4 x 201 ms, its
+  // optimizer, and the bubble for the rest.
+  CHECK(e.compute.value == rel(0.804));
+  CHECK(e.optimizer.value == rel(opt1));
+  CHECK(e.bubble.value == rel(0.912 + 2 * t + opt0 - 0.804 - opt1));
+  CHECK(breakdown_sum(e) == rel(e.step_time.value));
+}
+
+TEST_CASE("GPipe holds every micro-batch on the first stage; interleaving shrinks the bubble",
+          "[estimate][step][pipeline]") {
+  const auto g = small_gpt(4);
+  const FakeCostModel fake;
+  auto c = config_for(1, 1, 2, 4);
+  const auto one = run(g, fake, c);
+  c.schedule = sim::Schedule::gpipe;
+  const auto gp = run(g, fake, c);
+  REQUIRE(gp.stages.size() == 2);
+  CHECK(gp.stages[0].in_flight == 4);
+  CHECK(gp.stages[1].in_flight == 4);
+  CHECK(breakdown_sum(gp) == rel(gp.step_time.value));
+  // Same work, same chunks.
+  CHECK(gp.compute.value == rel(one.compute.value));
+
+  // Interleaved, vp = 2: 4 chunks of one layer each, chunk c on device c % 2.
+  // Ops: 5 + 31 = 36, 31, 31, 31 + 5 = 36; each device runs 67 ops per
+  // micro-batch, as under 1F1B.
+  c.schedule = sim::Schedule::interleaved;
+  c.vp = 2;
+  const auto il = run(g, fake, c);
+  REQUIRE(il.chunks.size() == 4);
+  for (int k = 0; k < 4; ++k) {
+    CHECK(il.chunks[static_cast<std::size_t>(k)].first_layer == k);
+    CHECK(il.chunks[static_cast<std::size_t>(k)].last_layer == k);
+  }
+  CHECK(il.chunks[0].has_embedding);
+  CHECK(il.chunks[3].has_head);
+  CHECK(il.chunks[0].forward_compute.value == rel(0.036));
+  CHECK(il.chunks[1].forward_compute.value == rel(0.031));
+  CHECK(il.chunks[3].forward_compute.value == rel(0.036));
+  CHECK(il.compute.value == rel(0.804));
+  CHECK(breakdown_sum(il) == rel(il.step_time.value));
+  // Textbook bubble (p - 1) / (v m) of the busy time vs (p - 1) / m: the
+  // interleaved bubble is smaller than 1F1B's 0.201 s + 4t.
+  CHECK(il.bubble.value < one.bubble.value);
+  CHECK(il.step_time.value < one.step_time.value);
+}
+
+TEST_CASE("tensor parallelism: Megatron's all-reduces on the critical path, 2 B per element on the wire",
+          "[estimate][step][tp]") {
+  // With op times proportional to FLOPs (1 GFLOP/s) the search picks
+  // Megatron's layout (column-parallel QKV and fc1, row-parallel projection
+  // and fc2): per layer and micro-batch 2 forward all-reduces (after the
+  // projection and fc2) and 2 backward ones (into QKV and fc1), each of a
+  // [2, 16, 64] tensor: 2,048 elements, moved in bf16 = 4,096 B = 4.096 us.
+  const auto g = small_gpt(4);
+  FakeCostModel fake;
+  fake.flops_per_s = 1e9;
+  const auto e = run(g, fake, config_for(1, 2, 2, 4));
+  REQUIRE(e.chunks.size() == 2);
+  // Chunk 0: 2 layers x 4 all-reduces x 4.096 us = 32.768 us per micro-batch.
+  CHECK(e.chunks[0].model_parallel_comm.value == rel(32.768e-6));
+  // Chunk 1 adds the LM head's backward all-reduce (its input gradient,
+  // [2, 16, 64]: 4.096 us) and the vocabulary-parallel loss's statistics.
+  CHECK(e.chunks[1].model_parallel_comm.value > 36.864e-6);
+  CHECK(e.chunks[1].model_parallel_comm.value < 37.3e-6);
+  // Only all-reduces, priced over 2 ranks of one node.
+  for (const auto& [kind, v] : e.model_parallel.by_kind) CHECK(kind == "all_reduce");
+  for (const auto& call : calls_of(fake, cluster::Collective::all_reduce)) {
+    CHECK(call.where.ranks == 2);
+    CHECK(call.where.ranks_per_node == 2);
+  }
+  CHECK(breakdown_sum(e) == rel(e.step_time.value));
+}
+
+TEST_CASE("tensor-parallel comm overlap leaves the first piece; full recompute repeats the forward's",
+          "[estimate][step][tp]") {
+  const auto g = small_gpt(4);
+  const auto c = config_for(1, 2, 2, 4);
+  SECTION("--tp-comm-overlap: the GEMMs (>= 0.39 ms each) hide all but 10 % of 32.768 us") {
+    // qkv alone: 2 x 32 x 64 x 192 / 2 = 393,216 local FLOPs = 0.39 ms at
+    // 1 GFLOP/s, far above its chunk's 16.384 us of forward all-reduces.
+    FakeCostModel fake;
+    fake.flops_per_s = 1e9;
+    auto o = c;
+    o.tp_comm_overlap = true;
+    const auto e = run(g, fake, o);
+    CHECK(e.chunks[0].model_parallel_comm.value == rel(3.2768e-6));
+    CHECK(breakdown_sum(e) == rel(e.step_time.value));
+  }
+  SECTION("full recompute: the recomputed forward all-reduces again in backward") {
+    FakeCostModel fake(cost::RecomputePolicy::full);
+    fake.flops_per_s = 1e9;
+    const auto e = run(g, fake, c);
+    // 32.768 us + the 2 layers x 2 forward all-reduces again (16.384 us).
+    CHECK(e.chunks[0].model_parallel_comm.value == rel(49.152e-6));
+  }
+}
+
+TEST_CASE("ZeRO-3: weights gathered and gradients reduce-scattered per micro-batch, behind the compute",
+          "[estimate][step][zero3]") {
+  // 4 layers, dp = 2, one stage: per micro-batch F = 134 ms, B = 268 ms.
+  // Gathers: 217,472 bf16 weights = 434,944 B = 0.434944 ms; reduce-scatters:
+  // 4 B gradients = 869,888 B = 0.869888 ms. Both hide behind the compute
+  // (forward 134 ms > gather; backward 268 ms > gather + reduce-scatter) but
+  // the first layer's share of each pass, 1/4 of it:
+  //   forward 0.434944 / 4 = 0.108736 ms, backward 0.869888 / 4 = 0.217472 ms.
+  const auto g = small_gpt(4);
+  auto c = config_for(2, 1, 1, 4);
+  c.zero = 3;
+  const FakeCostModel fake;
+  const auto e = run(g, fake, c);
+  CHECK(e.chunks[0].zero3_exposed.value == rel(0.326208e-3));
+  CHECK(e.zero3_exposed.value == rel(4 * 0.326208e-3));
+  // No separate data-parallel sync after the flush.
+  CHECK(e.dp_exposed.value == 0);
+  // Optimizer over half the parameters: 108,736 x 38 / 1e12 = 4.131968e-6 s.
+  CHECK(e.optimizer.value == rel(4.131968e-6));
+  // step = 4 x (0.402 + 0.000326208) + 4.131968e-6.
+  CHECK(e.step_time.value == rel(1.609308963968));
+  CHECK(breakdown_sum(e) == rel(e.step_time.value));
+  // Everything gathered once per step here (the chunk's collectives are
+  // priced once and replayed per micro-batch): 2 B per parameter gathered,
+  // 4 B reduce-scattered.
+  double gathered = 0, scattered = 0;
+  int gathers = 0;
+  for (const auto& call : fake.calls()) {
+    if (call.kind == cluster::Collective::all_gather) {
+      gathered += call.bytes.value;
+      ++gathers;
+    }
+    if (call.kind == cluster::Collective::reduce_scatter) scattered += call.bytes.value;
+  }
+  CHECK(gathered == rel(434'944));
+  CHECK(scattered == rel(869'888));
+  // DeepSpeed-style per-tensor gathers: 2 embeddings + 12 per layer x 4 +
+  // final_ln (2) + lm_head (1) = 53 parameter tensors.
+  CHECK(gathers == 53);
+  SECTION("FSDP gathers one flat buffer per wrapped block: 4 layers + the root (embeddings and head)") {
+    auto f = c;
+    f.framework = Framework::fsdp;
+    const FakeCostModel fsdp;
+    run(g, fsdp, f);
+    CHECK(calls_of(fsdp, cluster::Collective::all_gather).size() == 5);
+  }
+}
