@@ -46,7 +46,7 @@ Result<cost::PrecisionPolicy> precision_policy(const std::string& name) {
   return Error{fmt::format("--precision '{}' is not one of bf16, fp16, fp8, tf32, fp32", name)};
 }
 
-Result<cost::ProfileCostModel> TrainFlags::cost_model(cluster::ClusterProfile p) const {
+Result<cost::ProfileCostModel> TrainFlags::cost_model(cluster::ClusterProfile p, bool fused_kernels) const {
   PLANNER_TRY(cost::PrecisionPolicy policy, precision_policy(precision));
   cost::AttentionMode att;
   if (attention == "flash") att = cost::AttentionMode::flash;
@@ -57,7 +57,7 @@ Result<cost::ProfileCostModel> TrainFlags::cost_model(cluster::ClusterProfile p)
   else if (recompute == "selective") rc = cost::RecomputePolicy::selective;
   else if (recompute == "full") rc = cost::RecomputePolicy::full;
   else return Error{fmt::format("--recompute '{}' is not one of none, selective, full", recompute)};
-  return cost::ProfileCostModel::create(std::move(p), std::move(policy), att, rc);
+  return cost::ProfileCostModel::create(std::move(p), std::move(policy), att, rc, fused_kernels);
 }
 
 }  // namespace planner::cli

@@ -76,12 +76,40 @@ OpTime unshaped_op_time(const graph::Op& op, const graph::OpGraph& g, const OpSc
                           detail::gemm_time_unshaped(bwd, p, ctx), detail::memory_time(bytes.backward, ctx), bk, ctx);
 }
 
+// An elementwise op fused with its neighbour: the tensor between them has
+// that one consumer, the same number of elements as the consumer's output,
+// and both ops are elementwise.
+bool fusible_edge(const graph::Tensor& t, const graph::OpGraph& g) {
+  if (!t.producer || t.consumers.size() != 1 || !graph::is_floating(t.dtype)) return false;
+  const auto& p = g.op(*t.producer);
+  const auto& c = g.op(t.consumers.front());
+  if (p.op_class != OpClass::elementwise || c.op_class != OpClass::elementwise) return false;
+  if (p.fused_group || c.fused_group) return false;
+  const auto* out = g.output(c, 0);
+  return out && out->numel() == t.numel();
+}
+
 OpTime memory_bound_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s,
                             const ComputeContext& ctx) {
-  const auto bytes = detail::scaled_bytes(op, g, ctx.precision(), s.bytes);
+  auto bytes = detail::scaled_bytes(op, g, ctx.precision(), s.bytes);
   const Flops fwd = op.cost.forward_flops * s.flops, bwd = op.cost.backward_flops * s.flops;
-  const int fk = (fwd.value > 0 || bytes.forward.value > 0) ? 1 : 0;
-  const int bk = (bwd.value > 0 || bytes.backward.value > 0) ? 1 : 0;
+  int fk = (fwd.value > 0 || bytes.forward.value > 0) ? 1 : 0;
+  int bk = (bwd.value > 0 || bytes.backward.value > 0) ? 1 : 0;
+  if (ctx.fuse_elementwise() && op.op_class == OpClass::elementwise && bytes.forward.value > 0) {
+    const Precision p = ctx.precision().of(op);
+    double fused = 0;
+    bool all_out_fused = !op.outputs.empty();
+    for (const auto& in : op.inputs)
+      if (in && fusible_edge(g.tensor(*in), g)) fused += bytes_at(g.tensor(*in), p).value * s.bytes;
+    for (const auto& out : op.outputs) {
+      if (out && fusible_edge(g.tensor(*out), g)) fused += bytes_at(g.tensor(*out), p).value * s.bytes;
+      else all_out_fused = false;
+    }
+    const double keep = std::max(0.0, 1.0 - fused / bytes.forward.value);
+    bytes.forward = bytes.forward * keep;
+    bytes.backward = bytes.backward * keep;
+    if (all_out_fused) fk = bk = 0;
+  }
   return detail::roofline(fwd / ctx.vector_peak(), detail::memory_time(bytes.forward, ctx), fk,
                           bwd / ctx.vector_peak(), detail::memory_time(bytes.backward, ctx), bk, ctx);
 }
@@ -115,8 +143,10 @@ OpTime& OpTime::operator+=(const OpTime& o) {
 }
 
 Result<ComputeContext> ComputeContext::create(cluster::DeviceProfile device, PrecisionPolicy precision,
-                                              AttentionMode attention, RecomputePolicy recompute) {
+                                              AttentionMode attention, RecomputePolicy recompute,
+                                              bool fuse_elementwise) {
   ComputeContext c;
+  c.fuse_elementwise_ = fuse_elementwise;
   for (Precision p : precision.used()) {
     auto peak = device.peak(p);
     if (!peak) return make_error("cost: {} (the precision policy uses {})", peak.error().message, cluster::precision_name(p));

@@ -5,8 +5,10 @@
 namespace planner::cost {
 
 Result<ProfileCostModel> ProfileCostModel::create(cluster::ClusterProfile profile, PrecisionPolicy precision,
-                                                  AttentionMode attention, RecomputePolicy recompute) {
-  PLANNER_TRY(ComputeContext ctx, ComputeContext::create(profile.device, std::move(precision), attention, recompute));
+                                                  AttentionMode attention, RecomputePolicy recompute,
+                                                  bool fuse_elementwise) {
+  PLANNER_TRY(ComputeContext ctx,
+              ComputeContext::create(profile.device, std::move(precision), attention, recompute, fuse_elementwise));
   return ProfileCostModel(std::move(profile), std::move(ctx));
 }
 

@@ -20,7 +20,7 @@ std::string error_of(const ParallelConfig& c) {
 
 }  // namespace
 
-TEST_CASE("validate accepts a consistent layout", "[estimate][config]") {
+TEST_CASE("estimate config: validate accepts a consistent layout", "[estimate][config]") {
   // dp=2 tp=8 pp=4: 64 devices; 16 micro-batches of 1 per replica.
   ParallelConfig c = config_for(2, 8, 4, 16);
   CHECK(c.devices == 64);
@@ -42,7 +42,7 @@ TEST_CASE("validate accepts a consistent layout", "[estimate][config]") {
   CHECK(estimate::validate(d).ok());
 }
 
-TEST_CASE("validate: the degrees must multiply to --devices", "[estimate][config]") {
+TEST_CASE("estimate config: validate: the degrees must multiply to --devices", "[estimate][config]") {
   ParallelConfig c = config_for(2, 8, 4, 4);
   c.devices = 32;  // 2 * 8 * 4 * 1 = 64
   CHECK(error_of(c) == "dp*tp*pp*cp = 2*8*4*1 = 64 but --devices is 32");
@@ -51,7 +51,7 @@ TEST_CASE("validate: the degrees must multiply to --devices", "[estimate][config
   CHECK(error_of(c) == "dp*tp*pp*cp = 2*2*1*2 = 8 but --devices is 4");
 }
 
-TEST_CASE("validate: every degree is at least 1", "[estimate][config]") {
+TEST_CASE("estimate config: validate: every degree is at least 1", "[estimate][config]") {
   ParallelConfig c = config_for(1, 1, 1, 1);
   c.tp = 0;
   CHECK(error_of(c) == "--tp must be at least 1 (got 0)");
@@ -72,7 +72,7 @@ TEST_CASE("validate: every degree is at least 1", "[estimate][config]") {
   CHECK(error_of(c) == "--gpus-per-node must be at least 1 (got 0)");
 }
 
-TEST_CASE("validate: the global batch divides into micro-batches per replica", "[estimate][config]") {
+TEST_CASE("estimate config: validate: the global batch divides into micro-batches per replica", "[estimate][config]") {
   // micro-batch 2 x dp 2 = 4 sequences per micro-step; 10 is not a multiple.
   ParallelConfig c = config_for(2, 1, 1, 1, 2);
   c.global_batch = 10;
@@ -82,7 +82,7 @@ TEST_CASE("validate: the global batch divides into micro-batches per replica", "
   CHECK(c.micro_batches() == 3);
 }
 
-TEST_CASE("validate: expert parallelism divides dp*cp", "[estimate][config]") {
+TEST_CASE("estimate config: validate: expert parallelism divides dp*cp", "[estimate][config]") {
   ParallelConfig c = config_for(2, 1, 1, 4);
   c.ep = 4;  // dp * cp = 2
   CHECK(error_of(c) == "--ep 4 must divide dp*cp = 2 (experts are split over data/context ranks)");
@@ -90,7 +90,7 @@ TEST_CASE("validate: expert parallelism divides dp*cp", "[estimate][config]") {
   CHECK(estimate::validate(c).ok());
 }
 
-TEST_CASE("validate: interleaved needs vp >= 2, pp >= 2 and m % pp == 0", "[estimate][config]") {
+TEST_CASE("estimate config: validate: interleaved needs vp >= 2, pp >= 2 and m % pp == 0", "[estimate][config]") {
   ParallelConfig c = config_for(1, 1, 4, 8);
   c.schedule = sim::Schedule::interleaved;
   CHECK(error_of(c) == "--schedule interleaved needs --vp of at least 2 virtual stages");
@@ -106,7 +106,7 @@ TEST_CASE("validate: interleaved needs vp >= 2, pp >= 2 and m % pp == 0", "[esti
   CHECK(error_of(one) == "--schedule interleaved needs --pp of at least 2");
 }
 
-TEST_CASE("validate: vp without the interleaved schedule", "[estimate][config]") {
+TEST_CASE("estimate config: validate: vp without the interleaved schedule", "[estimate][config]") {
   ParallelConfig c = config_for(1, 1, 2, 4);
   c.vp = 2;
   CHECK(error_of(c) == "--vp 2 needs --schedule interleaved");
@@ -114,7 +114,7 @@ TEST_CASE("validate: vp without the interleaved schedule", "[estimate][config]")
   CHECK(error_of(c) == "--vp 2 needs --schedule interleaved");
 }
 
-TEST_CASE("validate: ZeRO stage, distributed optimizer, grad bytes, sp", "[estimate][config]") {
+TEST_CASE("estimate config: validate: ZeRO stage, distributed optimizer, grad bytes, sp", "[estimate][config]") {
   ParallelConfig c = config_for(2, 1, 1, 4);
   c.zero = 4;
   CHECK(error_of(c) == "--zero must be 0, 1, 2 or 3 (got 4)");
@@ -140,7 +140,7 @@ TEST_CASE("validate: ZeRO stage, distributed optimizer, grad bytes, sp", "[estim
   CHECK(estimate::validate(c).ok());
 }
 
-TEST_CASE("micro_batches = global / (micro_batch * dp)", "[estimate][config]") {
+TEST_CASE("estimate config: micro_batches = global / (micro_batch * dp)", "[estimate][config]") {
   // GPT-3 175B on 1024 A100s (Narayanan et al.): B = 1536, b = 1, dp = 8 -> 192.
   ParallelConfig c = config_for(8, 8, 16, 192);
   CHECK(c.global_batch == 1536);
@@ -151,7 +151,7 @@ TEST_CASE("micro_batches = global / (micro_batch * dp)", "[estimate][config]") {
   CHECK(c.micro_batches() == 128);
 }
 
-TEST_CASE("describe: one line with the non-default degrees only", "[estimate][config]") {
+TEST_CASE("estimate config: describe: one line with the non-default degrees only", "[estimate][config]") {
   // The example of the header: dp=8 tp=8 pp=12 mb=2 B=2048 1f1b zero1.
   ParallelConfig c = config_for(8, 8, 12, 128, 2);
   c.zero = 1;
@@ -175,7 +175,7 @@ TEST_CASE("describe: one line with the non-default degrees only", "[estimate][co
   CHECK(estimate::describe(g) == "dp=1 tp=1 pp=4 micro-batch=1 global-batch=8 (8 micro-batches) gpipe none");
 }
 
-TEST_CASE("state_sharding follows --zero and --distributed-optimizer", "[estimate][config]") {
+TEST_CASE("estimate config: state_sharding follows --zero and --distributed-optimizer", "[estimate][config]") {
   using cost::StateSharding;
   ParallelConfig c;
   CHECK(c.state_sharding() == StateSharding::none);
@@ -192,7 +192,7 @@ TEST_CASE("state_sharding follows --zero and --distributed-optimizer", "[estimat
   CHECK(c.state_sharding() == StateSharding::zero3);
 }
 
-TEST_CASE("framework names round-trip; an unknown one lists them", "[estimate][config]") {
+TEST_CASE("estimate config: framework names round-trip; an unknown one lists them", "[estimate][config]") {
   for (auto f : {Framework::megatron, Framework::megatron_legacy, Framework::deepspeed, Framework::fsdp,
                  Framework::ddp}) {
     const auto parsed = estimate::parse_framework(estimate::framework_name(f));

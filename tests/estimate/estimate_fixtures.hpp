@@ -181,7 +181,8 @@ inline estimate::ParallelConfig config_for(int dp, int tp, int pp, std::int64_t 
   return c;
 }
 
-inline estimate::Estimate run(const graph::OpGraph& g, const cost::CostModel& model, const estimate::ParallelConfig& c) {
+inline estimate::Estimate run(const graph::OpGraph& g, const cost::CostModel& model,
+                              const estimate::ParallelConfig& c) {
   auto e = estimate::estimate(g, model, c);
   if (!e.ok()) FAIL(e.error().message);
   return std::move(e).value();

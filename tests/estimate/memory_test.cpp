@@ -28,7 +28,7 @@ double saved_between(const graph::OpGraph& g, std::uint32_t first, std::uint32_t
 
 }  // namespace
 
-TEST_CASE("tp=2: column- and row-parallel weights halved, norms, row biases and embeddings whole",
+TEST_CASE("estimate memory: tp=2: column- and row-parallel weights halved, norms, row biases and embeddings whole",
           "[estimate][memory]") {
   // Op times proportional to FLOPs: the search picks Megatron's layout for
   // the layers (QKV and fc1 column-parallel with their biases, projection
@@ -58,7 +58,7 @@ TEST_CASE("tp=2: column- and row-parallel weights halved, norms, row biases and 
   }
 }
 
-TEST_CASE("model state per stage under each optimizer sharding", "[estimate][memory]") {
+TEST_CASE("estimate memory: model state per stage under each optimizer sharding", "[estimate][memory]") {
   // 4 layers, pp = 2, dp = 2. Stage 0: embeddings 9,216 (fp32) + 2 layers
   // 99,968 (bf16) = 109,184 parameters; stage 1: 2 layers + head = 108,288,
   // all bf16. Adam, bytes per parameter W + G + O:
@@ -75,7 +75,9 @@ TEST_CASE("model state per stage under each optimizer sharding", "[estimate][mem
   SECTION("no sharding") {
     const auto s0 = stage(0), s1 = stage(1);
     CHECK(s0.parameters == 109'184);
+    CHECK(s0.parameters == kEmbeddingParams + 2 * kLayerParams);
     CHECK(s1.parameters == 108'288);
+    CHECK(s1.parameters == 2 * kLayerParams + kHeadParams);
     // W0 = 2 x 99,968 + 4 x 9,216 = 236,800; G0 = 4 x 109,184 = 436,736;
     // O0 = 12 x 99,968 + 8 x 9,216 = 1,273,344.
     CHECK(s0.breakdown.weights.value == rel(236'800));
@@ -128,7 +130,8 @@ TEST_CASE("model state per stage under each optimizer sharding", "[estimate][mem
   }
 }
 
-TEST_CASE("activations: 1F1B's first stage holds p micro-batches, the last one; GPipe all m", "[estimate][memory]") {
+TEST_CASE("estimate memory: activations: 1F1B's first stage holds p micro-batches, the last one; GPipe all m",
+          "[estimate][memory]") {
   // 4 layers over 2 stages: chunk 0 = ops [0, 67) (embedding + layers 0-1),
   // chunk 1 = ops [67, 134).
   const auto g = small_gpt(4);
@@ -176,7 +179,7 @@ TEST_CASE("activations: 1F1B's first stage holds p micro-batches, the last one; 
   }
 }
 
-TEST_CASE("a layout that does not fit gets advice, fitting changes first, each saving memory",
+TEST_CASE("estimate memory: a layout that does not fit gets advice, fitting changes first, each saving memory",
           "[estimate][memory][advice]") {
   // 4 layers, dp = 4, one stage: 217,472 parameters (9,216 fp32).
   const auto g = small_gpt(4);

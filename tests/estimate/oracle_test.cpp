@@ -52,7 +52,8 @@ Sharded shard(const graph::OpGraph& g, graph::OpId id, const char* mesh) {
 
 }  // namespace
 
-TEST_CASE("local_scaling: column-parallel keeps k and divides n, row-parallel divides k", "[estimate][oracle]") {
+TEST_CASE("estimate oracle: local_scaling: column-parallel keeps k and divides n, row-parallel divides k",
+          "[estimate][oracle]") {
   const Mlp m;
   const auto& g = m.b.g;
   const auto fc1 = m.id("fc1/MatMul"), fc2 = m.id("fc2/MatMul");
@@ -110,7 +111,8 @@ TEST_CASE("local_scaling: column-parallel keeps k and divides n, row-parallel di
   }
 }
 
-TEST_CASE("CostModelOracle: op time, collectives and memory from the cost model", "[estimate][oracle]") {
+TEST_CASE("estimate oracle: CostModelOracle: op time, collectives and memory from the cost model",
+          "[estimate][oracle]") {
   const Mlp m;
   const auto& g = m.b.g;
   const auto fc1 = m.id("fc1/MatMul");

@@ -35,7 +35,7 @@ graph::OpGraph big_mlp() { return mlp(8, 8000, 10000, 10); }
 
 }  // namespace
 
-TEST_CASE("dp only, small MLP: m (F + B) + the whole all-reduce + optimizer", "[estimate][step]") {
+TEST_CASE("estimate step: dp only, small MLP: m (F + B) + the whole all-reduce + optimizer", "[estimate][step]") {
   // x[8,16] -> fc1 (16 x 32, bias) -> Relu -> fc2 (32 x 4, bias) -> loss.
   const auto g = mlp(8, 16, 32, 4);
   REQUIRE(g.num_ops() == 6);
@@ -83,7 +83,8 @@ TEST_CASE("dp only, small MLP: m (F + B) + the whole all-reduce + optimizer", "[
   CHECK(e.advice.empty());
 }
 
-TEST_CASE("dp only, large MLP: Megatron hides the reduction behind the last backward but the last bucket",
+TEST_CASE("estimate step: dp only, large MLP: Megatron hides the reduction behind the last backward but the "
+          "last bucket",
           "[estimate][step]") {
   const auto g = big_mlp();
   const auto c = config_for(2, 1, 1, 4, 8);
@@ -148,7 +149,8 @@ TEST_CASE("dp only, large MLP: Megatron hides the reduction behind the last back
   }
 }
 
-TEST_CASE("dp only with ZeRO-1 or the distributed optimizer: reduce-scatter, then all-gather of the weights",
+TEST_CASE("estimate step: dp only with ZeRO-1 or the distributed optimizer: reduce-scatter, then all-gather "
+          "of the weights",
           "[estimate][step]") {
   const auto g = big_mlp();
   for (bool distributed : {false, true}) {
@@ -179,7 +181,7 @@ TEST_CASE("dp only with ZeRO-1 or the distributed optimizer: reduce-scatter, the
   }
 }
 
-TEST_CASE("data-parallel groups are placed tp-fastest on the nodes", "[estimate][step]") {
+TEST_CASE("estimate step: data-parallel groups are placed tp-fastest on the nodes", "[estimate][step]") {
   // dp = 8, tp = 2 on nodes of 8: a node holds 4 data-parallel ranks (each
   // with its 2 tensor-parallel ranks), so the gradient all-reduce spans 8
   // ranks, 4 per node.
@@ -196,7 +198,7 @@ TEST_CASE("data-parallel groups are placed tp-fastest on the nodes", "[estimate]
   CHECK(e.dp_total.value > 0);
 }
 
-TEST_CASE("1F1B over two balanced stages: (m + p - 1)(f + b) plus the transfers on the critical path",
+TEST_CASE("estimate step: 1F1B over two balanced stages: (m + p - 1)(f + b) plus the transfers on the critical path",
           "[estimate][step][pipeline]") {
   // 4 layers, pp = 2: chunk 0 = embedding (5 ops) + layers 0-1 (62 ops) =
   // 67 ops; chunk 1 = layers 2-3 (62) + head (5) = 67 ops. f = 67 ms, b =
@@ -241,7 +243,7 @@ TEST_CASE("1F1B over two balanced stages: (m + p - 1)(f + b) plus the transfers 
   // Dev 0 then runs its optimizer step: 109,184 parameters (embeddings
   // 9,216 + 2 layers x 49,984) x 38 B / 1e12 = 4.148992e-6 s. Dev 1 ends
   // earlier (its last backward precedes dev 0's by b + t).
-  const double opt0 = 109184 * 38 / 1e12;
+  const double opt0 = (kEmbeddingParams + 2 * kLayerParams) * 38 / 1e12;
   CHECK(e.optimizer.value == rel(opt0));
   CHECK(e.step_time.value == rel(1.005 + 4 * t + opt0));
   // Breakdown (device 0: equal busy, the first is taken): compute m (f + b)
@@ -256,7 +258,8 @@ TEST_CASE("1F1B over two balanced stages: (m + p - 1)(f + b) plus the transfers 
   CHECK(e.stages[1].in_flight == 1);
 }
 
-TEST_CASE("1F1B over two unbalanced stages: the slow last stage sets the pace", "[estimate][step][pipeline]") {
+TEST_CASE("estimate step: 1F1B over two unbalanced stages: the slow last stage sets the pace",
+          "[estimate][step][pipeline]") {
   // 3 layers over 2 chunks: the remainder goes to the last chunk, so chunk
   // 0 = embedding (5 ops) + layer 0 (31) = 36 ops: f0 = 36 ms, b0 = 72 ms;
   // chunk 1 = layers 1-2 (62) + head (5) = 67 ops: f1 = 67 ms, b1 = 134 ms.
@@ -279,7 +282,8 @@ TEST_CASE("1F1B over two unbalanced stages: the slow last stage sets the pace", 
   // Dev 0 adds its optimizer: 59,200 parameters (9,216 + 49,984) x 38 /
   // 1e12 = 2.2496e-6 s; dev 1 (108,288 parameters, 4.114944e-6 s) ends at
   // 0.840 + t + 4.1e-6 s, earlier.
-  const double opt0 = 59200 * 38 / 1e12, opt1 = 108288 * 38 / 1e12;
+  const double opt0 = (kEmbeddingParams + kLayerParams) * 38 / 1e12;
+  const double opt1 = (2 * kLayerParams + kHeadParams) * 38 / 1e12;
   CHECK(e.step_time.value == rel(0.912 + 2 * t + opt0));
   // The breakdown is device 1's, the busiest: compute 4 x 201 ms, its
   // optimizer, and the bubble for the rest.
@@ -289,7 +293,7 @@ TEST_CASE("1F1B over two unbalanced stages: the slow last stage sets the pace", 
   CHECK(breakdown_sum(e) == rel(e.step_time.value));
 }
 
-TEST_CASE("GPipe holds every micro-batch on the first stage; interleaving shrinks the bubble",
+TEST_CASE("estimate step: GPipe holds every micro-batch on the first stage; interleaving shrinks the bubble",
           "[estimate][step][pipeline]") {
   const auto g = small_gpt(4);
   const FakeCostModel fake;
@@ -328,7 +332,7 @@ TEST_CASE("GPipe holds every micro-batch on the first stage; interleaving shrink
   CHECK(il.step_time.value < one.step_time.value);
 }
 
-TEST_CASE("tensor parallelism: Megatron's all-reduces on the critical path, 2 B per element on the wire",
+TEST_CASE("estimate step: tensor parallelism: Megatron's all-reduces on the critical path, 2 B per element on the wire",
           "[estimate][step][tp]") {
   // With op times proportional to FLOPs (1 GFLOP/s) the search picks
   // Megatron's layout (column-parallel QKV and fc1, row-parallel projection
@@ -355,7 +359,7 @@ TEST_CASE("tensor parallelism: Megatron's all-reduces on the critical path, 2 B 
   CHECK(breakdown_sum(e) == rel(e.step_time.value));
 }
 
-TEST_CASE("tensor-parallel comm overlap leaves the first piece; full recompute repeats the forward's",
+TEST_CASE("estimate step: tensor-parallel comm overlap leaves the first piece; full recompute repeats the forward's",
           "[estimate][step][tp]") {
   const auto g = small_gpt(4);
   const auto c = config_for(1, 2, 2, 4);
@@ -379,7 +383,7 @@ TEST_CASE("tensor-parallel comm overlap leaves the first piece; full recompute r
   }
 }
 
-TEST_CASE("ZeRO-3: weights gathered and gradients reduce-scattered per micro-batch, behind the compute",
+TEST_CASE("estimate step: ZeRO-3: weights gathered and gradients reduce-scattered per micro-batch, behind the compute",
           "[estimate][step][zero3]") {
   // 4 layers, dp = 2, one stage: per micro-batch F = 134 ms, B = 268 ms.
   // Gathers: 217,472 bf16 weights = 434,944 B = 0.434944 ms; reduce-scatters:

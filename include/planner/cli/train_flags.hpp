@@ -29,8 +29,8 @@ struct TrainFlags {
   /// The profile with its overrides applied. Errors name the flag or file.
   Result<cluster::ClusterProfile> load() const;
   /// The cost model for `profile` under the precision, attention and
-  /// recompute flags.
-  Result<cost::ProfileCostModel> cost_model(cluster::ClusterProfile profile) const;
+  /// recompute flags; `fused_kernels`: the framework fuses elementwise chains.
+  Result<cost::ProfileCostModel> cost_model(cluster::ClusterProfile profile, bool fused_kernels = false) const;
 };
 
 /// The precision policy of a --precision value: bf16/fp16 mixed (embedding

@@ -124,7 +124,8 @@ class ComputeContext {
   /// the device and what is missing.
   static Result<ComputeContext> create(cluster::DeviceProfile device, PrecisionPolicy precision,
                                        AttentionMode attention = AttentionMode::flash,
-                                       RecomputePolicy recompute = RecomputePolicy::none);
+                                       RecomputePolicy recompute = RecomputePolicy::none,
+                                       bool fuse_elementwise = false);
 
   /// The device the times are for.
   const cluster::DeviceProfile& device() const { return device_; }
@@ -134,6 +135,12 @@ class ComputeContext {
   AttentionMode attention() const { return attention_; }
   /// Which forwards are executed again in backward.
   RecomputePolicy recompute() const { return recompute_; }
+  /// Chains of elementwise ops run as one kernel (frameworks with fused
+  /// kernels: Megatron/Transformer Engine's bias-GeLU, SwiGLU, RMSNorm,
+  /// rotary; compilers): tensors inside a chain are neither written nor read
+  /// back, and only the chain's last op launches. Off: every exported op is
+  /// its own kernel (PyTorch eager on a decomposed export).
+  bool fuse_elementwise() const { return fuse_elementwise_; }
   /// Dense tensor-core peak at `p`. Requires: p is used by the policy.
   FlopsPerSecond peak(Precision p) const;
   /// Peak for memory-bound ops' arithmetic: fp32 (CUDA cores), or the
@@ -146,6 +153,7 @@ class ComputeContext {
   PrecisionPolicy precision_;
   AttentionMode attention_ = AttentionMode::flash;
   RecomputePolicy recompute_ = RecomputePolicy::none;
+  bool fuse_elementwise_ = false;
   std::array<FlopsPerSecond, cluster::kPrecisionCount> peaks_{};
   FlopsPerSecond vector_peak_;
 };

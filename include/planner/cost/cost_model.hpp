@@ -72,7 +72,8 @@ class ProfileCostModel final : public CostModel {
   /// Validates the context (see ComputeContext::create).
   static Result<ProfileCostModel> create(cluster::ClusterProfile profile, PrecisionPolicy precision,
                                          AttentionMode attention = AttentionMode::flash,
-                                         RecomputePolicy recompute = RecomputePolicy::none);
+                                         RecomputePolicy recompute = RecomputePolicy::none,
+                                         bool fuse_elementwise = false);
 
   /// time_of() under the model's context.
   OpTime op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& scaling) const override;
