@@ -115,8 +115,21 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
                                  : (c.zero == 1 || c.distributed_optimizer ? sb.weight + sb.gradient + sb.optimizer / d
                                                                           : sb.total()));
   const CostModelOracle oracle(model, L.mp, bytes_per_param, wire_scale(g, model));
+  // Model state may take at most 3/4 of the memory of the pp devices that
+  // hold the model (the rest is for activations, buffers and reserve), so
+  // the search does not trade memory it does not have for time (a
+  // replicated weight saves a collective but costs 16+ bytes per element).
+  lo.memory_limit = model.device_memory() * (0.75 * c.pp);
   PLANNER_TRY(L.lowered, search::lower_sharding(g, L.mp, oracle, lo));
-  PLANNER_TRY(search::Solution sol, search::solve(L.lowered.problem));
+  auto solved = search::solve(L.lowered.problem);
+  if (!solved.ok()) {
+    // Nothing fits the bound: take the fastest choice; the memory report
+    // will say it does not fit.
+    lo.memory_limit.reset();
+    PLANNER_TRY(L.lowered, search::lower_sharding(g, L.mp, oracle, lo));
+    solved = search::solve(L.lowered.problem);
+  }
+  PLANNER_TRY(search::Solution sol, std::move(solved));
   L.choice = std::move(sol.choice);
   L.exact = sol.exact;
 
