@@ -32,6 +32,9 @@ GPT3=(gpt --layers 96 --hidden 12288 --heads 96 --seq 2048 --vocab 51200)
 cases=()
 cases+=("$(time_case model_gpt3_175b 1.0 "$BIN" model "${GPT3[@]}" -o "$work/gpt3.onnx" --force)")
 cases+=("$(time_case inspect_gpt3_175b 1.0 "$BIN" inspect "$work/gpt3.onnx" --json)")
+# GPT-3 175B on 1024 A100 (Megatron's SC'21 layout): goal 100 ms (issue: cost model).
+cases+=("$(time_case estimate_gpt3_175b_1024_a100 0.1 "$BIN" estimate "$work/gpt3.onnx" --profile a100-sxm4-80gb \
+  --devices 1024 --tp 8 --pp 16 --micro-batch 1 --global-batch 1536 --schedule interleaved --vp 2 --recompute full --json)")
 "$BIN" inspect "$work/gpt3.onnx" --json >"$work/inspect.json.txt"
 params=$(grep -m1 '"count"' "$work/inspect.json.txt" | tr -dc '0-9')
 printf '{"format":"planner.bench/v1","date":"%s","host":"%s","cores":%s,"repeat":%s,"gpt3_parameters":%s,"cases":[%s]}\n' \

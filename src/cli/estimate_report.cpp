@@ -38,14 +38,15 @@ void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
   fmt::print("\nstep time    {}\n", ms(e.step_time));
   const Seconds T = e.step_time;
   fmt::print("  compute (forward + backward)     {:>12}  {}\n", ms(e.compute), pct(e.compute, T));
-  for (const auto& [k, v] : e.compute_by_class) fmt::print("    {:<30} {:>12}  {}\n", k, ms(v), pct(v, T));
   if (e.recompute.value > 0) fmt::print("  recompute                        {:>12}  {}\n", ms(e.recompute), pct(e.recompute, T));
+  fmt::print("    by op class (incl. recompute):\n");
+  for (const auto& [k, v] : e.compute_by_class) fmt::print("      {:<28} {:>12}  {}\n", k, ms(v), pct(v, T));
   for (const auto& [k, v] : e.model_parallel.by_kind)
     fmt::print("  model-parallel {:<17} {:>12}  {}\n", k, ms(v), pct(v, T));
   if (e.zero3_exposed.value > 0)
     fmt::print("  ZeRO-3 gathers, exposed          {:>12}  {}\n", ms(e.zero3_exposed), pct(e.zero3_exposed, T));
   if (c.pp > 1) fmt::print("  pipeline bubble (incl. p2p)      {:>12}  {}\n", ms(e.bubble), pct(e.bubble, T));
-  if (e.dp_total.value > 0)
+  if (e.dp_total.value > 0 && e.zero3_exposed.value == 0)
     fmt::print("  data-parallel sync, exposed      {:>12}  {}   (of {} in all)\n", ms(e.dp_exposed), pct(e.dp_exposed, T),
                ms(e.dp_total));
   fmt::print("  optimizer step                   {:>12}  {}\n", ms(e.optimizer), pct(e.optimizer, T));

@@ -205,7 +205,9 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
   std::vector<Seconds> mp_grad_sync(static_cast<std::size_t>(pp));
   const double wire = detail::wire_scale(g, model);
   for (const auto& pc : search::planned_comms(L.lowered, g, L.choice)) {
-    const Seconds t = detail::step_time(model, pc.step, L.mp, pc.source == search::CostTerm::grad_sync ? 1.0 : wire) *
+    // Resharded activations travel at the training precision; op-issued
+    // statistics (fp32) and gradient syncs are sized as they are.
+    const Seconds t = detail::step_time(model, pc.step, L.mp, pc.source == search::CostTerm::reshard ? wire : 1.0) *
                       static_cast<double>(pc.count);
     const auto& inst = L.lowered.nodes[pc.node].instances;
     const double share = 1.0 / static_cast<double>(inst.size());
@@ -274,6 +276,7 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
   const double param_bytes = gathered_param_bytes(ctx);
   const bool per_mb_sharding = (c.zero >= 3 || (c.zero == 2 && c.framework == Framework::fsdp)) && c.dp * c.cp > 1;
   std::vector<Seconds> fwd_extra(static_cast<std::size_t>(C)), bwd_extra(static_cast<std::size_t>(C));
+  std::vector<Seconds> dp_per_mb(static_cast<std::size_t>(C));  // ZeRO-3 traffic per micro-batch
   if (per_mb_sharding) {
     for (int ch = 0; ch < C; ++ch) {
       const auto& w = work[static_cast<std::size_t>(ch)];
@@ -291,8 +294,11 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
       const Seconds fwd = ct.forward_compute + w.fwd_comm;
       const Seconds bwd = ct.backward_compute + ct.recompute + w.bwd_comm;
       const Seconds bwd_comm = c.zero >= 3 ? gather + scatter : scatter;
-      const Seconds fwd_x = Seconds(std::max(0.0, gather.value - fwd.value)) + gather * (1.0 / units);
-      const Seconds bwd_x = Seconds(std::max(0.0, bwd_comm.value - bwd.value)) + scatter * (1.0 / units);
+      // The first unit's gather (and the last unit's reduce-scatter) cannot
+      // overlap; beyond that only what exceeds the compute shows.
+      const Seconds fwd_x = Seconds(std::max(gather.value / units, gather.value - fwd.value));
+      const Seconds bwd_x = Seconds(std::max(scatter.value / units, bwd_comm.value - bwd.value));
+      dp_per_mb[static_cast<std::size_t>(ch)] = gather + bwd_comm;
       fwd_extra[static_cast<std::size_t>(ch)] = fwd_x;
       bwd_extra[static_cast<std::size_t>(ch)] = bwd_x;
       ct.zero3_exposed = fwd_x + bwd_x;
@@ -422,6 +428,8 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
   e.bubble = Seconds(std::max(0.0, e.step_time.value - busy.value - prob.extra[static_cast<std::size_t>(crit)].value));
   e.dp_exposed = dp_exposed[static_cast<std::size_t>(crit)];
   e.dp_total = dp_total[static_cast<std::size_t>(crit)];
+  if (per_mb_sharding)
+    for (int ch = crit; ch < C; ch += pp) e.dp_total += dp_per_mb[static_cast<std::size_t>(ch)] * md;
   e.optimizer = opt_time[static_cast<std::size_t>(crit)];
 
   // FLOPs and utilisation (model FLOPs: the graph's forward + backward).
