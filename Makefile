@@ -17,9 +17,10 @@ configure: bootstrap
 build: configure
 	cmake --build --preset $(PRESET) -j $(JOBS)
 
-# The main job on a bundled model.
+# The main job on a bundled model (a prediction for one layout until
+# `planner search` lands).
 run: build
-	$(PLANNER) inspect models/gpt2-small.onnx
+	$(PLANNER) estimate models/gpt2-small.onnx --devices 8 --tp 2 --micro-batch 8 --global-batch 64
 
 test: build
 	ctest --preset $(PRESET) -j $(JOBS)

@@ -3,7 +3,7 @@
 import json
 import shlex
 
-from . import stats, tables
+from . import causes, stats, tables
 
 
 def fmt_s(x):
@@ -252,9 +252,16 @@ def markdown_report(doc, command):
     done = [r for r in doc["rows"] if r["outcome"] in ("compared", "oom_checked")]
     above = [r for r in done if r["error_pct"] is not None and abs(r["error_pct"]) > stats.THRESHOLD_PCT]
     out += ["", f"## Rows above {stats.THRESHOLD_PCT:g} % ({len(above)})", ""]
-    out += md_table(["id", "group", "measured s", "predicted s", "error", "plan", "notes"],
+    out += md_table(["id", "group", "measured s", "predicted s", "error", "cause", "plan", "notes"],
                     [[r["id"], r["group"], measured_text(r), fmt_s(r["predicted_s"]), fmt_pct(r["error_pct"]),
-                      r["plan"], "; ".join(r["notes"]) or "-"] for r in above]) if above else ["None."]
+                      causes.cause_of(r["id"]) or "not analysed", r["plan"], "; ".join(r["notes"]) or "-"]
+                     for r in above]) if above else ["None."]
+    mem = [r for r in done if (r["status"] == "OOM") == bool(r["fits"]) and r["fits"] is not None]
+    out += ["", f"## Memory disagreements ({len(mem)})", "",
+            "Runs that trained but are predicted not to fit, and out-of-memory runs predicted to fit.", ""]
+    out += md_table(["id", "status", "predicted GB", "cause"],
+                    [[r["id"], r["status"], fmt_s(r["memory_predicted_gb"]), causes.cause_of(r["id"], "memory") or "not analysed"]
+                     for r in mem]) if mem else ["None."]
     out += ["", "## Every evaluated row", ""]
     out += md_table(["id", "group", "measured s", "predicted s", "error", "fits", "memory meas/pred GB",
                      "plan", "measured from"],

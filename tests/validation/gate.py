@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Regression gate on the published-runs validation (issue: cost model).
+
+Runs tools/validate-published on ../shared/validation/published_runs.json with
+the built planner and fails when the figures fall behind what main reached.
+The bounds are the figures at the time of writing plus a small margin, so a
+change that makes predictions worse fails the build; tighten them as the
+model improves (docs/validation-published.md has the current figures).
+
+Usage: gate.py PLANNER_BIN REPO_ROOT SHARED_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+
+# Bounds (current figures in parentheses).
+MIN_EVALUATED = 185          # rows evaluated (189 of 195)
+MAX_MEAN_ABS_PCT = 7.0       # mean |error| (6.6 %)
+MAX_P90_ABS_PCT = 13.0       # 90th percentile |error| (12.5 %)
+MAX_ABOVE_20 = 9             # rows above 20 % (9)
+MIN_OOM_AGREE = 2            # OOM rows predicted not to fit (2 of 3)
+MAX_FITS_DISAGREE = 10       # trained rows predicted not to fit (9)
+
+
+def main():
+    planner, root, shared = sys.argv[1:4]
+    runs = os.path.join(shared, "validation", "published_runs.json")
+    if not os.path.exists(runs):
+        print(f"gate: {runs} not found; skipping")
+        return 0
+    out = subprocess.run([sys.executable, os.path.join(root, "tools", "validate-published"), runs,
+                          "--planner", planner, "--json"], capture_output=True, text=True, cwd=root)
+    if out.returncode != 0:
+        print(out.stderr)
+        return 1
+    s = json.loads(out.stdout)["summary"]["overall"]
+    checks = [
+        ("rows evaluated", s["evaluated"], ">=", MIN_EVALUATED),
+        ("mean |error| %", s["mean_abs_error_pct"], "<=", MAX_MEAN_ABS_PCT),
+        ("p90 |error| %", s["p90_abs_error_pct"], "<=", MAX_P90_ABS_PCT),
+        ("rows above 20 %", len(s["above_threshold"]), "<=", MAX_ABOVE_20),
+        ("OOM rows predicted not to fit", s["oom_agree"], ">=", MIN_OOM_AGREE),
+        ("trained rows predicted not to fit", len(s["fits_disagreements_ok_rows"]), "<=", MAX_FITS_DISAGREE),
+    ]
+    failed = 0
+    for name, value, op, bound in checks:
+        ok = value >= bound if op == ">=" else value <= bound
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {value:.4g} (bound {op} {bound})")
+        failed += not ok
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
