@@ -74,6 +74,16 @@ int run_estimate(EstimateArgs& a) {
   opts->batch = c.micro_batch;
   auto m = onnx::import_file(a.model, *opts);
   if (!m) return fail("estimate", m.error().message);
+  for (auto id : m->graph.graph_inputs) {
+    const auto& t = m->graph.tensor(id);
+    if (t.role != graph::TensorRole::input || !t.batch_axis || *t.batch_axis >= static_cast<int>(t.shape.size())) continue;
+    const auto b = t.shape[static_cast<std::size_t>(*t.batch_axis)];
+    if (b != c.micro_batch)
+      return fail("estimate", fmt::format("{}: input '{}' has a static batch of {}; use --micro-batch {} (or export "
+                                          "the model with a dynamic batch)",
+                                          a.model, t.name, b, b));
+    break;
+  }
   auto e = estimate::estimate(m->graph, *model, c);
   if (!e) return fail("estimate", e.error().message);
   const ReportContext ctx{a.model, *profile, a.train, m->report.notes};

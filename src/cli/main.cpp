@@ -22,6 +22,8 @@ constexpr CommandSpec kCommands[] = {
      "planner estimate gpt3.onnx --profile a100-sxm4-80gb --devices 1024 --tp 8 --pp 16 --micro-batch 1 "
      "--global-batch 1536 --recompute full",
      &setup_estimate},
+    {"search", "Find the fastest layout that fits and write it as a plan file",
+     "planner search gpt3.onnx --devices 1024 --global-batch 1536 -o plan.json", &setup_search},
 };
 }  // namespace
 

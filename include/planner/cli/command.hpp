@@ -39,5 +39,6 @@ int fail(std::string_view cmd, std::string_view message);
 Runner setup_inspect(CLI::App& sub);
 Runner setup_model(CLI::App& sub);
 Runner setup_estimate(CLI::App& sub);
+Runner setup_search(CLI::App& sub);
 
 }  // namespace planner::cli

@@ -97,6 +97,30 @@ struct ChunkTimes {
   std::map<std::string, Seconds> by_class;
 };
 
+/// One collective of the chosen op-level sharding (per micro-batch, or per
+/// step for gradient syncs).
+struct UnitCollective {
+  std::string kind;  ///< all_reduce, all_gather, ...
+  std::string axis;  ///< mesh axis name
+  int group_size = 1;
+  Bytes bytes;       ///< per device, at the training precision
+  int count = 1;     ///< times per micro-batch (per step when per_step), summed over copies
+  bool backward = false;
+  bool per_step = false;
+  std::string where;
+};
+
+/// The chosen strategy of one op-sharding unit (shared by the copies of a
+/// repeated layer).
+struct UnitStrategy {
+  std::string unit;                    ///< representative op (copy 0)
+  std::vector<std::string> instances;  ///< first op of each copy
+  std::vector<std::string> ops;        ///< the representative's ops
+  std::string family, strategy, assignment;
+  std::vector<std::string> inputs, outputs;  ///< layout text per port ("" absent)
+  std::vector<UnitCollective> collectives;
+};
+
 /// Memory of one pipeline rank's device.
 struct StageMemory {
   int stage = 0;
@@ -143,6 +167,14 @@ struct Estimate {
   std::vector<Advice> advice;
   /// One line per op-sharding unit: `name (xN): strategy`.
   std::string sharding;
+  /// The same, as data (for plan files).
+  std::vector<UnitStrategy> units;
+  /// Op names per pipeline chunk, in topological order.
+  std::vector<std::vector<std::string>> chunk_ops;
+  /// The model-parallel mesh the units' layouts refer to (axes cp, tp > 1).
+  layout::DeviceMesh model_mesh;
+  /// Speed-of-light bound: model FLOPs / (devices x peak).
+  Seconds speed_of_light;
   std::vector<std::string> notes;
   /// The highest stage memory.
   const StageMemory& peak_stage() const;
@@ -152,6 +184,9 @@ struct Estimate {
 /// micro-batch) under `config`, with costs from `model`. Errors (one line)
 /// name the violated constraint: degrees, divisibility of heads / sequence /
 /// layers by their split, an impossible placement.
-Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config);
+/// `advise`: when it does not fit, evaluate the changes that would make it
+/// fit (re-runs the estimate for other degrees).
+Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config,
+                          bool advise = true);
 
 }  // namespace planner::estimate

@@ -1,0 +1,150 @@
+#pragma once
+/// The outer search of `planner search`: which degrees, micro-batch,
+/// schedule, ZeRO stage and recompute policy train a model fastest within
+/// memory. Each candidate layout is scored by estimate::estimate (which runs
+/// the op-level search for its tensor-parallel degree).
+///
+/// Design note.
+///   1. Enumerate the space (`enumerate_layouts`): tp over divisors of N
+///      inside a node, pp over divisors of N/tp up to the layer count, cp
+///      (fixed or 1), dp the rest; micro-batch over divisors of B/dp; vp
+///      where interleaving divides; ZeRO per framework; recompute policies.
+///      `--fix` pins any of them.
+///   2. Prune by a memory lower bound (model state alone, which no schedule
+///      can shrink) before costing anything.
+///   3. Order by a lower bound on the step time: the speed of light of the
+///      candidate's own work (model FLOPs, plus the recomputed forward, per
+///      device over the peak) times the pipeline's minimum stretch
+///      (1 + (p-1)/(v m)) — no layout can beat it.
+///   4. Branch and bound in fixed-size batches, in that order: a batch is
+///      scored in parallel (`threads`), the incumbent updated after the batch,
+///      and later candidates whose bound is no better than the incumbent are
+///      skipped. Batches of a fixed size (not tied to the thread count) and a
+///      total order on ties (step time, then the candidate's canonical order)
+///      make the result the same with any number of threads.
+///   5. Anytime: stop between batches when the time limit passes; the result
+///      says whether the space was exhausted and gives the lower bound on the
+///      best possible step (min of the incumbent and the unexplored bounds)
+///      and the gap.
+///
+/// Architecture invariant: no ONNX, no profile file, no CLI: graphs and cost
+/// models come from the caller's providers.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/core/result.hpp"
+#include "planner/core/units.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/estimate/estimate.hpp"
+#include "planner/graph/graph.hpp"
+
+namespace planner::plansearch {
+
+/// Values `--fix` pins (unset = searched).
+struct Fixed {
+  std::optional<int> dp, tp, pp, cp, vp, micro_batch, zero;
+  std::optional<cost::RecomputePolicy> recompute;
+  std::optional<sim::Schedule> schedule;
+  std::optional<bool> sequence_parallel;
+};
+
+/// Parses `tp=8,pp=4,mb=2,zero=1,recompute=full,schedule=interleaved,sp=1`.
+/// Errors name the key or value.
+Result<Fixed> parse_fixed(std::string_view text);
+
+/// What is searched.
+struct Space {
+  int devices = 1;
+  int devices_per_node = 8;
+  std::int64_t global_batch = 1;
+  estimate::Framework framework = estimate::Framework::megatron;
+  cost::Optimizer optimizer = cost::Optimizer::adam;
+  Fixed fixed;
+  /// Recompute policies tried (when not fixed).
+  std::vector<cost::RecomputePolicy> recompute = {cost::RecomputePolicy::none, cost::RecomputePolicy::selective,
+                                                  cost::RecomputePolicy::full};
+  /// Largest micro-batch tried (when not fixed).
+  int max_micro_batch = 16;
+  /// Fraction of device memory a plan may use.
+  double max_memory_fraction = 1.0;
+};
+
+/// A candidate: the layout and the recompute policy (which selects the cost model).
+struct Candidate {
+  estimate::ParallelConfig config;
+  cost::RecomputePolicy recompute = cost::RecomputePolicy::none;
+  /// Position in the canonical enumeration order (ties).
+  std::size_t order = 0;
+  /// Lower bound on its step time (design note 3).
+  Seconds bound;
+};
+
+/// `dp=8 tp=8 pp=16 vp=2 sp mb=1 interleaved zero1 recompute=full`.
+std::string describe(const Candidate& c);
+
+/// The model as the search needs it, per micro-batch size.
+struct ModelFacts {
+  int layers = 0;            ///< repeated layers
+  std::int64_t heads = 0;    ///< attention heads (0: no attention)
+  double parameters = 0;     ///< floating parameter elements
+  /// Model FLOPs (forward + backward) of one sample, and the forward alone.
+  Flops flops_per_sample, forward_flops_per_sample;
+};
+
+/// Facts read from a graph (annotated and analysed) imported at batch `batch`.
+ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch);
+
+/// Every layout of the space, in canonical order, with `order` set; bounds
+/// not yet set. Layouts the degrees cannot make (divisibility) are left out.
+std::vector<Candidate> enumerate_layouts(const Space& space, const ModelFacts& facts);
+
+/// Model state bytes per device no schedule can avoid (weights, gradients,
+/// optimizer states under the candidate's sharding); used to prune.
+Bytes memory_floor(const Candidate& c, const ModelFacts& facts);
+
+struct Options {
+  double time_limit_s = 60;
+  int threads = 1;
+  std::size_t top_k = 5;
+  /// Candidates scored per batch (fixed: results do not depend on threads).
+  std::size_t batch = 16;
+  /// Called between batches with (scored, total) for progress lines.
+  std::function<void(std::size_t, std::size_t)> progress;
+};
+
+struct Scored {
+  Candidate candidate;
+  estimate::Estimate estimate;
+};
+
+struct Outcome {
+  /// The fastest layout that fits, then the runners-up (top_k in all), fastest first.
+  std::vector<Scored> best;
+  /// Lower bound on the best step time any layout of the space can reach.
+  Seconds lower_bound;
+  /// Speed of light of the model on the cluster: model FLOPs / (N x peak).
+  Seconds speed_of_light;
+  std::size_t enumerated = 0, pruned_memory = 0, pruned_bound = 0, scored = 0, failed = 0;
+  bool complete = true;  ///< false when the time limit stopped it
+  double elapsed_s = 0;
+  /// A reason per failed candidate kind, e.g. "heads not divisible by --tp" (first few).
+  std::vector<std::string> failures;
+};
+
+/// Supplies the graph imported at a micro-batch (cached by the caller).
+using GraphProvider = std::function<Result<const graph::OpGraph*>(int micro_batch)>;
+/// Supplies the cost model for a recompute policy.
+using ModelProvider = std::function<Result<const cost::CostModel*>(cost::RecomputePolicy)>;
+
+/// Runs the search. Errors: no layout of the space fits (the message gives
+/// the smallest memory any scored layout needed and the largest item), or a
+/// provider error.
+Result<Outcome> search(const Space& space, const GraphProvider& graphs, const ModelProvider& models,
+                       const Options& options);
+
+}  // namespace planner::plansearch

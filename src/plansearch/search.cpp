@@ -1,0 +1,210 @@
+// The outer layout search: enumeration, memory pruning, bounds, batched
+// branch and bound over estimate::estimate. Design note in
+// include/planner/plansearch/search.hpp.
+
+#include "planner/plansearch/search.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace planner::plansearch {
+namespace {
+
+std::vector<int> divisors(std::int64_t n) {
+  std::vector<int> d;
+  for (std::int64_t i = 1; i <= n && i <= (1LL << 30); ++i)
+    if (n % i == 0) d.push_back(static_cast<int>(i));
+  return d;
+}
+
+Result<int> parse_int(std::string_view key, std::string_view v) {
+  int x = 0;
+  std::size_t used = 0;
+  try {
+    x = std::stoi(std::string(v), &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used != v.size() || v.empty() || x < 0)
+    return make_error("--fix {}: '{}' is not a non-negative integer", key, v);
+  return x;
+}
+
+}  // namespace
+
+Result<Fixed> parse_fixed(std::string_view text) {
+  Fixed f;
+  std::size_t pos = 0;
+  while (pos <= text.size() && !text.empty()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = text.substr(pos, comma - pos);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0)
+      return make_error("--fix: '{}' is not KEY=VALUE (keys: dp tp pp cp vp mb zero recompute schedule sp)", item);
+    const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "recompute") {
+      if (value == "none") f.recompute = cost::RecomputePolicy::none;
+      else if (value == "selective") f.recompute = cost::RecomputePolicy::selective;
+      else if (value == "full") f.recompute = cost::RecomputePolicy::full;
+      else return make_error("--fix recompute: '{}' is not none, selective or full", value);
+    } else if (key == "schedule") {
+      if (value == "1f1b") f.schedule = sim::Schedule::one_f_one_b;
+      else if (value == "gpipe") f.schedule = sim::Schedule::gpipe;
+      else if (value == "interleaved") f.schedule = sim::Schedule::interleaved;
+      else return make_error("--fix schedule: '{}' is not 1f1b, gpipe or interleaved", value);
+    } else {
+      PLANNER_TRY(int v, parse_int(key, value));
+      if (key == "dp") f.dp = v;
+      else if (key == "tp") f.tp = v;
+      else if (key == "pp") f.pp = v;
+      else if (key == "cp") f.cp = v;
+      else if (key == "vp") f.vp = v;
+      else if (key == "mb" || key == "micro-batch") f.micro_batch = v;
+      else if (key == "zero") f.zero = v;
+      else if (key == "sp") f.sequence_parallel = v != 0;
+      else return make_error("--fix: unknown key '{}' (keys: dp tp pp cp vp mb zero recompute schedule sp)", key);
+      if (key != "zero" && key != "sp" && v < 1) return make_error("--fix {}: must be at least 1", key);
+    }
+    if (comma >= text.size()) break;
+    pos = comma + 1;
+  }
+  return f;
+}
+
+std::string describe(const Candidate& c) {
+  return fmt::format("{} recompute={}", estimate::describe(c.config), cost::recompute_name(c.recompute));
+}
+
+ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch) {
+  ModelFacts f;
+  std::set<int> layers;
+  for (const auto& op : g.ops())
+    if (op.layer) layers.insert(*op.layer);
+  f.layers = static_cast<int>(layers.size());
+  for (const auto& p : g.fused) f.heads = f.heads == 0 ? p.heads : std::min(f.heads, p.heads);
+  for (const auto& t : g.tensors())
+    if (t.role == graph::TensorRole::parameter && graph::is_floating(t.dtype)) f.parameters += static_cast<double>(t.numel());
+  const auto tot = graph::totals(g);
+  const double b = static_cast<double>(std::max<std::int64_t>(1, batch));
+  f.flops_per_sample = tot.training_flops * (1.0 / b);
+  f.forward_flops_per_sample = tot.forward_flops * (1.0 / b);
+  return f;
+}
+
+std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts) {
+  std::vector<Candidate> out;
+  const auto& fx = s.fixed;
+  const int N = s.devices;
+  auto pick = [](const std::optional<int>& fixed, std::vector<int> all) {
+    return fixed ? std::vector<int>{*fixed} : all;
+  };
+  std::vector<int> tps;
+  for (int tp : divisors(N))
+    if (tp <= s.devices_per_node && (facts.heads == 0 || facts.heads % tp == 0)) tps.push_back(tp);
+  if (fx.tp) tps = {*fx.tp};
+  const std::vector<cost::RecomputePolicy> policies =
+      fx.recompute ? std::vector<cost::RecomputePolicy>{*fx.recompute} : s.recompute;
+  for (int tp : tps) {
+    if (tp < 1 || N % tp != 0) continue;
+    for (int cp : pick(fx.cp, {1})) {
+      if (cp < 1 || (N / tp) % cp != 0) continue;
+      const int rest = N / tp / cp;
+      std::vector<int> pps;
+      for (int pp : divisors(rest))
+        if (pp == 1 || pp <= facts.layers) pps.push_back(pp);
+      if (fx.pp) pps = {*fx.pp};
+      for (int pp : pps) {
+        if (pp < 1 || rest % pp != 0) continue;
+        const int dp = rest / pp;
+        if (fx.dp && *fx.dp != dp) continue;
+        if (s.global_batch % dp != 0) continue;
+        const std::int64_t per_replica = s.global_batch / dp;
+        std::vector<int> mbs;
+        for (int mb : divisors(per_replica))
+          if (mb <= s.max_micro_batch) mbs.push_back(mb);
+        if (fx.micro_batch) mbs = {*fx.micro_batch};
+        for (int mb : mbs) {
+          if (mb < 1 || per_replica % mb != 0) continue;
+          const std::int64_t m = per_replica / mb;
+          // Schedules: 1F1B (v = 1), interleaved with v chunks per device.
+          std::vector<std::pair<sim::Schedule, int>> scheds;
+          if (pp == 1) {
+            scheds.push_back({sim::Schedule::one_f_one_b, 1});
+          } else {
+            scheds.push_back({sim::Schedule::one_f_one_b, 1});
+            for (int v : {2, 3, 4, 6, 8})
+              if (facts.layers % (pp * v) == 0 && m % pp == 0) scheds.push_back({sim::Schedule::interleaved, v});
+            if (fx.schedule == sim::Schedule::gpipe) scheds = {{sim::Schedule::gpipe, 1}};
+          }
+          if (fx.schedule && *fx.schedule != sim::Schedule::gpipe)
+            std::erase_if(scheds, [&](const auto& sv) { return sv.first != *fx.schedule; });
+          if (fx.vp) std::erase_if(scheds, [&](const auto& sv) { return sv.second != *fx.vp; });
+          // Optimizer-state sharding the framework offers.
+          std::vector<std::pair<int, bool>> zeros;  // (zero stage, distributed optimizer)
+          const bool data = dp * cp > 1;
+          switch (s.framework) {
+            case estimate::Framework::megatron:
+            case estimate::Framework::megatron_legacy:
+              zeros = data ? std::vector<std::pair<int, bool>>{{0, false}, {0, true}} : std::vector<std::pair<int, bool>>{{0, false}};
+              break;
+            case estimate::Framework::deepspeed:
+              zeros = data ? std::vector<std::pair<int, bool>>{{0, false}, {1, false}, {3, false}}
+                           : std::vector<std::pair<int, bool>>{{0, false}};
+              break;
+            case estimate::Framework::fsdp:
+              zeros = data ? std::vector<std::pair<int, bool>>{{2, false}, {3, false}} : std::vector<std::pair<int, bool>>{{0, false}};
+              break;
+            case estimate::Framework::ddp: zeros = {{0, false}}; break;
+          }
+          if (fx.zero) zeros = {{*fx.zero, false}};
+          for (const auto& [sched, v] : scheds)
+            for (const auto& [zero, distopt] : zeros)
+              for (auto rc : policies) {
+                Candidate c;
+                auto& k = c.config;
+                k.devices = N;
+                k.dp = dp;
+                k.tp = tp;
+                k.pp = pp;
+                k.cp = cp;
+                k.vp = v;
+                k.micro_batch = mb;
+                k.global_batch = s.global_batch;
+                k.schedule = sched;
+                k.zero = zero;
+                k.distributed_optimizer = distopt;
+                k.sequence_parallel = fx.sequence_parallel ? (*fx.sequence_parallel && tp > 1) : tp > 1;
+                k.framework = s.framework;
+                k.optimizer = s.optimizer;
+                k.devices_per_node = s.devices_per_node;
+                c.recompute = rc;
+                c.order = out.size();
+                if (estimate::validate(k).ok()) out.push_back(c);
+              }
+        }
+      }
+    }
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].order = i;
+  return out;
+}
+
+Bytes memory_floor(const Candidate& c, const ModelFacts& facts) {
+  const auto& k = c.config;
+  cost::ParamCounts pc;
+  pc.low_precision = facts.parameters / (static_cast<double>(k.tp) * k.pp);
+  cost::OptimizerSetup os;
+  os.optimizer = k.optimizer;
+  os.sharding = k.state_sharding();
+  os.data_parallel = k.dp * k.cp;
+  os.fp32_grads = false;  // the smallest gradient any framework keeps
+  return cost::model_state(pc, os).total();
+}
+
+}  // namespace planner::plansearch

@@ -1,0 +1,160 @@
+// The plan file: canonical text, round trip, and the documented example.
+
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "planner/core/io.hpp"
+#include "planner/plan/plan.hpp"
+#include "plan_helpers.hpp"
+
+using namespace planner;
+using namespace planner::plan;
+using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+/// The first ```json block of docs/plan-format.md.
+std::string doc_example() {
+  auto doc = io::read_file(std::string(PLANNER_SOURCE_DIR) + "/docs/plan-format.md");
+  REQUIRE(doc.ok());
+  const std::string open = "```json\n";
+  const auto begin = doc->find(open);
+  REQUIRE(begin != std::string::npos);
+  const auto end = doc->find("\n```", begin + open.size());
+  REQUIRE(end != std::string::npos);
+  return doc->substr(begin + open.size(), end + 1 - (begin + open.size()));
+}
+
+}  // namespace
+
+TEST_CASE("sample plan is valid", "[plan]") {
+  auto s = validate(plan_test::sample_plan());
+  INFO((s ? std::string() : s.error().message));
+  CHECK(s.ok());
+}
+
+TEST_CASE("to_json -> from_json gives back the same plan", "[plan]") {
+  const Plan p = plan_test::sample_plan();
+  const std::string text = to_json(p);
+  auto back = from_json(text, "sample.json");
+  INFO((back ? std::string() : back.error().message));
+  REQUIRE(back.ok());
+  CHECK(*back == p);
+  CHECK(to_json(*back) == text);
+}
+
+TEST_CASE("to_json is canonical: same plan, same bytes", "[plan]") {
+  const Plan p = plan_test::sample_plan();
+  const std::string a = to_json(p);
+  const std::string b = to_json(Plan(p));
+  CHECK(a == b);
+  CHECK_THAT(a, StartsWith("{\n  \"format\": \"planner.plan/v1\",\n  \"producer\": {\n    \"tool\": \"planner\",\n"));
+  CHECK_THAT(a, EndsWith("\n}\n"));
+  CHECK(a.find("\n\n") == std::string::npos);
+  CHECK(a.find('\t') == std::string::npos);
+
+  // Top-level keys in declaration order.
+  std::size_t last = 0;
+  for (const char* key : {"\n  \"format\"", "\n  \"producer\"", "\n  \"model\"", "\n  \"cluster\"", "\n  \"training\"",
+                          "\n  \"layout\"", "\n  \"prediction\""}) {
+    const auto at = a.find(key);
+    INFO(key);
+    REQUIRE(at != std::string::npos);
+    CHECK(at >= last);
+    last = at;
+  }
+}
+
+TEST_CASE("canonical text: golden lines", "[plan]") {
+  const std::string t = to_json(plan_test::sample_plan());
+  // The schedule: one line per pipeline rank, steps as "F3@c1".
+  CHECK_THAT(t, Contains("    \"schedule_steps\": [\n"
+                         "      [\"F0@c0\", \"F1@c0\", \"B0@c0\", \"F2@c0\", \"B1@c0\", \"F3@c0\", \"B2@c0\", \"B3@c0\"],\n"
+                         "      [\"F0@c1\", \"B0@c1\", \"F1@c1\", \"B1@c1\", \"F2@c1\", \"B2@c1\", \"F3@c1\", \"B3@c1\"]\n"
+                         "    ],\n"));
+  // Mesh entries keep the struct order name, size, stride.
+  CHECK_THAT(t, Contains("      {\n        \"name\": \"pp\",\n        \"size\": 2,\n        \"stride\": 4\n      },\n"));
+  // Maps sorted by key; -0.0 written as 0.0; shortest round-trip doubles.
+  CHECK_THAT(t, Contains("    \"breakdown_s\": {\n"
+                         "      \"bubble\": 0.05,\n"
+                         "      \"compute\": 0.2,\n"
+                         "      \"data_parallel_exposed\": 0.04000000000000001,\n"
+                         "      \"model_parallel.all_gather\": 0.01,\n"
+                         "      \"recompute\": 0.0\n"
+                         "    },\n"));
+  CHECK_THAT(t, Contains("    \"step_time_s\": 0.30000000000000004,\n"));
+  CHECK_THAT(t, Contains("    \"precision_by_class\": {\n      \"embedding\": \"fp32\",\n      \"loss\": \"fp32\"\n    },\n"));
+  // Integers as integers; optional model.batch written when set.
+  CHECK_THAT(t, Contains("    \"parameters\": 119595008,\n"));
+  CHECK_THAT(t, Contains("    \"batch\": 2,\n"));
+  CHECK_THAT(t, Contains("    \"seed\": 1234\n"));
+  CHECK_THAT(t, Contains("    \"learning_rate\": 0.0003,\n"));
+  // Empty containers stay on one line.
+  CHECK_THAT(t, Contains("    \"params_from_inputs\": []\n"));
+}
+
+TEST_CASE("optional fields: absent model.batch round-trips; defaults when omitted", "[plan]") {
+  Plan p = plan_test::sample_plan();
+  p.model.batch.reset();
+  p.prediction.alternatives.clear();
+  const std::string text = to_json(p);
+  CHECK(text.find("\"batch\"") == std::string::npos);
+  auto back = from_json(text);
+  REQUIRE(back.ok());
+  CHECK(*back == p);
+  CHECK_FALSE(back->model.batch.has_value());
+}
+
+TEST_CASE("extreme doubles round-trip exactly", "[plan]") {
+  Plan p = plan_test::sample_plan();
+  p.prediction.breakdown_s = {{"a", 1e-300}, {"b", 1.7976931348623157e308}, {"c", 4.9406564584124654e-324},
+                              {"d", 123456789012345680.0}, {"e", 1.0 / 3.0}};
+  p.prediction.capacity_bytes = 2.0;
+  auto back = from_json(to_json(p));
+  REQUIRE(back.ok());
+  CHECK(*back == p);
+  CHECK(to_json(*back) == to_json(p));
+}
+
+TEST_CASE("strings with control characters and unicode round-trip", "[plan]") {
+  Plan p = plan_test::sample_plan();
+  p.cluster.overrides = "gpus_per_node=4,\tnote \"quoted\"\nline two \xc3\xa9";
+  p.producer.version = "0.1.0-\xe2\x9c\x93";
+  const std::string text = to_json(p);
+  CHECK_THAT(text, Contains("\\t"));
+  CHECK_THAT(text, Contains("\\n"));
+  auto back = from_json(text);
+  REQUIRE(back.ok());
+  CHECK(*back == p);
+}
+
+TEST_CASE("interleaved plan (vp = 2) round-trips", "[plan]") {
+  Plan p = plan_test::sample_plan();
+  auto& l = p.layout;
+  l.vp = 2;
+  l.schedule = "interleaved";
+  l.chunks = {{0, 0, 0, 0, true, false, {"embed", "l0.qkv"}},
+              {1, 1, 0, 0, false, false, {"l0.attn", "l0.proj"}},
+              {2, 0, 1, 1, false, false, {"l1.qkv", "l1.attn"}},
+              {3, 1, 1, 1, false, true, {"l1.proj", "lm_head", "loss"}}};
+  l.schedule_steps = {plan_test::all_forward_then_backward(0, 2, 2, 4),
+                      plan_test::all_forward_then_backward(1, 2, 2, 4)};
+  auto s = validate(p);
+  INFO((s ? std::string() : s.error().message));
+  REQUIRE(s.ok());
+  auto back = from_json(to_json(p));
+  REQUIRE(back.ok());
+  CHECK(*back == p);
+}
+
+TEST_CASE("the example in docs/plan-format.md parses, validates and is canonical", "[plan][docs]") {
+  const std::string text = doc_example();
+  auto p = from_json(text, "docs/plan-format.md");
+  INFO((p ? std::string() : p.error().message));
+  REQUIRE(p.ok());
+  CHECK(p->layout.dp * p->layout.tp * p->layout.pp * p->layout.cp == p->cluster.devices);
+  CHECK(to_json(*p) == text);
+}
