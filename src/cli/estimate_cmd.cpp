@@ -9,7 +9,11 @@
 #include "planner/cli/command.hpp"
 #include "planner/cli/estimate_report.hpp"
 #include "planner/cli/import_flags.hpp"
+#include "planner/cli/plan_build.hpp"
 #include "planner/cli/train_flags.hpp"
+#include "planner/core/io.hpp"
+#include "planner/core/sha256.hpp"
+#include "planner/plan/plan.hpp"
 #include "planner/estimate/estimate.hpp"
 #include "planner/graph/analysis.hpp"
 #include "planner/onnx/importer.hpp"
@@ -27,10 +31,78 @@ struct EstimateArgs {
   std::string optimizer = "adam";
   std::string framework = "megatron";
   bool json = false;
+  bool exact = false;
+  CLI::Option* micro_batch_opt = nullptr;
+  CLI::Option* global_batch_opt = nullptr;
+  std::string plan_in;   // --plan: re-score a plan file
+  std::string output;    // -o: write the estimate as a plan file
+  bool force = false;
 };
+
+// Fills the layout, training settings, model binding and (unless given on
+// the command line) the profile from a plan file.
+Status load_plan(EstimateArgs& a) {
+  auto text = io::read_file(a.plan_in);
+  if (!text) return text.error();
+  PLANNER_TRY(plan::Plan p, plan::from_json(*text, a.plan_in));
+  auto& c = a.config;
+  const auto& l = p.layout;
+  c.devices = p.cluster.devices;
+  c.dp = a.dp = l.dp;
+  c.tp = l.tp;
+  c.pp = l.pp;
+  c.cp = l.cp;
+  c.ep = l.ep;
+  c.vp = l.vp;
+  c.sequence_parallel = l.sequence_parallel;
+  c.zero = l.zero;
+  c.distributed_optimizer = l.distributed_optimizer;
+  c.tp_comm_overlap = l.tp_comm_overlap;
+  c.tp_splits_batch = l.tp_splits_batch;
+  c.micro_batch = p.training.micro_batch;
+  c.global_batch = p.training.global_batch;
+  a.schedule = l.schedule;
+  a.framework = p.training.framework;
+  a.optimizer = p.training.optimizer.name == "sgd_momentum" ? "sgd" : p.training.optimizer.name == "sgd" ? "sgd-plain" : "adam";
+  const auto fp8 = p.training.precision_by_class.find("matmul");
+  a.train.precision = fp8 != p.training.precision_by_class.end() && fp8->second == "fp8" ? "fp8" : p.training.precision;
+  a.train.attention = p.training.attention;
+  a.train.recompute = p.training.recompute;
+  if (a.model.empty()) a.model = p.model.path;
+  if (a.train.profile_opt == nullptr || a.train.profile_opt->count() == 0) {
+    a.train.profile = p.cluster.profile;
+    // Overrides recorded as "gpus_per_node=4, inter_node_GBps=100".
+    for (std::string_view rest = p.cluster.overrides; !rest.empty();) {
+      const auto comma = rest.find(',');
+      std::string item(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      item.erase(0, item.find_first_not_of(' '));
+      const auto eq = item.find('=');
+      if (eq == std::string::npos) continue;
+      const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+      try {
+        if (key == "gpus_per_node") a.train.gpus_per_node = std::stoi(value), a.train.force_gpus = true;
+        if (key == "inter_node_GBps") a.train.inter_node_GBps = std::stod(value), a.train.force_inter = true;
+      } catch (...) {
+        return make_error("{}: cluster.overrides: cannot read '{}'", a.plan_in, item);
+      }
+    }
+  }
+  for (const auto& [name, v] : p.model.dims) a.import.dims.push_back(fmt::format("{}={}", name, v));
+  a.import.params_from_inputs = p.model.params_from_inputs;
+  return {};
+}
 
 int run_estimate(EstimateArgs& a) {
   auto& c = a.config;
+  if (!a.plan_in.empty()) {
+    if (auto st = load_plan(a); !st) return fail("estimate", st.error().message);
+  } else if (a.model.empty() || c.devices < 1 || a.micro_batch_opt->count() == 0 || a.global_batch_opt->count() == 0) {
+    return fail("estimate", "give MODEL.onnx --devices N --micro-batch b --global-batch B, or --plan FILE");
+  }
+  const auto mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
+  if (!a.output.empty())
+    if (auto st = io::check_writable(a.output, mode); !st) return fail("estimate", st.error().message);
   if (c.tp < 1 || c.pp < 1 || c.cp < 1) return fail("estimate", "--tp, --pp and --cp must be at least 1");
   if (c.devices < 1) return fail("estimate", fmt::format("--devices must be at least 1 (got {})", c.devices));
   if (a.dp > 0) {
@@ -84,8 +156,18 @@ int run_estimate(EstimateArgs& a) {
                                           a.model, t.name, b, b));
     break;
   }
-  auto e = estimate::estimate(m->graph, *model, c);
+  const estimate::ShardingSolver exact = milp_solver();
+  auto e = estimate::estimate(m->graph, *model, c, true, a.exact ? &exact : nullptr);
   if (!e) return fail("estimate", e.error().message);
+  if (!a.output.empty()) {
+    auto sha = sha256_file(a.model);
+    if (!sha) return fail("estimate", sha.error().message);
+    PlanSources src{"estimate", a.model, *sha, *opts, *profile, a.train.precision, a.train.recompute, a.train.attention};
+    auto p = build_plan(*e, src);
+    if (!p) return fail("estimate", p.error().message);
+    if (auto st = plan::validate(*p); !st) return fail("estimate", "internal: the plan does not validate: " + st.error().message);
+    if (auto st = io::write_file(a.output, plan::to_json(*p), mode); !st) return fail("estimate", st.error().message);
+  }
   const ReportContext ctx{a.model, *profile, a.train, m->report.notes};
   if (a.json) fmt::print("{}\n", estimate_json(*e, ctx).dump(2));
   else print_estimate(*e, ctx);
@@ -97,10 +179,13 @@ int run_estimate(EstimateArgs& a) {
 Runner setup_estimate(CLI::App& sub) {
   auto a = std::make_shared<EstimateArgs>();
   auto& c = a->config;
-  sub.add_option("model", a->model, "ONNX model file")->required();
+  sub.add_option("model", a->model, "ONNX model file (with --plan: default the plan's model)");
   a->import.add_to(sub);
   a->train.add_to(sub);
-  sub.add_option("--devices", c.devices, "Number of devices N")->required();
+  sub.add_option("--devices", c.devices, "Number of devices N");
+  sub.add_option("--plan", a->plan_in, "Re-score a plan file (its layout and training; --profile to change the cluster)");
+  sub.add_option("-o,--output", a->output, "Also write the estimate as a plan file (replaced only with --force)");
+  sub.add_flag("--force", a->force, "Replace an existing plan file");
   sub.add_option("--tp", c.tp, "Tensor-parallel degree")->capture_default_str();
   sub.add_option("--pp", c.pp, "Pipeline stages")->capture_default_str();
   sub.add_option("--dp", a->dp, "Data-parallel degree (default N / (tp pp cp))");
@@ -108,8 +193,8 @@ Runner setup_estimate(CLI::App& sub) {
   sub.add_option("--ep", c.ep, "Expert-parallel degree")->capture_default_str();
   sub.add_option("--vp", c.vp, "Virtual stages per device (interleaved schedule)")->capture_default_str();
   sub.add_flag("--sp", c.sequence_parallel, "Sequence parallelism (Megatron SP) with tensor parallelism");
-  sub.add_option("--micro-batch", c.micro_batch, "Micro-batch size b (the model is imported at it)")->required();
-  sub.add_option("--global-batch", c.global_batch, "Global batch B (sequences or samples per step)")->required();
+  a->micro_batch_opt = sub.add_option("--micro-batch", c.micro_batch, "Micro-batch size b (the model is imported at it)");
+  a->global_batch_opt = sub.add_option("--global-batch", c.global_batch, "Global batch B (sequences or samples per step)");
   sub.add_option("--zero", c.zero, "ZeRO stage 0-3")->capture_default_str();
   sub.add_flag("--distributed-optimizer", c.distributed_optimizer, "Megatron's distributed optimizer");
   sub.add_option("--schedule", a->schedule, "1f1b | gpipe | interleaved")->capture_default_str();
@@ -117,12 +202,15 @@ Runner setup_estimate(CLI::App& sub) {
   sub.add_option("--framework", a->framework,
                  "Communication behaviour: megatron | megatron-legacy | deepspeed | fsdp | ddp (docs/estimate.md)")
       ->capture_default_str();
+  sub.add_flag("--tp-any", c.tp_splits_batch,
+               "The tp axis may also split the batch (data- and model-parallel ops on the same devices)");
   sub.add_flag("--tp-comm-overlap", c.tp_comm_overlap,
                "Tensor-parallel collectives overlapped with their GEMMs (Megatron-Core tp_comm_overlap)");
   sub.add_flag("--fused-loss", c.fused_loss,
                "Fused cross-entropy kernel: 16-bit logits' gradient in place, no fp32 copy of the logits");
   sub.add_option("--grad-reduce-bytes", c.grad_reduce_bytes, "Bytes per reduced gradient element, 2 or 4 (default: framework's)");
   sub.add_flag("--json", a->json, "Print JSON (format planner.estimate/v1, docs/estimate-json.md)");
+  sub.add_flag("--exact", a->exact, "Solve the op-level sharding exactly (MILP with COIN-OR CBC)");
   return [a]() -> int { return run_estimate(*a); };
 }
 

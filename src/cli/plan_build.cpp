@@ -57,6 +57,7 @@ Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& sr
   l.zero = c.zero;
   l.distributed_optimizer = c.distributed_optimizer;
   l.tp_comm_overlap = c.tp_comm_overlap;
+  l.tp_splits_batch = c.tp_splits_batch;
   l.schedule = std::string(sim::schedule_name(c.schedule));
   // Megatron's rank order: tp fastest, then cp, dp, pp.
   l.mesh = {{"pp", c.pp, c.dp * c.cp * c.tp}, {"dp", c.dp, c.cp * c.tp}, {"cp", c.cp, c.tp}, {"tp", c.tp, 1}};

@@ -38,6 +38,7 @@ struct SearchArgs {
   bool json = false;
   std::string output;
   bool force = false;
+  bool exact = false;
 };
 
 std::int64_t graph_batch(const graph::OpGraph& g) {
@@ -140,6 +141,8 @@ int run_search(SearchArgs& a) {
   };
 
   plansearch::Options so;
+  const estimate::ShardingSolver exact = milp_solver();
+  if (a.exact) so.solver = &exact;
   so.time_limit_s = a.time_limit;
   so.threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   so.top_k = std::max<std::size_t>(1, a.top_k);
@@ -160,7 +163,8 @@ int run_search(SearchArgs& a) {
   if (!sha) return fail("search", sha.error().message);
   PlanSources src{"search", a.model, *sha, *opts, *profile, a.train.precision,
                   std::string(cost::recompute_name(best.candidate.recompute)), a.train.attention};
-  src.search_time_s = r.elapsed_s;
+  // No wall-clock time in the plan: the same inputs give the same bytes.
+  src.search_time_s = 0;
   src.layouts_scored = static_cast<std::int64_t>(r.scored);
   src.lower_bound_s = r.complete ? r.speed_of_light.value : r.lower_bound.value;
   for (std::size_t i = 1; i < r.best.size(); ++i)
@@ -169,6 +173,7 @@ int run_search(SearchArgs& a) {
   src.import.batch = best.candidate.config.micro_batch;
   auto plan = build_plan(best.estimate, src);
   if (!plan) return fail("search", plan.error().message);
+  if (auto st = plan::validate(*plan); !st) return fail("search", "internal: the plan does not validate: " + st.error().message);
   if (auto st = io::write_file(out, plan::to_json(*plan), mode); !st) return fail("search", st.error().message);
 
   const auto& e = best.estimate;
@@ -233,6 +238,7 @@ Runner setup_search(CLI::App& sub) {
   sub.add_flag("--json", a->json, "Print the summary as JSON (planner.search/v1)");
   sub.add_option("-o,--output", a->output, "Plan file to write (default plan.json; replaced only with --force)");
   sub.add_flag("--force", a->force, "Replace an existing plan file");
+  sub.add_flag("--exact", a->exact, "Solve every op-level sharding exactly (MILP with COIN-OR CBC)");
   return [a]() -> int { return run_search(*a); };
 }
 

@@ -4,10 +4,12 @@
 
 #include <fmt/format.h>
 
+#include "planner/search_exact/milp.hpp"
+
 namespace planner::cli {
 
 void TrainFlags::add_to(CLI::App& app) {
-  app.add_option("--profile", profile, "Cluster profile: a name in cost_profiles/ or a JSON file")
+  profile_opt = app.add_option("--profile", profile, "Cluster profile: a name in cost_profiles/ or a JSON file")
       ->capture_default_str();
   gpus_opt = app.add_option("--gpus-per-node", gpus_per_node, "Devices per node, when the cluster differs from the profile");
   inter_opt = app.add_option("--inter-node-GBps", inter_node_GBps,
@@ -21,16 +23,23 @@ Result<cluster::ClusterProfile> TrainFlags::load() const {
   PLANNER_TRY(cluster::ClusterProfile p, cluster::load_profile(profile, cluster::default_profiles_dir(nullptr)));
   std::optional<int> g;
   std::optional<double> b;
-  if (gpus_opt && gpus_opt->count() > 0) {
+  if (force_gpus || (gpus_opt && gpus_opt->count() > 0)) {
     if (gpus_per_node < 1) return Error{fmt::format("--gpus-per-node must be at least 1 (got {})", gpus_per_node)};
     g = gpus_per_node;
   }
-  if (inter_opt && inter_opt->count() > 0) {
+  if (force_inter || (inter_opt && inter_opt->count() > 0)) {
     if (!(inter_node_GBps > 0)) return Error{fmt::format("--inter-node-GBps must be positive (got {})", inter_node_GBps)};
     b = inter_node_GBps;
   }
   if (g || b) return cluster::apply_overrides(std::move(p), g, b);
   return p;
+}
+
+estimate::ShardingSolver milp_solver() {
+  return [](const search::ShardingProblem& p) -> Result<search::Solution> {
+    PLANNER_TRY(search::MilpResult r, search::solve_milp(p));
+    return r.solution;
+  };
 }
 
 Result<cost::PrecisionPolicy> precision_policy(const std::string& name) {

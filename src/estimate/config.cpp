@@ -89,6 +89,7 @@ std::string describe(const ParallelConfig& c) {
   if (c.ep > 1) s += fmt::format(" ep={}", c.ep);
   if (c.vp > 1) s += fmt::format(" vp={}", c.vp);
   if (c.sequence_parallel) s += " sp";
+  if (c.tp_splits_batch) s += " tp-any";
   s += fmt::format(" micro-batch={} global-batch={} ({} micro-batches) {}", c.micro_batch, c.global_batch,
                    c.micro_batches(), sim::schedule_name(c.schedule));
   s += fmt::format(" {}", cost::sharding_name(c.state_sharding()));

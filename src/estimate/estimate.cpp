@@ -52,7 +52,8 @@ const StageMemory& Estimate::peak_stage() const {
 
 namespace detail {
 
-Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c) {
+Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
+                            const ShardingSolver* solver) {
   Layout L;
   // Meshes: the whole cluster (Megatron's order, tp fastest) and the
   // model-parallel sub-mesh the op-level search runs on.
@@ -106,6 +107,9 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   // Op-level sharding on the model-parallel mesh.
   search::LoweringOptions lo;
   lo.sharding.sequence_parallel = c.sequence_parallel;
+  if (c.tp_splits_batch)
+    for (const auto axis : L.mp.axes())
+      lo.sharding.roles.push_back(L.mp.name(axis) == "tp" ? ops::AxisRole::any : ops::AxisRole::sequence);
   lo.grad_sync_weight = 1.0;
   const auto sb = cost::state_bytes_per_param(c.optimizer, false, true);
   const double d = c.dp * c.cp;
@@ -121,13 +125,14 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   // replicated weight saves a collective but costs 16+ bytes per element).
   lo.memory_limit = model.device_memory() * (0.75 * c.pp);
   PLANNER_TRY(L.lowered, search::lower_sharding(g, L.mp, oracle, lo));
-  auto solved = search::solve(L.lowered.problem);
+  auto solve = [&](const search::ShardingProblem& p) { return solver ? (*solver)(p) : search::solve(p); };
+  auto solved = solve(L.lowered.problem);
   if (!solved.ok()) {
     // Nothing fits the bound: take the fastest choice; the memory report
     // will say it does not fit.
     lo.memory_limit.reset();
     PLANNER_TRY(L.lowered, search::lower_sharding(g, L.mp, oracle, lo));
-    solved = search::solve(L.lowered.problem);
+    solved = solve(L.lowered.problem);
   }
   PLANNER_TRY(search::Solution sol, std::move(solved));
   L.choice = std::move(sol.choice);

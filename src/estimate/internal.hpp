@@ -44,7 +44,8 @@ struct Layout {
 };
 
 /// Resolves `c` on `g`: meshes, divisibility, chunks, op-level sharding.
-Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c);
+Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
+                            const ShardingSolver* solver = nullptr);
 
 /// Local share (0..1] of tensor `t` on one device under the chosen layouts
 /// (1 when the tensor has no layout: replicated).

@@ -82,7 +82,7 @@ Result<Seconds> dp_collective(const cost::CostModel& model, const detail::Layout
 }
 
 Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
-                               bool advise);
+                               bool advise, const ShardingSolver* solver = nullptr);
 
 void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& model, const detail::Layout& L,
                 const std::vector<Bytes>& peak_act, const std::vector<double>& in_flight) {
@@ -138,9 +138,9 @@ void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& mod
 }
 
 Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
-                               bool advise) {
+                               bool advise, const ShardingSolver* solver) {
   PLANNER_TRY_STATUS(validate(c));
-  PLANNER_TRY(detail::Layout L, detail::build_layout(g, model, c));
+  PLANNER_TRY(detail::Layout L, detail::build_layout(g, model, c, solver));
   const auto& ctx = model.context();
   const int C = L.chunks, pp = c.pp;
   const std::int64_t m = c.micro_batches();
@@ -499,8 +499,8 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
 }  // namespace
 
 Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config,
-                          bool advise) {
-  return estimate_impl(g, model, config, advise);
+                          bool advise, const ShardingSolver* solver) {
+  return estimate_impl(g, model, config, advise, solver);
 }
 
 }  // namespace planner::estimate

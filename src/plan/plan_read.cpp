@@ -305,7 +305,7 @@ Status read(const Reader& r, const json& v, const std::string& path, OpStrategy&
 Status read(const Reader& r, const json& v, const std::string& path, Layout& out) {
   Obj o(r, v, path);
   PLANNER_TRY_STATUS(o.check({"dp", "tp", "pp", "cp", "ep", "vp", "sequence_parallel", "zero",
-                              "distributed_optimizer", "tp_comm_overlap", "schedule", "mesh", "chunks",
+                              "distributed_optimizer", "tp_comm_overlap", "tp_splits_batch", "schedule", "mesh", "chunks",
                               "schedule_steps", "strategies"}));
   PLANNER_TRY_STATUS(o.req("dp", out.dp));
   PLANNER_TRY_STATUS(o.req("tp", out.tp));
@@ -317,6 +317,7 @@ Status read(const Reader& r, const json& v, const std::string& path, Layout& out
   PLANNER_TRY_STATUS(o.req("zero", out.zero));
   PLANNER_TRY_STATUS(o.req("distributed_optimizer", out.distributed_optimizer));
   PLANNER_TRY_STATUS(o.req("tp_comm_overlap", out.tp_comm_overlap));
+  PLANNER_TRY_STATUS(o.opt("tp_splits_batch", out.tp_splits_batch));
   PLANNER_TRY_STATUS(o.req("schedule", out.schedule));
   PLANNER_TRY_STATUS(o.req("mesh", out.mesh));
   PLANNER_TRY_STATUS(o.req("chunks", out.chunks));

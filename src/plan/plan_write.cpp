@@ -143,6 +143,7 @@ ojson write(const Layout& l) {
   o["zero"] = l.zero;
   o["distributed_optimizer"] = l.distributed_optimizer;
   o["tp_comm_overlap"] = l.tp_comm_overlap;
+  o["tp_splits_batch"] = l.tp_splits_batch;
   o["schedule"] = l.schedule;
   ojson mesh = ojson::array();
   for (const auto& a : l.mesh) mesh.push_back(ojson{{"name", a.name}, {"size", a.size}, {"stride", a.stride}});

@@ -138,7 +138,7 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     auto work = [&] {
       for (std::size_t i = cursor++; i < batch.size(); i = cursor++) {
         const Candidate& c = *batch[i];
-        out[i] = estimate::estimate(*gs.at(c.config.micro_batch), *cm.at(c.recompute), c.config, false);
+        out[i] = estimate::estimate(*gs.at(c.config.micro_batch), *cm.at(c.recompute), c.config, false, options.solver);
       }
     };
     if (threads == 1 || batch.size() == 1) {

@@ -185,7 +185,15 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
                 k.devices_per_node = s.devices_per_node;
                 c.recompute = rc;
                 c.order = out.size();
-                if (estimate::validate(k).ok()) out.push_back(c);
+                if (!estimate::validate(k).ok()) continue;
+                out.push_back(c);
+                // The same devices may also split the batch on the tp axis
+                // (hybrid data/model parallelism) when nothing pins it.
+                if (tp > 1 && pp == 1 && s.hybrid_tp) {
+                  c.config.tp_splits_batch = true;
+                  c.config.sequence_parallel = false;
+                  out.push_back(c);
+                }
               }
         }
       }

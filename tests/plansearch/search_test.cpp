@@ -77,22 +77,30 @@ TEST_CASE("the enumerated space, counted by hand", "[plansearch]") {
   //   tp=2: pp=1 (dp=2): mb 1, 2                                              2
   //         pp=2 (dp=1, 8/replica): mb 1 (m=8), mb 2 (m=4): 1f1b and v=2     4
   //   tp=4: pp=1 (dp=1): mb 1, 2                                              2
-  //   total                                                                  16
+  //   hybrid variants (the tp axis may split the batch), tp > 1 and pp = 1:
+  //         tp=2 pp=1: 2; tp=4 pp=1: 2                                         4
+  //   total                                                                  20
   const auto all = plansearch::enumerate_layouts(small_space(), facts);
-  CHECK(all.size() == 16);
+  CHECK(all.size() == 20);
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(all[i].order == i);
     CHECK(estimate::validate(all[i].config).ok());
-    CHECK(all[i].config.sequence_parallel == (all[i].config.tp > 1));
+    CHECK(all[i].config.sequence_parallel == (all[i].config.tp > 1 && !all[i].config.tp_splits_batch));
   }
-  // --fix pins: tp=2 leaves 6 of them.
+  // --fix pins: tp=2 leaves 6 of them and their 2 hybrids.
   auto s = small_space();
   s.fixed.tp = 2;
-  CHECK(plansearch::enumerate_layouts(s, facts).size() == 6);
-  // Megatron offers the distributed optimizer wherever dp > 1: the 8 layouts with dp > 1 double.
+  CHECK(plansearch::enumerate_layouts(s, facts).size() == 6 + 2);
+  // Without hybrids, 16.
+  s = small_space();
+  s.hybrid_tp = false;
+  CHECK(plansearch::enumerate_layouts(s, facts).size() == 16);
+  // Megatron offers the distributed optimizer wherever dp > 1: the 8 layouts
+  // with dp > 1 double (tp=1: pp=1 2, pp=2 4; tp=2 pp=1 2), and so do the
+  // hybrids of tp=2 pp=1 (dp=2): 2 more.
   s = small_space();
   s.framework = estimate::Framework::megatron;
-  CHECK(plansearch::enumerate_layouts(s, facts).size() == 16 + 8);
+  CHECK(plansearch::enumerate_layouts(s, facts).size() == 20 + 8 + 2);
 }
 
 TEST_CASE("memory floor: model state with the candidate's sharding", "[plansearch]") {
@@ -136,8 +144,8 @@ TEST_CASE("branch and bound finds the exhaustive optimum, with any number of thr
     CHECK(r->best.front().estimate.step_time.value == Approx(best).epsilon(1e-12));
     CHECK(r->best.front().candidate.order == best_order);
     CHECK(r->complete);
-    CHECK(r->enumerated == 16);
-    CHECK(r->scored + r->pruned_bound + r->pruned_memory == 16);
+    CHECK(r->enumerated == 20);
+    CHECK(r->scored + r->pruned_bound + r->pruned_memory == 20);
     CHECK(r->lower_bound.value == Approx(best));
     for (std::size_t i = 1; i < r->best.size(); ++i)
       CHECK(r->best[i - 1].estimate.step_time.value <= r->best[i].estimate.step_time.value);

@@ -12,6 +12,7 @@
 #include "planner/cluster/profile.hpp"
 #include "planner/core/result.hpp"
 #include "planner/cost/cost_model.hpp"
+#include "planner/estimate/estimate.hpp"
 
 namespace planner::cli {
 
@@ -22,8 +23,11 @@ struct TrainFlags {
   std::string precision = "bf16";
   std::string attention = "flash";
   std::string recompute = "none";
+  CLI::Option* profile_opt = nullptr;
   CLI::Option* gpus_opt = nullptr;
   CLI::Option* inter_opt = nullptr;
+  /// Overrides set from a plan file (as if the flags were given).
+  bool force_gpus = false, force_inter = false;
 
   void add_to(CLI::App& app);
   /// The profile with its overrides applied. Errors name the flag or file.
@@ -32,6 +36,10 @@ struct TrainFlags {
   /// recompute flags; `fused_kernels`: the framework fuses elementwise chains.
   Result<cost::ProfileCostModel> cost_model(cluster::ClusterProfile profile, bool fused_kernels = false) const;
 };
+
+/// The exact op-level solver for `--exact`: a MILP solved with COIN-OR CBC
+/// (search_exact), one thread, proving optimality.
+estimate::ShardingSolver milp_solver();
 
 /// The precision policy of a --precision value: bf16/fp16 mixed (embedding
 /// and loss in fp32), fp8 (GEMMs in fp8, the rest bf16, as Transformer

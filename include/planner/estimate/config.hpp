@@ -73,6 +73,10 @@ struct ParallelConfig {
   /// Tensor-parallel collectives pipelined with the GEMMs next to them
   /// (Megatron-Core / Transformer Engine userbuffers, `tp_comm_overlap`).
   bool tp_comm_overlap = false;
+  /// The tp axis may split any dim, the batch included (MindSpore's
+  /// auto-parallel: a row-sharded embedding next to data-parallel dense
+  /// layers on the same devices). Off: tp splits model dims only (Megatron).
+  bool tp_splits_batch = false;
   /// A fused cross-entropy kernel (flash-attn's xentropy, as llm-foundry
   /// uses): no fp32 copy of the logits, the 16-bit logits' gradient is
   /// written in place, so the loss buffer is b*s*V 16-bit values.

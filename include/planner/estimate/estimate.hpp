@@ -31,6 +31,7 @@
 /// Architecture invariant: no ONNX, no profile file, no CLI here; costs come
 /// only through cost::CostModel.
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -184,9 +185,14 @@ struct Estimate {
 /// micro-batch) under `config`, with costs from `model`. Errors (one line)
 /// name the violated constraint: degrees, divisibility of heads / sequence /
 /// layers by their split, an impossible placement.
+/// Solves an op-sharding problem: search::solve (the default, fast) or an
+/// exact MILP (search_exact's solve_milp, `--exact`), injected so this
+/// module does not link CBC.
+using ShardingSolver = std::function<Result<search::Solution>(const search::ShardingProblem&)>;
+
 /// `advise`: when it does not fit, evaluate the changes that would make it
-/// fit (re-runs the estimate for other degrees).
+/// fit (re-runs the estimate for other degrees). `solver`: null = search::solve.
 Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config,
-                          bool advise = true);
+                          bool advise = true, const ShardingSolver* solver = nullptr);
 
 }  // namespace planner::estimate

@@ -20,6 +20,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "planner/core/result.hpp"
@@ -130,6 +131,10 @@ struct Layout {
   int zero = 0;
   bool distributed_optimizer = false;
   bool tp_comm_overlap = false;
+  /// The tp axis may also split the batch: data-parallel ops and
+  /// model-parallel ops (a row-sharded embedding) on the same devices, as
+  /// MindSpore's auto-parallel does. Optional in the file (default false).
+  bool tp_splits_batch = false;
   std::string schedule = "1f1b";  ///< 1f1b | gpipe | interleaved
   /// Outermost first; rank = sum(coordinate * stride).
   std::vector<MeshAxis> mesh;

@@ -70,6 +70,8 @@ struct Space {
                                                   cost::RecomputePolicy::full};
   /// Largest micro-batch tried (when not fixed).
   int max_micro_batch = 16;
+  /// Also try tp axes that may split the batch (tp_splits_batch), pp = 1.
+  bool hybrid_tp = true;
   /// Fraction of device memory a plan may use.
   double max_memory_fraction = 1.0;
 };
@@ -113,6 +115,8 @@ struct Options {
   std::size_t top_k = 5;
   /// Candidates scored per batch (fixed: results do not depend on threads).
   std::size_t batch = 16;
+  /// Op-level solver (null: the fast one).
+  const estimate::ShardingSolver* solver = nullptr;
   /// Called between batches with (scored, total) for progress lines.
   std::function<void(std::size_t, std::size_t)> progress;
 };
