@@ -39,6 +39,9 @@ struct SearchArgs {
   std::string output;
   bool force = false;
   bool exact = false;
+  bool tp_comm_overlap = false, fused_loss = false;
+  int grad_reduce_bytes = 0;
+  std::string optimizer = "adam";
 };
 
 std::int64_t graph_batch(const graph::OpGraph& g) {
@@ -78,6 +81,12 @@ int run_search(SearchArgs& a) {
   if (!fw) return fail("search", "--framework: " + fw.error().message);
   auto fixed = plansearch::parse_fixed(a.fix);
   if (!fixed) return fail("search", fixed.error().message);
+  if (a.train.recompute_opt && a.train.recompute_opt->count() > 0) {
+    // --recompute given: pinned, as --fix recompute=... would.
+    auto r = plansearch::parse_fixed("recompute=" + a.train.recompute);
+    if (!r) return fail("search", "--recompute: " + r.error().message);
+    fixed->recompute = r->recompute;
+  }
   auto profile = a.train.load();
   if (!profile) return fail("search", profile.error().message);
   auto opts = a.import.options();
@@ -101,6 +110,15 @@ int run_search(SearchArgs& a) {
   space.devices = a.devices;
   space.devices_per_node = profile->devices_per_node > 0 ? profile->devices_per_node : 8;
   space.framework = *fw;
+  space.base.tp_comm_overlap = a.tp_comm_overlap;
+  space.base.fused_loss = a.fused_loss;
+  space.base.grad_reduce_bytes = a.grad_reduce_bytes;
+  if (a.grad_reduce_bytes != 0 && a.grad_reduce_bytes != 2 && a.grad_reduce_bytes != 4)
+    return fail("search", fmt::format("--grad-reduce-bytes must be 2 or 4 (got {})", a.grad_reduce_bytes));
+  if (a.optimizer == "adam") space.optimizer = cost::Optimizer::adam;
+  else if (a.optimizer == "sgd") space.optimizer = cost::Optimizer::sgd_momentum;
+  else if (a.optimizer == "sgd-plain") space.optimizer = cost::Optimizer::sgd;
+  else return fail("search", fmt::format("--optimizer '{}' is not one of adam, sgd, sgd-plain", a.optimizer));
   space.fixed = *fixed;
   space.max_memory_fraction = a.max_memory_fraction;
   space.max_micro_batch = a.max_micro_batch;
@@ -238,6 +256,10 @@ Runner setup_search(CLI::App& sub) {
   sub.add_flag("--json", a->json, "Print the summary as JSON (planner.search/v1)");
   sub.add_option("-o,--output", a->output, "Plan file to write (default plan.json; replaced only with --force)");
   sub.add_flag("--force", a->force, "Replace an existing plan file");
+  sub.add_option("--optimizer", a->optimizer, "adam | sgd (momentum) | sgd-plain")->capture_default_str();
+  sub.add_flag("--tp-comm-overlap", a->tp_comm_overlap, "Tensor-parallel collectives overlapped with their GEMMs");
+  sub.add_flag("--fused-loss", a->fused_loss, "Fused cross-entropy kernel (no fp32 copy of the logits)");
+  sub.add_option("--grad-reduce-bytes", a->grad_reduce_bytes, "Bytes per reduced gradient element, 2 or 4");
   sub.add_flag("--exact", a->exact, "Solve every op-level sharding exactly (MILP with COIN-OR CBC)");
   return [a]() -> int { return run_search(*a); };
 }

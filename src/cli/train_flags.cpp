@@ -16,7 +16,7 @@ void TrainFlags::add_to(CLI::App& app) {
                              "Total NIC bandwidth per node in GB/s (one direction), when it differs from the profile");
   app.add_option("--precision", precision, "bf16 | fp16 | fp8 | tf32 | fp32")->capture_default_str();
   app.add_option("--attention", attention, "flash | unfused")->capture_default_str();
-  app.add_option("--recompute", recompute, "none | selective | full")->capture_default_str();
+  recompute_opt = app.add_option("--recompute", recompute, "none | selective | full")->capture_default_str();
 }
 
 Result<cluster::ClusterProfile> TrainFlags::load() const {

@@ -24,6 +24,7 @@ struct TrainFlags {
   std::string attention = "flash";
   std::string recompute = "none";
   CLI::Option* profile_opt = nullptr;
+  CLI::Option* recompute_opt = nullptr;
   CLI::Option* gpus_opt = nullptr;
   CLI::Option* inter_opt = nullptr;
   /// Overrides set from a plan file (as if the flags were given).

@@ -64,6 +64,9 @@ struct Space {
   std::int64_t global_batch = 1;
   estimate::Framework framework = estimate::Framework::megatron;
   cost::Optimizer optimizer = cost::Optimizer::adam;
+  /// Settings copied into every candidate: tp_comm_overlap (where tp > 1),
+  /// fused_loss, grad_reduce_bytes, ep.
+  estimate::ParallelConfig base;
   Fixed fixed;
   /// Recompute policies tried (when not fixed).
   std::vector<cost::RecomputePolicy> recompute = {cost::RecomputePolicy::none, cost::RecomputePolicy::selective,
