@@ -97,15 +97,15 @@ int run_search(SearchArgs& a) {
   const auto mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
   if (auto st = io::check_writable(out, mode); !st) return fail("search", st.error().message);
 
-  // Import once at batch 2 to learn whether the file's batch is static
-  // (a static batch does not follow --batch).
+  // Import once at an unlikely batch (a prime) to learn whether the file's
+  // batch is static: a static batch does not follow --batch.
+  constexpr std::int64_t kProbeBatch = 9973;
   auto probe_opts = *opts;
-  if (!probe_opts.batch) probe_opts.batch = 2;
+  if (!probe_opts.batch) probe_opts.batch = kProbeBatch;
   auto probe = onnx::import_file(a.model, probe_opts);
   if (!probe) return fail("search", probe.error().message);
   const std::int64_t probed = graph_batch(probe->graph);
   const bool static_batch = probed != *probe_opts.batch;
-  std::vector<std::string> notes = probe->report.notes;
   plansearch::Space space;
   space.devices = a.devices;
   space.devices_per_node = profile->devices_per_node > 0 ? profile->devices_per_node : 8;
@@ -133,7 +133,8 @@ int run_search(SearchArgs& a) {
                                           : static_cast<std::int64_t>(space.fixed.micro_batch.value_or(1)) * a.devices;
 
   std::map<int, std::unique_ptr<onnx::ImportedModel>> graphs;
-  graphs[static_cast<int>(probed)] = std::make_unique<onnx::ImportedModel>(std::move(probe).value());
+  if (static_batch || opts->batch)
+    graphs[static_cast<int>(probed)] = std::make_unique<onnx::ImportedModel>(std::move(probe).value());
   auto graph_at = [&](int mb) -> Result<const graph::OpGraph*> {
     auto it = graphs.find(mb);
     if (it == graphs.end()) {
@@ -175,6 +176,11 @@ int run_search(SearchArgs& a) {
   if (!found) return fail("search", found.error().message);
   const auto& r = *found;
   const auto& best = r.best.front();
+  const auto git = graphs.find(best.candidate.config.micro_batch);
+  std::vector<std::string> notes = git != graphs.end() ? git->second->report.notes : std::vector<std::string>{};
+  std::erase_if(notes, [&](const std::string& n) { return n.find(fmt::format("--batch {}", kProbeBatch)) != std::string::npos; });
+  if (static_batch)
+    notes.push_back(fmt::format("the model's batch is static ({}): the micro-batch is fixed to it", probed));
 
   // The winner again with advice off and the plan details.
   auto sha = sha256_file(a.model);
