@@ -107,10 +107,9 @@ def parse_estimate(stdout):
     return step, fits, as_pos_float(mem.get("peak_bytes"))
 
 
-def execute(results, models, repo_root, jobs, timeout, reuse_models):
-    """Runs the model then estimate commands; fills the results in place."""
-    model_err = {}
-
+def make_models(pool, models, repo_root, timeout, reuse_models):
+    """Runs the `planner model` commands on the pool; {model path: error line}
+    for those that failed."""
     def make(item):
         path, argv = item
         if reuse_models and os.path.isfile(path):
@@ -120,14 +119,18 @@ def execute(results, models, repo_root, jobs, timeout, reuse_models):
             return path, None
         return path, f"planner model {'failed' if rc is None else f'exited {rc}'}: {first_line(err)}"
 
+    return {path: err for path, err in pool.map(make, sorted(models.items())) if err}
+
+
+def execute(results, models, repo_root, jobs, timeout, reuse_models):
+    """Runs the model then estimate commands; fills the results in place."""
+
     def estimate(r):
         rc, out, err = run_process(r["estimate_command"], repo_root, timeout)
         return r, rc, out, err
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for path, err in pool.map(make, sorted(models.items())):
-            if err:
-                model_err[path] = err
+        model_err = make_models(pool, models, repo_root, timeout, reuse_models)
         todo = []
         for r in results:
             if r["outcome"] != "mapped":
@@ -167,9 +170,13 @@ def planner_version(planner, repo_root):
     return first_line(out) if rc == 0 else None
 
 
+def has_subcommand(planner, repo_root, name):
+    """True when `planner NAME --help` shows the subcommand's usage (a binary
+    without it prints the top-level help, also exit 0)."""
+    rc, out, _err = run_process([planner, name, "--help"], repo_root, 30)
+    return rc == 0 and re.search(r"Usage:.*\b" + re.escape(name) + r"\b", out or "") is not None
+
+
 def has_estimate(planner, repo_root):
-    """True when `planner estimate --help` shows the estimate subcommand's
-    usage (a binary without it prints the top-level help, also exit 0)."""
-    rc, out, _err = run_process([planner, "estimate", "--help"], repo_root, 30)
-    return rc == 0 and re.search(r"Usage:.*\bestimate\b", out or "") is not None
+    return has_subcommand(planner, repo_root, "estimate")
 
