@@ -17,10 +17,10 @@ configure: bootstrap
 build: configure
 	cmake --build --preset $(PRESET) -j $(JOBS)
 
-# The main job on a bundled model (a prediction for one layout until
-# `planner search` lands).
+# The main job on a bundled model: search the fastest layout on 8 A100s and
+# write the plan into the build folder (ours to replace).
 run: build
-	$(PLANNER) estimate models/gpt2-small.onnx --devices 8 --tp 2 --micro-batch 8 --global-batch 64
+	$(PLANNER) search models/gpt2-small.onnx --devices 8 --global-batch 64 -o $(BUILD)/plan.json --force
 
 test: build
 	ctest --preset $(PRESET) -j $(JOBS)
