@@ -34,6 +34,7 @@ struct EstimateArgs {
   bool exact = false;
   CLI::Option* micro_batch_opt = nullptr;
   CLI::Option* global_batch_opt = nullptr;
+  std::string hints_file;
   std::string plan_in;   // --plan: re-score a plan file
   std::string output;    // -o: write the estimate as a plan file
   bool force = false;
@@ -99,6 +100,13 @@ int run_estimate(EstimateArgs& a) {
     if (auto st = load_plan(a); !st) return fail("estimate", st.error().message);
   } else if (a.model.empty() || c.devices < 1 || a.micro_batch_opt->count() == 0 || a.global_batch_opt->count() == 0) {
     return fail("estimate", "give MODEL.onnx --devices N --micro-batch b --global-batch B, or --plan FILE");
+  }
+  if (!a.hints_file.empty()) {
+    auto text = io::read_file(a.hints_file);
+    if (!text) return fail("estimate", text.error().message);
+    auto hints = estimate::parse_hints(*text, a.hints_file);
+    if (!hints) return fail("estimate", hints.error().message);
+    c.hints = std::move(hints).value();
   }
   const auto mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
   if (!a.output.empty())
@@ -183,6 +191,7 @@ Runner setup_estimate(CLI::App& sub) {
   a->import.add_to(sub);
   a->train.add_to(sub);
   sub.add_option("--devices", c.devices, "Number of devices N");
+  sub.add_option("--hints", a->hints_file, "Fix the strategies of named ops (docs/hints-format.md)");
   sub.add_option("--plan", a->plan_in, "Re-score a plan file (its layout and training; --profile to change the cluster)");
   sub.add_option("-o,--output", a->output, "Also write the estimate as a plan file (replaced only with --force)");
   sub.add_flag("--force", a->force, "Replace an existing plan file");

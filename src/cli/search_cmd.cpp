@@ -42,6 +42,7 @@ struct SearchArgs {
   bool tp_comm_overlap = false, fused_loss = false;
   int grad_reduce_bytes = 0;
   std::string optimizer = "adam";
+  std::string hints_file;
 };
 
 std::int64_t graph_batch(const graph::OpGraph& g) {
@@ -113,6 +114,13 @@ int run_search(SearchArgs& a) {
   space.base.tp_comm_overlap = a.tp_comm_overlap;
   space.base.fused_loss = a.fused_loss;
   space.base.grad_reduce_bytes = a.grad_reduce_bytes;
+  if (!a.hints_file.empty()) {
+    auto text = io::read_file(a.hints_file);
+    if (!text) return fail("search", text.error().message);
+    auto hints = estimate::parse_hints(*text, a.hints_file);
+    if (!hints) return fail("search", hints.error().message);
+    space.base.hints = std::move(hints).value();
+  }
   if (a.grad_reduce_bytes != 0 && a.grad_reduce_bytes != 2 && a.grad_reduce_bytes != 4)
     return fail("search", fmt::format("--grad-reduce-bytes must be 2 or 4 (got {})", a.grad_reduce_bytes));
   if (a.optimizer == "adam") space.optimizer = cost::Optimizer::adam;
@@ -262,6 +270,7 @@ Runner setup_search(CLI::App& sub) {
   sub.add_flag("--json", a->json, "Print the summary as JSON (planner.search/v1)");
   sub.add_option("-o,--output", a->output, "Plan file to write (default plan.json; replaced only with --force)");
   sub.add_flag("--force", a->force, "Replace an existing plan file");
+  sub.add_option("--hints", a->hints_file, "Fix the strategies of named ops; the search chooses the rest (docs/hints-format.md)");
   sub.add_option("--optimizer", a->optimizer, "adam | sgd (momentum) | sgd-plain")->capture_default_str();
   sub.add_flag("--tp-comm-overlap", a->tp_comm_overlap, "Tensor-parallel collectives overlapped with their GEMMs");
   sub.add_flag("--fused-loss", a->fused_loss, "Fused cross-entropy kernel (no fp32 copy of the logits)");

@@ -37,6 +37,53 @@ std::vector<int> partition_layers(int layers, int chunks) {
   return of;
 }
 
+// Added to every strategy a hint rules out: no real choice costs this much,
+// so the solver keeps the hinted ones and chooses the rest around them.
+constexpr double kHintPenalty = 1e9;
+
+// The first hint matching any op of the unit (any copy), or null.
+const Hint* hint_for(const search::LoweredNode& node, const graph::OpGraph& g, const std::vector<Hint>& hints) {
+  for (const auto& h : hints)
+    for (const auto& inst : node.instances)
+      for (graph::OpId id : inst)
+        if (glob_match(h.pattern, g.op(id).name)) return &h;
+  return nullptr;
+}
+
+bool strategy_matches(const ops::Strategy& s, std::string_view want) {
+  return s.name == want || (!s.assignment.empty() && s.assignment == want) || (want == "replicated" && s.assignment.empty());
+}
+
+Status apply_hints(search::LoweredSharding& l, const graph::OpGraph& g, const std::vector<Hint>& hints) {
+  if (hints.empty()) return {};
+  std::vector<bool> used(hints.size(), false);
+  for (std::size_t n = 0; n < l.nodes.size(); ++n) {
+    const Hint* h = hint_for(l.nodes[n], g, hints);
+    if (!h) continue;
+    used[static_cast<std::size_t>(h - hints.data())] = true;
+    const auto& strategies = l.nodes[n].sharding.strategies;
+    bool any = false;
+    for (std::size_t s = 0; s < strategies.size(); ++s) {
+      if (strategy_matches(strategies[s], h->strategy)) {
+        any = true;
+        continue;
+      }
+      l.problem.nodes[n].strategies[s].cost[search::CostTerm::compute] += Seconds(kHintPenalty);
+    }
+    if (!any) {
+      std::string offered;
+      for (std::size_t s = 0; s < strategies.size() && s < 8; ++s)
+        offered += fmt::format("{}{} [{}]", s ? ", " : "", strategies[s].name,
+                               strategies[s].assignment.empty() ? "replicated" : strategies[s].assignment);
+      return make_error("hints line {}: '{}' is not a strategy of '{}' on this mesh (offered: {})", h->line, h->strategy,
+                        l.problem.nodes[n].name, offered);
+    }
+  }
+  for (std::size_t i = 0; i < hints.size(); ++i)
+    if (!used[i]) return make_error("hints line {}: '{}' matches no op of the model", hints[i].line, hints[i].pattern);
+  return {};
+}
+
 }  // namespace
 
 Seconds CommTotals::total() const {
@@ -125,6 +172,7 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   // replicated weight saves a collective but costs 16+ bytes per element).
   lo.memory_limit = model.device_memory() * (0.75 * c.pp);
   PLANNER_TRY(L.lowered, search::lower_sharding(g, L.mp, oracle, lo));
+  PLANNER_TRY_STATUS(apply_hints(L.lowered, g, c.hints));
   auto solve = [&](const search::ShardingProblem& p) { return solver ? (*solver)(p) : search::solve(p); };
   auto solved = solve(L.lowered.problem);
   if (!solved.ok()) {
@@ -132,10 +180,16 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
     // will say it does not fit.
     lo.memory_limit.reset();
     PLANNER_TRY(L.lowered, search::lower_sharding(g, L.mp, oracle, lo));
+    PLANNER_TRY_STATUS(apply_hints(L.lowered, g, c.hints));
     solved = solve(L.lowered.problem);
   }
   PLANNER_TRY(search::Solution sol, std::move(solved));
   L.choice = std::move(sol.choice);
+  // A hinted unit must have kept its hinted strategy (the penalty could only
+  // lose to an infeasible memory bound).
+  for (std::size_t n = 0; n < L.lowered.nodes.size(); ++n)
+    if (L.lowered.problem.nodes[n].strategies[L.choice[n]].cost[search::CostTerm::compute].value >= kHintPenalty)
+      return make_error("hints: '{}' cannot keep its hinted strategy within the memory bound", L.lowered.problem.nodes[n].name);
   L.exact = sol.exact;
 
   // Strategy per op; layout per tensor (every copy of a shared node).

@@ -18,7 +18,7 @@ TOOLS = os.path.join(REPO, "tools")
 SCRIPT = os.path.join(TOOLS, "validate-published")
 sys.path.insert(0, TOOLS)
 
-from validate_published import mapping, measure, stats  # noqa: E402
+from validate_published import mapping, measure, search_check, stats  # noqa: E402
 from validate_published.mapping import Skip, map_row  # noqa: E402
 
 
@@ -351,8 +351,8 @@ FAKE_PLANNER = textwrap.dedent("""\
     a = sys.argv[1:]
     if a == ["--version"]:
         print("planner 0.0-fake"); sys.exit(0)
-    if a[:2] == ["estimate", "--help"]:
-        print("Usage: planner estimate [OPTIONS] model"); sys.exit(0)
+    if a[:2] in (["estimate", "--help"], ["search", "--help"]):
+        print(f"Usage: planner {a[0]} [OPTIONS] model"); sys.exit(0)
     def val(name):
         return a[a.index(name) + 1]
     if a[0] == "model":
@@ -363,8 +363,31 @@ FAKE_PLANNER = textwrap.dedent("""\
     if a[0] == "estimate":
         open(a[1]).read()
         b = int(val("--micro-batch"))
+        lay = {k: int(val("--" + k)) for k in ("tp", "pp", "dp")}
+        lay.update(micro_batch=b, schedule="1f1b", sequence_parallel="--sp" in a)
         print(json.dumps({"step_time_s": int(val("--global-batch")) * 0.01,
-                          "memory": {"fits": b < 8, "peak_bytes": b * 10e9}}))
+                          "memory": {"fits": b < 8, "peak_bytes": b * 10e9},
+                          "layout": lay, "training": {"recompute": val("--recompute")}}))
+        sys.exit(0)
+    if a[0] == "search":
+        # Global batch 512: 0.005 s per sample (better than estimate); 1024:
+        # 0.02 (worse); 2048: no layout fits. A plan file is written.
+        open(a[1]).read()
+        gb = int(val("--global-batch"))
+        if gb == 2048:
+            print("planner search: error: no layout fits in memory (smallest needs 99 GB)", file=sys.stderr)
+            sys.exit(1)
+        assert "--tp" not in a and "--recompute" not in a and val("--threads") == "1"
+        step = gb * (0.02 if gb == 1024 else 0.005)
+        lay = {"dp": 8, "tp": 8, "pp": 1, "cp": 1, "ep": 1, "vp": 1, "sequence_parallel": True, "zero": 0,
+               "distributed_optimizer": True, "tp_splits_batch": False, "schedule": "1f1b"}
+        plan = {"layout": lay, "training": {"micro_batch": 16, "recompute": "none"},
+                "prediction": {"fits": True, "stages": [{"stage": 0, "peak_bytes": 50e9, "fits": True}]}}
+        open(val("-o"), "w").write(json.dumps(plan))
+        print(json.dumps({"format": "planner.search/v1", "plan_file": val("-o"), "layout": "dp=8 tp=8 ...",
+                          "step_time_s": step, "peak_memory_bytes": 50e9, "capacity_bytes": 80e9,
+                          "complete": True, "layouts": {"enumerated": 3, "scored": 3}, "search_time_s": 0.1,
+                          "lower_bound_s": step, "alternatives": []}))
         sys.exit(0)
     sys.exit(2)
     """)
@@ -450,6 +473,240 @@ class EndToEnd(unittest.TestCase):
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
             self.assertNotIn("Traceback", p.stderr)
         self.assertIn("bad.json", self.run_script(bad).stderr)
+
+
+class SearchMapping(unittest.TestCase):
+    LAYOUT = set(search_check.LAYOUT_VALUE_FLAGS) | set(search_check.LAYOUT_BARE_FLAGS) | {"--json"}
+
+    def rows(self):
+        return [
+            row(),                                                     # SC'21 Table 1: tp2, full recompute
+            row(parallelism={"tp": 8, "pp": 8, "dp": 24, "virtual_pipeline_stages": 2, "sequence_parallel": True,
+                             "distributed_optimizer": True, "cp": 1},
+                hardware__num_gpus=1536, recompute="selective", training={"global_batch_size": 2304,
+                                                                           "micro_batch_size": 2}),
+            row(parallelism={"tp": 4, "pp": 2, "dp": 4, "cp": 2, "ep": 2}, hardware__num_gpus=64,
+                source_group="nemo_2407_h100_fp8", hardware__gpu="H100 SXM 80GB", precision="fp8",
+                training={"global_batch_size": 128, "micro_batch_size": 1}),
+            row(parallelism={"tp": 1, "pp": 1, "dp": 64, "zero_stage": 3, "fsdp": "FULL_SHARD PURE"},
+                source_group="mosaicml_llm_foundry", training={"global_batch_size": 512, "micro_batch_size": 8},
+                hardware__gpus_per_node=4),
+        ]
+
+    def pairs(self, args):
+        """[(flag, value or None)] of an argument list."""
+        out, i = [], 0
+        while i < len(args):
+            if i + 1 < len(args) and not args[i + 1].startswith("--"):
+                out.append((args[i], args[i + 1]))
+                i += 2
+            else:
+                out.append((args[i], None))
+                i += 1
+        return out
+
+    def test_drops_exactly_the_layout_flags(self):
+        for r in self.rows():
+            m = map_row(r, REPO)
+            sargs, notes = search_check.search_args(m.estimate_args, r["source_group"])
+            tail = ["--threads", "1", "--time-limit", "60", "--json"]
+            self.assertEqual(sargs[-5:], tail)
+            kept = [p for p in self.pairs(m.estimate_args) if p[0] not in self.LAYOUT]
+            extra = [("--tp-comm-overlap", None)] if notes else []
+            self.assertEqual(self.pairs(sargs[:-5]), kept + extra, r["id"])
+            dropped = {f for f, _ in self.pairs(m.estimate_args)} - {f for f, _ in kept}
+            self.assertTrue(dropped <= self.LAYOUT)
+            for f in ("--tp", "--pp", "--dp", "--micro-batch", "--recompute"):
+                self.assertIn(f, m.estimate_args)
+                self.assertNotIn(f, sargs)
+        # Spot checks of what is kept.
+        nemo = map_row(self.rows()[2], REPO)
+        sargs, notes = search_check.search_args(nemo.estimate_args, "nemo_2407_h100_fp8")
+        self.assertEqual(notes, [])  # tp 4 with sp: the estimate already has --tp-comm-overlap
+        for f in ("--cp", "--ep", "--sp", "--distributed-optimizer"):
+            self.assertIn(f, nemo.estimate_args)
+            self.assertNotIn(f, sargs)
+        self.assertEqual(search_check.flag_value(sargs, "--precision"), "fp8")
+        self.assertIn("--tp-comm-overlap", sargs)
+        foundry = map_row(self.rows()[3], REPO)
+        sargs, _ = search_check.search_args(foundry.estimate_args, "mosaicml_llm_foundry")
+        self.assertIn("--fused-loss", sargs)
+        self.assertEqual(search_check.flag_value(sargs, "--grad-reduce-bytes"), "2")
+        self.assertEqual(search_check.flag_value(sargs, "--gpus-per-node"), "4")
+        self.assertEqual(search_check.flag_value(sargs, "--framework"), "fsdp")
+        self.assertNotIn("--zero", sargs)
+
+    def test_overlap_group_with_tp1_and_unknown_flag(self):
+        r = row(parallelism={"tp": 1, "pp": 1, "dp": 8}, hardware__num_gpus=8, source_group="nemo_2407_h100_fp8",
+                hardware__gpu="H100 SXM 80GB", training={"global_batch_size": 128, "micro_batch_size": 1})
+        m = map_row(r, REPO)
+        self.assertNotIn("--tp-comm-overlap", m.estimate_args)
+        sargs, notes = search_check.search_args(m.estimate_args, r["source_group"])
+        self.assertIn("--tp-comm-overlap", sargs)
+        self.assertEqual(len(notes), 1)
+        with self.assertRaises(ValueError):
+            search_check.search_args(["--devices", "8", "--new-flag", "3"])
+
+    def test_prepare_commands(self):
+        rs = [row(id="a"), row(id="b/c", status="OOM"), row(id="d", hardware__gpu="TPU v4")]
+        results, models = search_check.prepare(rs, REPO, "PL", "M", "M/plans")
+        a, b, d = results
+        self.assertEqual(a["outcome"], "mapped")
+        path = a["estimate_command"][2]
+        self.assertEqual(a["search_command"][:3], ["PL", "search", path])
+        self.assertEqual(a["search_command"][-3:], ["-o", "M/plans/000-a.plan.json", "--force"])
+        self.assertEqual(list(models), [path])
+        self.assertEqual((b["outcome"], d["outcome"]), ("skipped", "skipped"))
+        self.assertIn("OOM", b["reason"])
+        self.assertEqual(search_check.plan_name(7, "x/y z"), "007-x_y_z.plan.json")
+
+    def test_space_gaps(self):
+        G = search_check.space_gaps
+        base = {"tp": 8, "pp": 4, "dp": 2, "cp": 1, "ep": 1, "vp": 1, "sequence_parallel": True, "zero": 0,
+                "distributed_optimizer": True, "schedule": "1f1b"}
+        self.assertEqual(G(base, "megatron", 32, 8), [])
+        self.assertEqual(len(G(dict(base, cp=2, ep=4), "megatron", 32, 8)), 2)
+        self.assertIn("vp=5", G(dict(base, vp=5, schedule="interleaved"), "megatron", 40, 8)[0])
+        self.assertIn("vp=3", G(dict(base, vp=3, schedule="interleaved"), "megatron", 32, 8)[0])  # 32 % 12
+        self.assertEqual(G(dict(base, vp=4, schedule="interleaved"), "megatron", 32, 8), [])
+        self.assertIn("GPipe", G(dict(base, schedule="gpipe"), "megatron", 32, 8)[0])
+        self.assertIn("sequence", G(dict(base, sequence_parallel=False), "megatron", 32, 8)[0])
+        self.assertIn("ZeRO-1", G(dict(base, distributed_optimizer=False, zero=1), "megatron", 32, 8)[0])
+        self.assertEqual(G(dict(base, distributed_optimizer=False, zero=1), "deepspeed", 32, 8), [])
+        self.assertIn("ZeRO-2", G(dict(base, distributed_optimizer=False, zero=2), "deepspeed", 32, 8)[0])
+        self.assertIn("across nodes", G(dict(base, tp=16), "megatron", 32, 8)[0])
+        one = dict(base, dp=1, distributed_optimizer=False)
+        self.assertEqual(G(one, "fsdp", 32, 8), [])  # dp 1: (0, no distopt) is the only option
+
+
+class SearchArithmetic(unittest.TestCase):
+    def res(self, i, pub, srch, pub_fits=True, srch_fits=True, wall=1.0, complete=True, outcome="compared",
+            err=None):
+        r = search_check.new_result(i, {"id": f"r{i}", "source_group": "g", "status": "ok"})
+        r.update(outcome=outcome, published_s=pub, search_s=srch, published_fits=pub_fits, search_fits=srch_fits,
+                 search_wall_s=wall, search_complete=complete, search_error=err)
+        if outcome == "compared":
+            r["ratio"] = srch / pub
+            r["verdict"] = search_check.verdict(r)
+        return r
+
+    def test_verdicts(self):
+        self.assertEqual(self.res(1, 2.0, 2.0 * (1 + 5e-10))["verdict"], "no_worse")   # inside the 1e-9 slack
+        self.assertEqual(self.res(1, 2.0, 2.0 * (1 + 1e-8))["verdict"], "worse")
+        self.assertEqual(self.res(1, 2.0, 3.0, pub_fits=False)["verdict"], "published_unfit")
+        self.assertEqual(self.res(1, 2.0, 1.0, srch_fits=False)["verdict"], "search_unfit")
+        self.assertEqual(self.res(1, 2.0, 1.0, pub_fits=None)["verdict"], "no_worse")
+
+    def test_summary(self):
+        rs = [self.res(0, 2.0, 1.0, wall=3.0),                     # ratio 0.5
+              self.res(1, 4.0, 4.0, wall=1.0),                     # ratio 1.0
+              self.res(2, 1.0, 1.25, wall=10.0, complete=False),   # ratio 1.25: worse, stopped at the limit
+              self.res(3, 1.0, 2.0, pub_fits=False, wall=2.0),     # published does not fit: counts as no worse
+              self.res(4, 1.0, 0.5, srch_fits=False, wall=4.0),    # searched plan does not fit
+              self.res(5, None, None, outcome="search_failed", wall=5.0, err="no layout fits"),
+              self.res(6, None, None, outcome="skipped", wall=None)]
+        s = search_check.summarize(rs)
+        self.assertEqual((s["rows"], s["compared"], s["skipped"], s["failed"]), (7, 5, 1, 0))
+        self.assertEqual((s["no_worse"], s["no_worse_by_time"]), (3, 2))  # r0, r1 + r3
+        self.assertEqual(s["worse"], ["r2"])
+        self.assertEqual(s["worst"], {"id": "r2", "ratio": 1.25})
+        # geometric mean over published-fitting, fitting-search rows: (0.5 x 1.0 x 1.25)^(1/3) = 0.625^(1/3)
+        self.assertAlmostEqual(s["ratio_geomean"], 0.625 ** (1 / 3))
+        self.assertEqual(s["search_failed"], [{"id": "r5", "message": "no layout fits"}])
+        self.assertEqual((s["published_unfit"], s["search_unfit"], s["incomplete"]), (["r3"], ["r4"], ["r2"]))
+        # walls 3, 1, 10, 2, 4, 5 -> sorted 1 2 3 4 5 10: median (3 + 4) / 2
+        self.assertEqual(s["search_wall_s_median"], 3.5)
+        self.assertEqual((s["search_wall_s_max"], s["search_wall_s_max_id"]), (10.0, "r2"))
+        self.assertFalse(s["requirement_met"])
+        ok = search_check.summarize([self.res(0, 2.0, 1.0), self.res(3, 1.0, 2.0, pub_fits=False)])
+        self.assertTrue(ok["requirement_met"])
+        self.assertEqual(ok["worst"], {"id": "r0", "ratio": 0.5})
+        self.assertFalse(search_check.summarize([])["requirement_met"])
+
+    def test_short_layout(self):
+        lay = {"tp": 8, "pp": 4, "dp": 2, "cp": 1, "ep": 1, "vp": 3, "sequence_parallel": True,
+               "micro_batch": 2, "schedule": "interleaved", "zero": 0, "distributed_optimizer": True}
+        self.assertEqual(search_check.short_layout(lay, "full"), "tp8 pp4 dp2 vp3 sp mb2 interleaved distopt rc-full")
+        self.assertEqual(search_check.short_layout(dict(lay, distributed_optimizer=False, zero=3, cp=2, vp=1,
+                                                        sequence_parallel=False, schedule="1f1b"), "none"),
+                         "tp8 pp4 dp2 cp2 mb2 1f1b zero3 rc-none")
+
+
+class SearchEndToEnd(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.planner = os.path.join(cls.tmp.name, "planner")
+        with open(cls.planner, "w") as f:
+            f.write(FAKE_PLANNER)
+        os.chmod(cls.planner, 0o755)
+        tr = lambda gb: {"global_batch_size": gb, "micro_batch_size": 4}  # the fake estimate fits below 8
+        rows = [row(id="better", training=tr(512)),                            # 2.56 s vs 5.12 s
+                row(id="worse", training=tr(1024)),                            # 20.48 s vs 10.24 s
+                row(id="no-plan", training=tr(2048)),
+                row(id="oom", status="OOM"),
+                row(id="bad-model", model__layers=13, model__heads=32),
+                row(id="no-measure", training=tr(512), derived=None,
+                    measured={"other": {"forward_ms": 3}}),                    # searched all the same
+                row(id="unfit", training={"global_batch_size": 512, "micro_batch_size": 8})]
+        cls.runs = os.path.join(cls.tmp.name, "runs.json")
+        with open(cls.runs, "w") as f:
+            json.dump({"runs": rows}, f)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def run_script(self, *args):
+        return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, cwd=REPO)
+
+    def test_json(self):
+        keep = os.path.join(self.tmp.name, "keep")
+        p = self.run_script(self.runs, "--search", "--planner", self.planner, "--json", "--keep-models", keep,
+                            "--jobs", "8")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        d = json.loads(p.stdout)
+        self.assertEqual(d["mode"], "search")
+        rows = {r["id"]: r for r in d["rows"]}
+        b = rows["better"]
+        self.assertEqual((b["outcome"], b["verdict"], b["search_fits"]), ("compared", "no_worse", True))
+        self.assertAlmostEqual(b["ratio"], 0.5)
+        self.assertEqual(b["search_layout"], "tp8 pp1 dp8 sp mb16 1f1b distopt rc-none")
+        self.assertEqual(b["published_layout"], "tp2 pp1 dp32 mb4 1f1b rc-full")
+        self.assertEqual(b["gaps"], ["no sequence parallelism (the search always uses sp with tp > 1)"])
+        self.assertTrue(os.path.isfile(b["plan_file"]))
+        self.assertTrue(b["plan_file"].startswith(os.path.join(keep, "plans")))
+        self.assertEqual(rows["worse"]["verdict"], "worse")
+        self.assertEqual(rows["no-plan"]["outcome"], "search_failed")
+        self.assertIn("no layout fits", rows["no-plan"]["reason"])
+        self.assertEqual(rows["oom"]["outcome"], "skipped")
+        self.assertEqual(rows["bad-model"]["outcome"], "failed")
+        self.assertEqual(rows["no-measure"]["outcome"], "compared")
+        self.assertEqual(rows["unfit"]["verdict"], "published_unfit")
+        s = d["summary"]["overall"]
+        self.assertEqual((s["compared"], s["no_worse"], s["worse"]), (4, 3, ["worse"]))
+        self.assertEqual(s["published_unfit"], ["unfit"])
+        self.assertEqual(s["worst"]["id"], "worse")
+        self.assertAlmostEqual(s["worst"]["ratio"], 2.0)
+        self.assertEqual(s["search_failed"], [{"id": "no-plan", "message": "no layout fits in memory (smallest "
+                                                                              "needs 99 GB)"}])
+
+    def test_text_doc_and_dry_run(self):
+        doc = os.path.join(self.tmp.name, "s.md")
+        p = self.run_script(self.runs, "--search", "--planner", self.planner, "--write-doc", doc, "--jobs", "8")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("Search worse or not fitting (1):", p.stdout)
+        self.assertIn("no worse (search <= published", p.stdout)
+        with open(doc, encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("--search", text.split("```")[1])
+        self.assertIn("## Rows where the search is worse or its plan does not fit (1)", text)
+        self.assertIn("no layout fits in memory", text)
+        p = self.run_script(self.runs, "--search", "--planner", "/nonexistent/planner", "--dry-run")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("/nonexistent/planner search MODELS/gpt-l30-h3072", p.stdout)
+        self.assertIn("--threads 1 --time-limit 60 --json -o MODELS/plans/000-better.plan.json --force", p.stdout)
+        self.assertNotIn("MODELS/plans/003-oom", p.stdout)
 
 
 class PublishedFile(unittest.TestCase):

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "planner/core/result.hpp"
+#include "planner/estimate/hints.hpp"
 #include "planner/cost/compute.hpp"
 #include "planner/cost/memory.hpp"
 #include "planner/sim/problem.hpp"
@@ -84,6 +85,9 @@ struct ParallelConfig {
   /// Bytes per gradient element reduced over data parallelism (2 or 4);
   /// 0 = the framework's default for the precision.
   int grad_reduce_bytes = 0;
+  /// Strategies the user fixed for named ops (semi-auto); the op-level search
+  /// chooses the rest around them.
+  std::vector<Hint> hints;
   /// Devices per node (from the profile unless overridden).
   int devices_per_node = 8;
 

@@ -1,0 +1,413 @@
+"""`--search` mode: does `planner search` find, for every published run, a
+layout predicted no slower than the published one, and one that fits?
+
+For every ok row the harness can map, the same model file, cluster flags,
+global batch, precision, attention and framework flags as the row's
+`planner estimate` command go to `planner search`; the layout flags (what the
+search chooses) are dropped. The search's predicted step is compared with the
+estimate of the published layout. Rows run in parallel (--jobs); each search
+gets --threads 1 and --time-limit 60.
+"""
+
+import json
+import math
+import os
+import re
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from . import runner
+from .mapping import Skip, as_pos_float, map_row, profile_node_size
+
+TIME_LIMIT_S = 60
+THREADS = 1
+# Slack on "no worse": search <= published x (1 + RATIO_EPS).
+RATIO_EPS = 1e-9
+
+# Estimate flags that describe the layout (what the search chooses), with
+# and without a value. --json is re-added at the end.
+LAYOUT_VALUE_FLAGS = ("--tp", "--pp", "--dp", "--cp", "--ep", "--vp", "--schedule", "--micro-batch", "--zero",
+                      "--recompute")
+LAYOUT_BARE_FLAGS = ("--sp", "--distributed-optimizer")
+# Estimate flags passed on unchanged: model, cluster, batch, numerics, framework.
+KEPT_VALUE_FLAGS = ("--profile", "--devices", "--global-batch", "--precision", "--attention", "--gpus-per-node",
+                    "--framework", "--grad-reduce-bytes")
+KEPT_BARE_FLAGS = ("--tp-comm-overlap", "--fused-loss")
+
+# What the search offers per framework (zero stage, distributed optimizer)
+# when dp x cp > 1 (plansearch::enumerate_layouts); (0, False) otherwise.
+FRAMEWORK_STATE_SHARDING = {
+    "megatron": [(0, False), (0, True)],
+    "megatron-legacy": [(0, False), (0, True)],
+    "deepspeed": [(0, False), (1, False), (3, False)],
+    "fsdp": [(2, False), (3, False)],
+    "ddp": [(0, False)],
+}
+SEARCH_VP = (2, 3, 4, 6, 8)
+
+
+def search_args(estimate_args, group=""):
+    """(`planner search` arguments after the model, without -o, notes).
+
+    The estimate's arguments minus the layout flags (LAYOUT_*), in their
+    order, then --threads, --time-limit and --json. A flag the table does not
+    know raises ValueError, so a new estimate flag is classified, not passed
+    on silently."""
+    from . import tables
+    out, notes, i = [], [], 0
+    a = list(estimate_args)
+    while i < len(a):
+        f = a[i]
+        if f in LAYOUT_VALUE_FLAGS:
+            i += 2
+        elif f in LAYOUT_BARE_FLAGS or f == "--json":
+            i += 1
+        elif f in KEPT_VALUE_FLAGS:
+            out += a[i:i + 2]
+            i += 2
+        elif f in KEPT_BARE_FLAGS:
+            out.append(f)
+            i += 1
+        else:
+            raise ValueError(f"estimate flag {f} is neither a layout flag nor a kept one")
+    overlap = next((v for k, v in tables.TP_COMM_OVERLAP_GROUPS.items() if group.startswith(k)), None)
+    if overlap and "--tp-comm-overlap" not in out:
+        out.append("--tp-comm-overlap")
+        notes.append("search gets --tp-comm-overlap (the published layout has no tp > 1 with sp, but the "
+                     "software overlaps whenever it has: " + overlap + ")")
+    out += ["--threads", str(THREADS), "--time-limit", f"{TIME_LIMIT_S:g}", "--json"]
+    return out, notes
+
+
+def flag_value(args, name):
+    if name in args:
+        i = args.index(name)
+        if i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+def plan_name(index, rid):
+    return f"{index:03d}-" + re.sub(r"[^A-Za-z0-9._-]", "_", rid)[:80] + ".plan.json"
+
+
+def new_result(index, row):
+    r = runner.new_result(index, row)
+    for k in ("measured_s", "measured_method", "predicted_s", "error_pct", "fits", "memory_measured_gb",
+              "memory_predicted_gb", "memory_error_pct"):
+        del r[k]
+    r.update({
+        "search_command": None, "plan_file": None, "framework": None, "layers": None, "node_size": None,
+        "published_layout": None, "published_layout_fields": None, "published_s": None, "published_fits": None,
+        "published_peak_gb": None, "estimate_error": None,
+        "search_layout": None, "search_layout_text": None, "search_s": None, "search_fits": None,
+        "search_peak_gb": None, "capacity_gb": None, "search_time_s": None, "search_wall_s": None,
+        "search_complete": None, "search_layouts": None, "search_lower_bound_s": None,
+        "search_alternatives": None, "search_error": None,
+        "ratio": None, "verdict": None, "gaps": [],
+    })
+    return r
+
+
+def prepare(rows, repo_root, planner, models_dir, plans_dir):
+    """One result per row (outcome 'mapped' or 'skipped'); OOM rows are
+    skipped. Returns (results, {model path: argv})."""
+    results, models = [], {}
+    for i, row in enumerate(rows):
+        r = new_result(i, row)
+        results.append(r)
+        if r["status"] == "OOM":
+            r["outcome"], r["reason"] = "skipped", "OOM row (--search checks rows that trained)"
+            continue
+        try:
+            m = map_row(row, repo_root)
+            sargs, snotes = search_args(m.estimate_args, r["group"] if r["group"] != "(none)" else "")
+        except Skip as e:
+            r["outcome"], r["reason"] = "skipped", str(e)
+            continue
+        except (ArithmeticError, TypeError, ValueError, KeyError, AttributeError) as e:
+            r["outcome"], r["reason"] = "skipped", f"row not understood ({type(e).__name__}: {e})"
+            continue
+        r["notes"], r["plan"] = list(m.notes) + snotes, m.plan
+        path = os.path.join(models_dir, m.model_stem + ".onnx")
+        margv = [planner, "model"] + m.model_args + ["-o", path]
+        models.setdefault(path, margv)
+        r["model_command"] = margv
+        r["estimate_command"] = [planner, "estimate", path] + m.estimate_args
+        r["plan_file"] = os.path.join(plans_dir, plan_name(i, r["id"]))
+        r["search_command"] = [planner, "search", path] + sargs + ["-o", r["plan_file"], "--force"]
+        r["framework"] = flag_value(m.estimate_args, "--framework") or "megatron"
+        r["layers"] = m.eff.get("layers")
+        gpn = flag_value(m.estimate_args, "--gpus-per-node")
+        prof = flag_value(m.estimate_args, "--profile")
+        r["node_size"] = int(gpn) if gpn else (profile_node_size(os.path.join(repo_root, prof)) if prof else None)
+        r["outcome"] = "mapped"
+    return results, models
+
+
+# ---------------------------------------------------------------------------
+# Parsing planner output.
+
+def short_layout(lay, recompute):
+    """`tp8 pp2 dp32 vp2 sp mb4 interleaved distopt rc-full` from an estimate
+    JSON layout or a plan file's layout (+ training.micro_batch)."""
+    g = lambda k, d=None: lay.get(k, d)
+    out = [f"tp{g('tp', 1)} pp{g('pp', 1)} dp{g('dp', 1)}"]
+    out += [f"{k}{g(k)}" for k in ("cp", "ep", "vp") if (g(k) or 1) > 1]
+    if g("sequence_parallel"):
+        out.append("sp")
+    if g("tp_splits_batch"):
+        out.append("tp-any")
+    if g("micro_batch") is not None:
+        out.append(f"mb{g('micro_batch')}")
+    out.append(str(g("schedule", "?")))
+    if g("distributed_optimizer"):
+        out.append("distopt")
+    elif g("zero"):
+        out.append(f"zero{g('zero')}")
+    out.append(f"rc-{recompute}")
+    return " ".join(out)
+
+
+def parse_estimate(stdout):
+    """(step, fits or None, peak bytes or None, layout fields, short layout); raises ValueError."""
+    step, fits, peak = runner.parse_estimate(stdout)
+    d = json.loads(stdout)
+    lay = dict(d.get("layout") or {}) if isinstance(d.get("layout"), dict) else {}
+    rc = (d.get("training") or {}).get("recompute", "?") if isinstance(d.get("training"), dict) else "?"
+    lay["recompute"] = rc
+    return step, fits, peak, lay, short_layout(lay, rc)
+
+
+def parse_search(stdout):
+    """The planner.search/v1 summary as a dict; raises ValueError."""
+    try:
+        d = json.loads(stdout)
+    except ValueError:
+        raise ValueError("search printed no JSON on stdout")
+    if not isinstance(d, dict) or d.get("format") != "planner.search/v1":
+        raise ValueError("search JSON is not planner.search/v1")
+    if as_pos_float(d.get("step_time_s")) is None:
+        raise ValueError("search JSON has no positive step_time_s")
+    return d
+
+
+def read_plan(path):
+    """(short layout or None, fits or None, peak bytes or None, note or None)
+    from the plan file the search wrote."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            p = json.load(f)
+        lay = dict(p["layout"])
+        lay["micro_batch"] = p["training"]["micro_batch"]
+        pred = p["prediction"]
+        fits = pred.get("fits")
+        stages = pred.get("stages") or []
+        peaks = [as_pos_float(s.get("peak_bytes")) for s in stages]
+        peak = max((x for x in peaks if x is not None), default=None)
+        note = None
+        if isinstance(fits, bool) and stages and fits != all(s.get("fits") is True for s in stages):
+            note = "plan's prediction.fits disagrees with its stages[].fits"
+        return short_layout(lay, p["training"]["recompute"]), fits if isinstance(fits, bool) else None, peak, note
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return None, None, None, f"plan file not readable: {type(e).__name__}: {e}"
+
+
+# ---------------------------------------------------------------------------
+# Verdicts and explanations.
+
+def verdict(r):
+    """no_worse | published_unfit (search fits, published does not: better)
+    | worse | search_unfit (the search's plan does not fit), or None when
+    not both ran."""
+    if r["search_s"] is None or r["published_s"] is None:
+        return None
+    if r["search_fits"] is False:
+        return "search_unfit"
+    if r["published_fits"] is False:
+        return "published_unfit"
+    return "no_worse" if r["search_s"] <= r["published_s"] * (1 + RATIO_EPS) else "worse"
+
+
+def space_gaps(lay, framework, layers, node_size):
+    """Options the published layout uses that the search space lacks (one
+    line each), from plansearch::enumerate_layouts."""
+    gaps = []
+    g = lambda k, d=1: lay.get(k) if lay.get(k) is not None else d
+    tp, pp, dp, cp, ep, vp = (g(k) for k in ("tp", "pp", "dp", "cp", "ep", "vp"))
+    if cp > 1:
+        gaps.append(f"context parallelism cp={cp} (the search tries cp=1 only)")
+    if ep > 1:
+        gaps.append(f"expert parallelism ep={ep} (the search keeps ep=1: `planner search` has no --ep)")
+    if g("schedule", "") == "gpipe":
+        gaps.append("GPipe schedule (the search tries 1f1b and interleaved)")
+    if vp > 1 and (vp not in SEARCH_VP or (layers and layers % (pp * vp))):
+        gaps.append(f"vp={vp} (the search tries vp in {', '.join(map(str, SEARCH_VP))} with layers divisible "
+                    f"by pp x vp)")
+    if node_size and tp > node_size:
+        gaps.append(f"tp={tp} across nodes of {node_size} (the search keeps tp within a node)")
+    if tp > 1 and not g("sequence_parallel", False):
+        gaps.append("no sequence parallelism (the search always uses sp with tp > 1)")
+    offered = FRAMEWORK_STATE_SHARDING.get(framework, []) if dp * cp > 1 else [(0, False)]
+    mine = (g("zero", 0), bool(g("distributed_optimizer", False)))
+    if offered and mine not in offered:
+        name = "distributed optimizer" if mine[1] else f"ZeRO-{mine[0]}"
+        have = ", ".join("distributed optimizer" if d else f"ZeRO-{z}" for z, d in offered)
+        gaps.append(f"{name} under {framework} (the search offers {have})")
+    return gaps
+
+
+def explain(r):
+    """Why a worse row may be worse: the gaps, else the time limit, else a
+    possible search bug."""
+    if r["gaps"]:
+        return "published layout outside the search space: " + "; ".join(r["gaps"])
+    if r["search_complete"] is False:
+        return f"search stopped at --time-limit {TIME_LIMIT_S:g} s"
+    return "published layout is inside the search space and the search was complete: search bug?"
+
+
+# ---------------------------------------------------------------------------
+# Running.
+
+def execute(results, models, repo_root, jobs, timeout, reuse_models):
+    """Runs models, then the estimates and searches of all rows in parallel."""
+
+    def task(item):
+        kind, r = item
+        t0 = time.monotonic()
+        rc, out, err = runner.run_process(r[f"{kind}_command"], repo_root, timeout)
+        return kind, r, rc, out, err, time.monotonic() - t0
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        model_err = runner.make_models(pool, models, repo_root, timeout, reuse_models)
+        todo = []
+        for r in results:
+            if r["outcome"] != "mapped":
+                continue
+            err = model_err.get(r["model_command"][-1])
+            if err:
+                r["outcome"], r["reason"] = "failed", err
+            else:
+                todo.append(r)
+        for d in sorted({os.path.dirname(r["plan_file"]) for r in todo}):
+            os.makedirs(d, exist_ok=True)
+        # Searches first: they take longest.
+        items = [("search", r) for r in todo] + [("estimate", r) for r in todo]
+        for kind, r, rc, out, err, wall in pool.map(task, items):
+            if kind == "estimate":
+                fill_estimate(r, rc, out, err)
+            else:
+                fill_search(r, rc, out, err, wall)
+    for r in results:
+        if r["outcome"] == "mapped":
+            finish(r)
+    return results
+
+
+def fail_text(cmd, rc, err):
+    return f"planner {cmd} {'failed' if rc is None else f'exited {rc}'}: {runner.first_line(err)}"
+
+
+def fill_estimate(r, rc, out, err):
+    if rc != 0:
+        r["estimate_error"] = fail_text("estimate", rc, err)
+        return
+    try:
+        step, fits, peak, lay, short = parse_estimate(out)
+    except ValueError as e:
+        r["estimate_error"] = str(e)
+        return
+    r["published_s"], r["published_fits"] = step, fits
+    r["published_peak_gb"] = None if peak is None else peak / 1e9
+    r["published_layout_fields"], r["published_layout"] = lay, short
+    r["gaps"] = space_gaps(lay, r["framework"], r["layers"], r["node_size"])
+
+
+def fill_search(r, rc, out, err, wall):
+    r["search_wall_s"] = wall
+    if rc != 0:
+        msg = runner.first_line(err, 1000)
+        prefix = "planner search: error: "
+        r["search_error"] = msg[len(prefix):] if msg.startswith(prefix) else fail_text("search", rc, err)
+        return
+    try:
+        d = parse_search(out)
+    except ValueError as e:
+        r["search_error"] = str(e)
+        return
+    r["search_s"] = float(d["step_time_s"])
+    r["search_layout_text"] = d.get("layout")
+    r["search_time_s"] = d.get("search_time_s")
+    r["search_complete"] = d.get("complete")
+    r["search_layouts"] = d.get("layouts")
+    r["search_lower_bound_s"] = d.get("lower_bound_s")
+    r["search_alternatives"] = d.get("alternatives")
+    peak, cap = as_pos_float(d.get("peak_memory_bytes")), as_pos_float(d.get("capacity_bytes"))
+    r["capacity_gb"] = None if cap is None else cap / 1e9
+    short, plan_fits, plan_peak, note = read_plan(r["plan_file"])
+    r["search_layout"] = short or d.get("layout")
+    peak = plan_peak if plan_peak is not None else peak
+    r["search_peak_gb"] = None if peak is None else peak / 1e9
+    json_fits = None if peak is None or cap is None else peak <= cap
+    if note:
+        r["notes"].append(note)
+    if plan_fits is not None and json_fits is not None and plan_fits != json_fits:
+        r["notes"].append(f"search plan's prediction.fits is {plan_fits} but peak {peak / 1e9:.4g} GB vs "
+                          f"capacity {cap / 1e9:.4g} GB")
+    r["search_fits"] = plan_fits if plan_fits is not None else json_fits
+
+
+def finish(r):
+    if r["search_error"]:
+        r["outcome"] = "search_failed"
+        r["reason"] = r["search_error"] + (f" (and {r['estimate_error']})" if r["estimate_error"] else "")
+    elif r["estimate_error"]:
+        r["outcome"], r["reason"] = "failed", r["estimate_error"]
+    else:
+        r["outcome"] = "compared"
+        r["ratio"] = r["search_s"] / r["published_s"]
+        r["verdict"] = verdict(r)
+
+
+# ---------------------------------------------------------------------------
+# Summary.
+
+def summarize(results):
+    compared = [r for r in results if r["outcome"] == "compared"]
+    by = lambda v: [r for r in compared if r["verdict"] == v]
+    decided = [r for r in compared if r["verdict"] in ("no_worse", "worse")]
+    worst = max(decided, key=lambda r: r["ratio"], default=None)
+    ratios = [r["ratio"] for r in decided]
+    walls = [r["search_wall_s"] for r in results if r.get("search_wall_s") is not None]
+    slowest = max((r for r in results if r.get("search_wall_s") is not None), key=lambda r: r["search_wall_s"],
+                  default=None)
+    failed = [r for r in results if r["outcome"] == "search_failed"]
+    worse, unfit = by("worse"), by("search_unfit")
+    return {
+        "rows": len(results),
+        "skipped": sum(1 for r in results if r["outcome"] == "skipped"),
+        "failed": sum(1 for r in results if r["outcome"] == "failed"),
+        "compared": len(compared),
+        "no_worse": len(by("no_worse")) + len(by("published_unfit")),
+        "no_worse_by_time": len(by("no_worse")),
+        "worse": [r["id"] for r in worse],
+        "worst": None if worst is None else {"id": worst["id"], "ratio": worst["ratio"]},
+        "ratio_geomean": math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None,
+        "search_failed": [{"id": r["id"], "message": r["search_error"]} for r in failed],
+        "published_unfit": [r["id"] for r in compared if r["published_fits"] is False],
+        "search_unfit": [r["id"] for r in unfit],
+        "incomplete": [r["id"] for r in results if r.get("search_complete") is False],
+        "search_wall_s_median": statistics.median(walls) if walls else None,
+        "search_wall_s_max": None if slowest is None else slowest["search_wall_s"],
+        "search_wall_s_max_id": None if slowest is None else slowest["id"],
+        "requirement_met": bool(compared) and not worse and not unfit and not failed,
+    }
+
+
+def summaries(results):
+    groups = {}
+    for r in results:
+        groups.setdefault(r["group"], []).append(r)
+    return {"overall": summarize(results), "groups": {g: summarize(rs) for g, rs in groups.items()}}
