@@ -60,6 +60,14 @@ Status load_plan(EstimateArgs& a) {
   c.distributed_optimizer = l.distributed_optimizer;
   c.tp_comm_overlap = l.tp_comm_overlap;
   c.tp_splits_batch = l.tp_splits_batch;
+  // The plan's own cut of the layers into chunks.
+  c.layers_per_chunk.clear();
+  bool all_layers = !l.chunks.empty();
+  for (const auto& ch : l.chunks) {
+    if (ch.last_layer < ch.first_layer) all_layers = false;
+    c.layers_per_chunk.push_back(ch.last_layer - ch.first_layer + 1);
+  }
+  if (!all_layers || l.chunks.size() == 1) c.layers_per_chunk.clear();
   c.micro_batch = p.training.micro_batch;
   c.global_batch = p.training.global_batch;
   a.schedule = l.schedule;
@@ -211,6 +219,8 @@ Runner setup_estimate(CLI::App& sub) {
   sub.add_option("--framework", a->framework,
                  "Communication behaviour: megatron | megatron-legacy | deepspeed | fsdp | ddp (docs/estimate.md)")
       ->capture_default_str();
+  sub.add_flag("--balance-stages", c.balance_stages,
+               "Cut the layers where pipeline stages' work is most even (1F1B/GPipe; default: even split)");
   sub.add_flag("--tp-any", c.tp_splits_batch,
                "The tp axis may also split the batch (data- and model-parallel ops on the same devices)");
   sub.add_flag("--tp-comm-overlap", c.tp_comm_overlap,

@@ -90,6 +90,12 @@ std::string describe(const ParallelConfig& c) {
   if (c.vp > 1) s += fmt::format(" vp={}", c.vp);
   if (c.sequence_parallel) s += " sp";
   if (c.tp_splits_batch) s += " tp-any";
+  if (!c.layers_per_chunk.empty()) {
+    s += " layers=";
+    for (std::size_t i = 0; i < c.layers_per_chunk.size(); ++i) s += fmt::format("{}{}", i ? "+" : "", c.layers_per_chunk[i]);
+  } else if (c.balance_stages && c.pp > 1 && c.vp == 1) {
+    s += " balanced-stages";
+  }
   s += fmt::format(" micro-batch={} global-batch={} ({} micro-batches) {}", c.micro_batch, c.global_batch,
                    c.micro_batches(), sim::schedule_name(c.schedule));
   s += fmt::format(" {}", cost::sharding_name(c.state_sharding()));

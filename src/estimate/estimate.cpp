@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -135,21 +136,20 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
                                   c.pp, c.vp, L.chunks, L.chunks, layers)};
   if (c.vp > 1 && layers % L.chunks != 0)
     return Error{fmt::format("interleaved schedule: {} layers are not divisible by pp*vp = {}", layers, L.chunks)};
-  const std::vector<int> chunk_of_pos = L.chunks > 1 ? partition_layers(layers, L.chunks) : std::vector<int>(layers, 0);
+  if (!c.layers_per_chunk.empty()) {
+    int sum = 0;
+    for (int n : c.layers_per_chunk) {
+      if (n < 1) return Error{fmt::format("layers per pipeline chunk must be at least 1 (got {})", n)};
+      sum += n;
+    }
+    if (static_cast<int>(c.layers_per_chunk.size()) != L.chunks || sum != layers)
+      return Error{fmt::format("{} pipeline chunks with {} layers in all given; the layout has {} chunks and the model {} layers",
+                               c.layers_per_chunk.size(), sum, L.chunks, layers)};
+  }
   std::map<int, int> pos_of_layer;
   for (int id : layer_ids) pos_of_layer.emplace(id, static_cast<int>(pos_of_layer.size()));
-
   PLANNER_TRY(std::vector<OpId> order, g.topological_order());
   L.order = order;
-  L.chunk_of_op.assign(g.num_ops(), 0);
-  int current = 0;
-  for (OpId id : order) {
-    const auto& op = g.op(id);
-    if (op.layer) current = chunk_of_pos[static_cast<std::size_t>(pos_of_layer.at(*op.layer))];
-    L.chunk_of_op[id.value] = current;
-  }
-  // Ops before the first layer go to chunk 0 (the loop gives them 0 already);
-  // ops after the last layer stay with the last layer's chunk.
 
   // Op-level sharding on the model-parallel mesh.
   search::LoweringOptions lo;
@@ -227,6 +227,72 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
         if (auto t = copy_tensor(*port.tensor, true)) L.layout_of_tensor.emplace(t->value, *s.inputs[p]);
       }
     }
+  }
+
+  // Layers to pipeline chunks: explicit, balanced or even. An op goes with
+  // the layer before it (ops before the first layer to chunk 0, the head and
+  // loss to the last layer's chunk).
+  std::vector<int> sizes;
+  if (!c.layers_per_chunk.empty()) {
+    sizes = c.layers_per_chunk;
+  } else if (c.balance_stages && c.vp == 1 && L.chunks > 1) {
+    // Linear partition by dynamic programming over layer cuts: the work of
+    // each layer position at its chosen strategies (forward + backward +
+    // recompute), the embedding in front of the first chunk and the head and
+    // loss behind the last; minimise the slowest chunk (ties: earliest cut).
+    std::vector<double> layer_time(static_cast<std::size_t>(layers), 0.0);
+    double pre = 0, post = 0;
+    int pos = -1;
+    for (OpId id : order) {
+      const auto& op = g.op(id);
+      if (op.layer) pos = pos_of_layer.at(*op.layer);
+      const auto* st = L.strategy_of_op[id.value];
+      const double t = model.op_time(op, g, st ? local_scaling(op, g, *st, L.mp) : cost::OpScaling::whole()).total().value;
+      if (pos < 0) pre += t;
+      else if (!op.layer && pos == layers - 1) post += t;
+      else layer_time[static_cast<std::size_t>(pos)] += t;
+    }
+    std::vector<double> prefix(static_cast<std::size_t>(layers) + 1, 0.0);
+    for (int i = 0; i < layers; ++i) prefix[static_cast<std::size_t>(i) + 1] = prefix[static_cast<std::size_t>(i)] + layer_time[static_cast<std::size_t>(i)];
+    const int C = L.chunks;
+    const double inf = std::numeric_limits<double>::infinity();
+    // best[k][i]: slowest chunk when the first i layers form k chunks.
+    std::vector<std::vector<double>> best(static_cast<std::size_t>(C) + 1, std::vector<double>(static_cast<std::size_t>(layers) + 1, inf));
+    std::vector<std::vector<int>> cut(static_cast<std::size_t>(C) + 1, std::vector<int>(static_cast<std::size_t>(layers) + 1, 0));
+    best[0][0] = 0;
+    for (int k = 1; k <= C; ++k)
+      for (int i = k; i <= layers - (C - k); ++i)
+        for (int j = k - 1; j < i; ++j) {
+          if (best[static_cast<std::size_t>(k) - 1][static_cast<std::size_t>(j)] == inf) continue;
+          double chunk = prefix[static_cast<std::size_t>(i)] - prefix[static_cast<std::size_t>(j)];
+          if (k == 1) chunk += pre;
+          if (k == C) chunk += post;
+          const double v = std::max(best[static_cast<std::size_t>(k) - 1][static_cast<std::size_t>(j)], chunk);
+          if (v < best[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)]) {
+            best[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)] = v;
+            cut[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)] = j;
+          }
+        }
+    sizes.assign(static_cast<std::size_t>(C), 0);
+    for (int k = C, i = layers; k >= 1; --k) {
+      const int j = cut[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)];
+      sizes[static_cast<std::size_t>(k) - 1] = i - j;
+      i = j;
+    }
+  }
+  std::vector<int> chunk_of_pos;
+  if (sizes.empty()) {
+    chunk_of_pos = L.chunks > 1 ? partition_layers(layers, L.chunks) : std::vector<int>(static_cast<std::size_t>(layers), 0);
+  } else {
+    for (int k = 0; k < static_cast<int>(sizes.size()); ++k)
+      for (int n = 0; n < sizes[static_cast<std::size_t>(k)]; ++n) chunk_of_pos.push_back(k);
+  }
+  L.chunk_of_op.assign(g.num_ops(), 0);
+  int current = 0;
+  for (OpId id : order) {
+    const auto& op = g.op(id);
+    if (op.layer) current = chunk_of_pos[static_cast<std::size_t>(pos_of_layer.at(*op.layer))];
+    L.chunk_of_op[id.value] = current;
   }
   return L;
 }

@@ -191,6 +191,14 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
                 c.order = out.size();
                 if (!estimate::validate(k).ok()) continue;
                 out.push_back(c);
+                // Uneven stages: the layers cut where the stages' work is
+                // most even (the first and last stages also hold the
+                // embedding and the head).
+                if (pp > 1 && v == 1) {
+                  Candidate b = c;
+                  b.config.balance_stages = true;
+                  out.push_back(b);
+                }
                 // The same devices may also split the batch on the tp axis
                 // (hybrid data/model parallelism) when nothing pins it.
                 if (tp > 1 && pp == 1 && s.hybrid_tp) {

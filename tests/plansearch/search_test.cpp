@@ -79,28 +79,31 @@ TEST_CASE("the enumerated space, counted by hand", "[plansearch]") {
   //   tp=4: pp=1 (dp=1): mb 1, 2                                              2
   //   hybrid variants (the tp axis may split the batch), tp > 1 and pp = 1:
   //         tp=2 pp=1: 2; tp=4 pp=1: 2                                         4
-  //   total                                                                  20
+  //   balanced-stage variants of the 1F1B layouts with pp > 1:
+  //         tp=1 pp=2: 2; tp=1 pp=4: 2; tp=2 pp=2: 2                           6
+  //   total                                                                  26
   const auto all = plansearch::enumerate_layouts(small_space(), facts);
-  CHECK(all.size() == 20);
+  CHECK(all.size() == 26);
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(all[i].order == i);
     CHECK(estimate::validate(all[i].config).ok());
     CHECK(all[i].config.sequence_parallel == (all[i].config.tp > 1 && !all[i].config.tp_splits_batch));
   }
-  // --fix pins: tp=2 leaves 6 of them and their 2 hybrids.
+  // --fix pins: tp=2 leaves 6 of them, their 2 hybrids and 2 balanced.
   auto s = small_space();
   s.fixed.tp = 2;
-  CHECK(plansearch::enumerate_layouts(s, facts).size() == 6 + 2);
-  // Without hybrids, 16.
+  CHECK(plansearch::enumerate_layouts(s, facts).size() == 6 + 2 + 2);
+  // Without hybrids, 22.
   s = small_space();
   s.hybrid_tp = false;
-  CHECK(plansearch::enumerate_layouts(s, facts).size() == 16);
+  CHECK(plansearch::enumerate_layouts(s, facts).size() == 22);
   // Megatron offers the distributed optimizer wherever dp > 1: the 8 layouts
   // with dp > 1 double (tp=1: pp=1 2, pp=2 4; tp=2 pp=1 2), and so do the
-  // hybrids of tp=2 pp=1 (dp=2): 2 more.
+  // hybrids of tp=2 pp=1 (dp=2): 2 more, and the balanced variants of
+  // tp=1 pp=2 (dp=2): 2 more.
   s = small_space();
   s.framework = estimate::Framework::megatron;
-  CHECK(plansearch::enumerate_layouts(s, facts).size() == 20 + 8 + 2);
+  CHECK(plansearch::enumerate_layouts(s, facts).size() == 26 + 8 + 2 + 2);
 }
 
 TEST_CASE("memory floor: model state with the candidate's sharding", "[plansearch]") {
@@ -144,8 +147,8 @@ TEST_CASE("branch and bound finds the exhaustive optimum, with any number of thr
     CHECK(r->best.front().estimate.step_time.value == Approx(best).epsilon(1e-12));
     CHECK(r->best.front().candidate.order == best_order);
     CHECK(r->complete);
-    CHECK(r->enumerated == 20);
-    CHECK(r->scored + r->pruned_bound + r->pruned_memory == 20);
+    CHECK(r->enumerated == 26);
+    CHECK(r->scored + r->pruned_bound + r->pruned_memory == 26);
     CHECK(r->lower_bound.value == Approx(best));
     for (std::size_t i = 1; i < r->best.size(); ++i)
       CHECK(r->best[i - 1].estimate.step_time.value <= r->best[i].estimate.step_time.value);

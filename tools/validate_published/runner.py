@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import stats
@@ -72,16 +73,27 @@ def prepare(rows, repo_root, planner, models_dir):
     return results, models
 
 
-def run_process(argv, cwd, timeout):
-    """(exit status or None, stdout, stderr); None when it could not run."""
-    try:
-        p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                           errors="replace", stdin=subprocess.DEVNULL)
-        return p.returncode, p.stdout, p.stderr
-    except subprocess.TimeoutExpired:
-        return None, "", f"timed out after {timeout} s"
-    except OSError as e:
-        return None, "", f"could not run {argv[0]}: {e.strerror or e}"
+# A binary that cannot be started (being relinked: missing, not executable,
+# busy, half written) is retried this long, every RETRY_EVERY_S.
+RETRY_S = 300
+RETRY_EVERY_S = 2
+
+
+def run_process(argv, cwd, timeout, retry_s=0):
+    """(exit status or None, stdout, stderr); None when it could not run.
+    With retry_s, a start failure is retried for that many seconds."""
+    deadline = time.monotonic() + retry_s
+    while True:
+        try:
+            p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                               errors="replace", stdin=subprocess.DEVNULL)
+            return p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired:
+            return None, "", f"timed out after {timeout} s"
+        except OSError as e:
+            if time.monotonic() >= deadline:
+                return None, "", f"could not run {argv[0]}: {e.strerror or e}"
+            time.sleep(RETRY_EVERY_S)
 
 
 def first_line(text, limit=300):
@@ -114,7 +126,7 @@ def make_models(pool, models, repo_root, timeout, reuse_models):
         path, argv = item
         if reuse_models and os.path.isfile(path):
             return path, None
-        rc, _out, err = run_process(argv, repo_root, timeout)
+        rc, _out, err = run_process(argv, repo_root, timeout, RETRY_S)
         if rc == 0:
             return path, None
         return path, f"planner model {'failed' if rc is None else f'exited {rc}'}: {first_line(err)}"
@@ -126,7 +138,7 @@ def execute(results, models, repo_root, jobs, timeout, reuse_models):
     """Runs the model then estimate commands; fills the results in place."""
 
     def estimate(r):
-        rc, out, err = run_process(r["estimate_command"], repo_root, timeout)
+        rc, out, err = run_process(r["estimate_command"], repo_root, timeout, RETRY_S)
         return r, rc, out, err
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

@@ -277,7 +277,7 @@ def execute(results, models, repo_root, jobs, timeout, reuse_models):
     def task(item):
         kind, r = item
         t0 = time.monotonic()
-        rc, out, err = runner.run_process(r[f"{kind}_command"], repo_root, timeout)
+        rc, out, err = runner.run_process(r[f"{kind}_command"], repo_root, timeout, runner.RETRY_S)
         return kind, r, rc, out, err, time.monotonic() - t0
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

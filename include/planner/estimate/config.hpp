@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "planner/core/result.hpp"
 #include "planner/estimate/hints.hpp"
@@ -85,6 +86,14 @@ struct ParallelConfig {
   /// Bytes per gradient element reduced over data parallelism (2 or 4);
   /// 0 = the framework's default for the precision.
   int grad_reduce_bytes = 0;
+  /// Repeated layers per pipeline chunk, in model order (empty: even split,
+  /// the extra layers in the middle chunks; or balanced, below).
+  std::vector<int> layers_per_chunk;
+  /// Without layers_per_chunk and for 1F1B/GPipe: cut the layers where the
+  /// chunks' work is most even (dynamic programming over layer cuts), so
+  /// the first and last stages, which also hold the embedding and the head,
+  /// get fewer layers.
+  bool balance_stages = false;
   /// Strategies the user fixed for named ops (semi-auto); the op-level search
   /// chooses the rest around them.
   std::vector<Hint> hints;
