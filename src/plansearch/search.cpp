@@ -87,7 +87,10 @@ ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch) {
   for (const auto& op : g.ops())
     if (op.layer) layers.insert(*op.layer);
   f.layers = static_cast<int>(layers.size());
-  for (const auto& p : g.fused) f.heads = f.heads == 0 ? p.heads : std::min(f.heads, p.heads);
+  for (const auto& p : g.fused) {
+    f.heads = f.heads == 0 ? p.heads : std::min(f.heads, p.heads);
+    f.seq = std::max(f.seq, p.seq_q);
+  }
   for (const auto& t : g.tensors())
     if (t.role == graph::TensorRole::parameter && graph::is_floating(t.dtype)) f.parameters += static_cast<double>(t.numel());
   const auto tot = graph::totals(g);
@@ -112,7 +115,13 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
       fx.recompute ? std::vector<cost::RecomputePolicy>{*fx.recompute} : s.recompute;
   for (int tp : tps) {
     if (tp < 1 || N % tp != 0) continue;
-    for (int cp : pick(fx.cp, {1})) {
+    // Context parallelism for long sequences (>= 8k tokens): the sequence
+    // split over 2 or 4 ranks, each a divisor of it.
+    std::vector<int> cps = {1};
+    if (facts.seq >= 8192)
+      for (int cp : {2, 4})
+        if (facts.seq % (cp * tp) == 0) cps.push_back(cp);
+    for (int cp : pick(fx.cp, cps)) {
       if (cp < 1 || (N / tp) % cp != 0) continue;
       const int rest = N / tp / cp;
       std::vector<int> pps;
@@ -166,6 +175,9 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
           for (const auto& [sched, v] : scheds)
             for (const auto& [zero, distopt] : zeros)
               for (auto rc : policies) {
+                // Context parallelism is there to avoid recomputing long
+                // sequences' activations: tried without recompute only.
+                if (cp > 1 && !fx.cp && rc != cost::RecomputePolicy::none) continue;
                 Candidate c;
                 auto& k = c.config;
                 k.devices = N;

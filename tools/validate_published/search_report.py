@@ -80,7 +80,10 @@ def text_report(doc):
     for kind, title in (("search_failed", "Search failed"), ("skipped", "Skipped"), ("failed", "Failed")):
         rs = [r for r in doc["rows"] if r["outcome"] == kind]
         if rs:
-            out += ["", f"{title} ({len(rs)}):"] + [f"  {r['id']}: {r['reason']}" for r in rs]
+            out += ["", f"{title} ({len(rs)}):"]
+            out += [f"  {r['id']}: {r['reason']}" + (f" (searched: {r['search_layout']}, {fmt_s(r['search_s'])} s)"
+                                                     if kind == "failed" and r.get("search_layout") else "")
+                    for r in rs]
     s = doc["summary"]
     out += ["", "Summary:"] + [f"  {k}: {v}" for k, v in summary_lines(s["overall"])]
     out += [""] + columns([group_row(g, v) for g, v in s["groups"].items()], GROUP_HEAD)
@@ -201,11 +204,16 @@ def markdown_report(doc, command):
                       f"{fmt_s(r['search_peak_gb'])} / {fmt_s(r['capacity_gb'])} ({fmt_fits(r['search_fits'])})",
                       fmt_s(r["search_wall_s"])] for r in done])
     out += ["", "Layouts: `tpT ppP dpD [cpC] [epE] [vpV] [sp] [tp-any] mbB SCHEDULE [distopt|zeroZ] rc-RECOMPUTE`.", ""]
-    for kind, title in (("skipped", "Skipped rows"), ("failed", "Other failures (model or estimate)")):
-        rs = [r for r in doc["rows"] if r["outcome"] == kind]
-        out += [f"## {title} ({len(rs)})", ""]
-        out += md_table(["id", "group", "reason"], [[r["id"], r["group"], r["reason"]] for r in rs]) if rs else ["None."]
-        out.append("")
+    rs = [r for r in doc["rows"] if r["outcome"] == "skipped"]
+    out += [f"## Skipped rows ({len(rs)})", ""]
+    out += md_table(["id", "group", "reason"], [[r["id"], r["group"], r["reason"]] for r in rs]) if rs else ["None."]
+    rs = [r for r in doc["rows"] if r["outcome"] == "failed"]
+    out += ["", f"## Other failures: model or estimate ({len(rs)})", "",
+            "Not compared; the search's result is shown where it ran.", ""]
+    out += md_table(["id", "group", "reason", "searched layout", "searched s"],
+                    [[r["id"], r["group"], r["reason"], r["search_layout"] or "-", fmt_s(r["search_s"])]
+                     for r in rs]) if rs else ["None."]
+    out.append("")
     out += ["## JSON output (`--search --json`)", "", "One object on stdout:", ""]
     out += md_table(["field", "meaning"], [[f"`{f.strip()}`" if not f.startswith("  ") else
                                              f"&nbsp;&nbsp;`{f.strip()}`", m] for f, m in JSON_FIELDS])

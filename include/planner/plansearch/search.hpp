@@ -96,6 +96,7 @@ std::string describe(const Candidate& c);
 struct ModelFacts {
   int layers = 0;            ///< repeated layers
   std::int64_t heads = 0;    ///< attention heads (0: no attention)
+  std::int64_t seq = 0;      ///< attention query length (0: no attention)
   double parameters = 0;     ///< floating parameter elements
   /// Model FLOPs (forward + backward) of one sample, and the forward alone.
   Flops flops_per_sample, forward_flops_per_sample;
