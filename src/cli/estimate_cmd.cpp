@@ -69,6 +69,8 @@ Status load_plan(EstimateArgs& a) {
   }
   if (!all_layers || l.chunks.size() == 1) c.layers_per_chunk.clear();
   c.micro_batch = p.training.micro_batch;
+  c.fused_loss = p.training.fused_loss;
+  c.grad_reduce_bytes = p.training.grad_reduce_bytes;
   c.global_batch = p.training.global_batch;
   a.schedule = l.schedule;
   a.framework = p.training.framework;

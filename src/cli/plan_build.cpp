@@ -45,6 +45,8 @@ Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& sr
   t.attention = src.attention;
   t.framework = std::string(estimate::framework_name(c.framework));
   t.seed = src.seed;
+  t.fused_loss = c.fused_loss;
+  t.grad_reduce_bytes = c.grad_reduce_bytes;
 
   auto& l = p.layout;
   l.dp = c.dp;

@@ -219,7 +219,10 @@ int run_search(SearchArgs& a) {
     j["peak_memory_bytes"] = e.peak_stage().peak().value;
     j["capacity_bytes"] = e.capacity.value;
     j["speed_of_light_s"] = r.speed_of_light.value;
-    j["lower_bound_s"] = r.lower_bound.value;
+    // The best step any layout of the searched space can reach (the best
+    // found, when the space was exhausted); the plan's prediction records
+    // the speed of light, the bound for any plan.
+    j["space_lower_bound_s"] = r.lower_bound.value;
     j["complete"] = r.complete;
     j["layouts"] = {{"enumerated", r.enumerated}, {"pruned_memory", r.pruned_memory}, {"pruned_bound", r.pruned_bound},
                     {"scored", r.scored}, {"failed", r.failed}};

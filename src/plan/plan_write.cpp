@@ -87,6 +87,8 @@ ojson write(const Training& t) {
   o["attention"] = t.attention;
   o["framework"] = t.framework;
   o["seed"] = t.seed;
+  o["fused_loss"] = t.fused_loss;
+  o["grad_reduce_bytes"] = t.grad_reduce_bytes;
   return o;
 }
 

@@ -107,9 +107,15 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
   auto pick = [](const std::optional<int>& fixed, std::vector<int> all) {
     return fixed ? std::vector<int>{*fixed} : all;
   };
+  // What the framework can run: PyTorch DDP and FSDP (llm-foundry) are data
+  // parallel only; Megatron as of 2021 and Megatron-DeepSpeed have no
+  // sequence parallelism or distributed optimizer.
+  const bool data_only = s.framework == estimate::Framework::fsdp || s.framework == estimate::Framework::ddp;
+  const bool no_sp = s.framework == estimate::Framework::megatron_legacy || s.framework == estimate::Framework::deepspeed;
   std::vector<int> tps;
   for (int tp : divisors(N))
-    if (tp <= s.devices_per_node && (facts.heads == 0 || facts.heads % tp == 0)) tps.push_back(tp);
+    if (tp <= s.devices_per_node && (facts.heads == 0 || facts.heads % tp == 0) && (!data_only || tp == 1))
+      tps.push_back(tp);
   if (fx.tp) tps = {*fx.tp};
   const std::vector<cost::RecomputePolicy> policies =
       fx.recompute ? std::vector<cost::RecomputePolicy>{*fx.recompute} : s.recompute;
@@ -118,7 +124,7 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
     // Context parallelism for long sequences (>= 8k tokens): the sequence
     // split over 2 or 4 ranks, each a divisor of it.
     std::vector<int> cps = {1};
-    if (facts.seq >= 8192)
+    if (facts.seq >= 8192 && !data_only && s.framework == estimate::Framework::megatron)
       for (int cp : {2, 4})
         if (facts.seq % (cp * tp) == 0) cps.push_back(cp);
     for (int cp : pick(fx.cp, cps)) {
@@ -126,7 +132,7 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
       const int rest = N / tp / cp;
       std::vector<int> pps;
       for (int pp : divisors(rest))
-        if (pp == 1 || pp <= facts.layers) pps.push_back(pp);
+        if (pp == 1 || (pp <= facts.layers && !data_only)) pps.push_back(pp);
       if (fx.pp) pps = {*fx.pp};
       for (int pp : pps) {
         if (pp < 1 || rest % pp != 0) continue;
@@ -147,8 +153,11 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
             scheds.push_back({sim::Schedule::one_f_one_b, 1});
           } else {
             scheds.push_back({sim::Schedule::one_f_one_b, 1});
-            for (int v : {2, 3, 4, 6, 8})
-              if (facts.layers % (pp * v) == 0 && m % pp == 0) scheds.push_back({sim::Schedule::interleaved, v});
+            // Every interleaving the layers allow (Megatron needs layers
+            // divisible by pp x v), down to one layer per chunk.
+            if (m % pp == 0 && facts.layers % pp == 0)
+              for (int v = 2; v <= facts.layers / pp; ++v)
+                if ((facts.layers / pp) % v == 0 && (!fx.vp || *fx.vp == v)) scheds.push_back({sim::Schedule::interleaved, v});
             if (fx.schedule == sim::Schedule::gpipe) scheds = {{sim::Schedule::gpipe, 1}};
           }
           if (fx.schedule && *fx.schedule != sim::Schedule::gpipe)
@@ -159,9 +168,9 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
           const bool data = dp * cp > 1;
           switch (s.framework) {
             case estimate::Framework::megatron:
-            case estimate::Framework::megatron_legacy:
               zeros = data ? std::vector<std::pair<int, bool>>{{0, false}, {0, true}} : std::vector<std::pair<int, bool>>{{0, false}};
               break;
+            case estimate::Framework::megatron_legacy: zeros = {{0, false}}; break;
             case estimate::Framework::deepspeed:
               zeros = data ? std::vector<std::pair<int, bool>>{{0, false}, {1, false}, {3, false}}
                            : std::vector<std::pair<int, bool>>{{0, false}};
@@ -191,7 +200,7 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
                 k.schedule = sched;
                 k.zero = zero;
                 k.distributed_optimizer = distopt;
-                k.sequence_parallel = fx.sequence_parallel ? (*fx.sequence_parallel && tp > 1) : tp > 1;
+                k.sequence_parallel = fx.sequence_parallel ? (*fx.sequence_parallel && tp > 1) : (tp > 1 && !no_sp);
                 k.framework = s.framework;
                 k.optimizer = s.optimizer;
                 k.tp_comm_overlap = s.base.tp_comm_overlap && tp > 1 && k.sequence_parallel;
@@ -213,7 +222,7 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
                 }
                 // The same devices may also split the batch on the tp axis
                 // (hybrid data/model parallelism) when nothing pins it.
-                if (tp > 1 && pp == 1 && s.hybrid_tp) {
+                if (tp > 1 && pp == 1 && s.hybrid_tp && !data_only) {
                   c.config.tp_splits_batch = true;
                   c.config.sequence_parallel = false;
                   out.push_back(c);

@@ -90,7 +90,7 @@ TEST_CASE("canonical text: golden lines", "[plan]") {
   // Integers as integers; optional model.batch written when set.
   CHECK_THAT(t, Contains("    \"parameters\": 119595008,\n"));
   CHECK_THAT(t, Contains("    \"batch\": 2,\n"));
-  CHECK_THAT(t, Contains("    \"seed\": 1234\n"));
+  CHECK_THAT(t, Contains("    \"seed\": 1234,\n    \"fused_loss\": false,\n    \"grad_reduce_bytes\": 0\n"));
   CHECK_THAT(t, Contains("    \"learning_rate\": 0.0003,\n"));
   // Empty containers stay on one line.
   CHECK_THAT(t, Contains("    \"params_from_inputs\": []\n"));

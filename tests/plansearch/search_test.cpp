@@ -12,13 +12,13 @@ using namespace estimate_test;
 namespace {
 
 plansearch::Space small_space() {
-  // 4 devices in one node, global batch 8, DDP (no optimizer sharding), no
-  // recompute, micro-batch at most 2.
+  // 4 devices in one node, global batch 8, Megatron as of 2021 (no optimizer
+  // sharding, no sequence parallelism), no recompute, micro-batch at most 2.
   plansearch::Space s;
   s.devices = 4;
   s.devices_per_node = 8;
   s.global_batch = 8;
-  s.framework = estimate::Framework::ddp;
+  s.framework = estimate::Framework::megatron_legacy;
   s.recompute = {cost::RecomputePolicy::none};
   s.max_micro_batch = 2;
   return s;
@@ -69,7 +69,7 @@ TEST_CASE("the enumerated space, counted by hand", "[plansearch]") {
   const auto facts = plansearch::facts_of(**p.graph_provider()(1), 1);
   CHECK(facts.layers == 4);
   CHECK(facts.heads == 4);
-  // 4 devices, B = 8, 4 layers, 4 heads, micro-batch <= 2, one ZeRO option (DDP), one policy:
+  // 4 devices, B = 8, 4 layers, 4 heads, micro-batch <= 2, one ZeRO option, one policy:
   //   tp=1: pp=1 (dp=4, 2/replica): mb 1, 2                                   2
   //         pp=2 (dp=2, 4/replica): mb 1 (m=4): 1f1b, interleaved v=2;
   //                                 mb 2 (m=2): 1f1b, interleaved v=2          4
@@ -87,7 +87,7 @@ TEST_CASE("the enumerated space, counted by hand", "[plansearch]") {
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(all[i].order == i);
     CHECK(estimate::validate(all[i].config).ok());
-    CHECK(all[i].config.sequence_parallel == (all[i].config.tp > 1 && !all[i].config.tp_splits_batch));
+    CHECK_FALSE(all[i].config.sequence_parallel);  // Megatron 2021 had none
   }
   // --fix pins: tp=2 leaves 6 of them, their 2 hybrids and 2 balanced.
   auto s = small_space();
@@ -97,6 +97,13 @@ TEST_CASE("the enumerated space, counted by hand", "[plansearch]") {
   s = small_space();
   s.hybrid_tp = false;
   CHECK(plansearch::enumerate_layouts(s, facts).size() == 22);
+  // Data-parallel frameworks: tp = pp = 1 (dp = 4), micro-batch 1 or 2; DDP
+  // has one optimizer option, FSDP two (SHARD_GRAD_OP, FULL_SHARD).
+  s = small_space();
+  s.framework = estimate::Framework::ddp;
+  CHECK(plansearch::enumerate_layouts(s, facts).size() == 2);
+  s.framework = estimate::Framework::fsdp;
+  CHECK(plansearch::enumerate_layouts(s, facts).size() == 4);
   // Megatron offers the distributed optimizer wherever dp > 1: the 8 layouts
   // with dp > 1 double (tp=1: pp=1 2, pp=2 4; tp=2 pp=1 2), and so do the
   // hybrids of tp=2 pp=1 (dp=2): 2 more, and the balanced variants of

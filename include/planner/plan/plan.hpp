@@ -69,6 +69,11 @@ struct Training {
   std::string attention = "flash"; ///< flash | unfused
   std::string framework = "megatron";
   std::uint64_t seed = 1234;       ///< weights and synthetic data
+  /// Fused cross-entropy (no fp32 copy of the logits). Optional (false).
+  bool fused_loss = false;
+  /// Bytes per reduced gradient element (2 or 4); 0 = the framework's
+  /// default. Optional (0).
+  int grad_reduce_bytes = 0;
   friend bool operator==(const Training&, const Training&) = default;
 };
 
