@@ -108,10 +108,11 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
     return fixed ? std::vector<int>{*fixed} : all;
   };
   // What the framework can run: PyTorch DDP and FSDP (llm-foundry) are data
-  // parallel only; Megatron as of 2021 and Megatron-DeepSpeed have no
-  // sequence parallelism or distributed optimizer.
+  // parallel only; Megatron-LM of 2021-2022 has sequence parallelism
+  // (Korthikanti et al.) but no distributed optimizer; Megatron-DeepSpeed
+  // has neither (ZeRO instead).
   const bool data_only = s.framework == estimate::Framework::fsdp || s.framework == estimate::Framework::ddp;
-  const bool no_sp = s.framework == estimate::Framework::megatron_legacy || s.framework == estimate::Framework::deepspeed;
+  const bool no_sp = s.framework == estimate::Framework::deepspeed;
   std::vector<int> tps;
   for (int tp : divisors(N))
     if (tp <= s.devices_per_node && (facts.heads == 0 || facts.heads % tp == 0) && (!data_only || tp == 1))

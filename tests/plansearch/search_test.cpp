@@ -12,8 +12,9 @@ using namespace estimate_test;
 namespace {
 
 plansearch::Space small_space() {
-  // 4 devices in one node, global batch 8, Megatron as of 2021 (no optimizer
-  // sharding, no sequence parallelism), no recompute, micro-batch at most 2.
+  // 4 devices in one node, global batch 8, Megatron as of 2021-2022 (no
+  // optimizer sharding; sequence parallelism with tp), no recompute,
+  // micro-batch at most 2.
   plansearch::Space s;
   s.devices = 4;
   s.devices_per_node = 8;
@@ -87,7 +88,7 @@ TEST_CASE("the enumerated space, counted by hand", "[plansearch]") {
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(all[i].order == i);
     CHECK(estimate::validate(all[i].config).ok());
-    CHECK_FALSE(all[i].config.sequence_parallel);  // Megatron 2021 had none
+    CHECK(all[i].config.sequence_parallel == (all[i].config.tp > 1 && !all[i].config.tp_splits_batch));
   }
   // --fix pins: tp=2 leaves 6 of them, their 2 hybrids and 2 balanced.
   auto s = small_space();
