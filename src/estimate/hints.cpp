@@ -1,30 +1,10 @@
-// Sharding hints: parsing and glob matching (header: estimate/hints.hpp).
+// Sharding hints: parsing (header: estimate/hints.hpp; globs from core).
 
 #include "planner/estimate/hints.hpp"
 
 #include <fmt/format.h>
 
 namespace planner::estimate {
-
-bool glob_match(std::string_view p, std::string_view s) {
-  std::size_t pi = 0, si = 0, star = std::string_view::npos, mark = 0;
-  while (si < s.size()) {
-    if (pi < p.size() && (p[pi] == '?' || p[pi] == s[si])) {
-      ++pi;
-      ++si;
-    } else if (pi < p.size() && p[pi] == '*') {
-      star = pi++;
-      mark = si;
-    } else if (star != std::string_view::npos) {
-      pi = star + 1;
-      si = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (pi < p.size() && p[pi] == '*') ++pi;
-  return pi == p.size();
-}
 
 Result<std::vector<Hint>> parse_hints(std::string_view text, std::string_view source) {
   std::vector<Hint> out;

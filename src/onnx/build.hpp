@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "engine.hpp"
+#include "planner/core/glob.hpp"
 #include "planner/graph/graph.hpp"
 
 namespace planner::onnx::detail {
 
-/// '*' and '?' glob match.
-bool glob_match(std::string_view pattern, std::string_view text);
+using planner::glob_match;  // '*' and '?' globs (core/glob.hpp)
 
 /// Role of an outer-scope tensor as the enclosing graph sees it.
 using OuterRoleFn = std::function<graph::TensorRole(std::string_view)>;

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "planner/core/glob.hpp"
 #include "planner/core/result.hpp"
 
 namespace planner::estimate {
@@ -33,7 +34,7 @@ struct Hint {
 /// Parses a hints file. Errors: `SOURCE:LINE: ...` (missing strategy, bad glob).
 Result<std::vector<Hint>> parse_hints(std::string_view text, std::string_view source);
 
-/// Glob match: `*` any run (possibly empty), `?` one character.
-bool glob_match(std::string_view pattern, std::string_view name);
+/// Hint patterns are core's globs.
+using planner::glob_match;
 
 }  // namespace planner::estimate
