@@ -20,17 +20,6 @@ struct InspectArgs {
   bool json = false;
 };
 
-/// The batch the graph is shaped for: the batch-axis extent of the first data
-/// input that has one (1 when none does).
-std::int64_t graph_batch(const graph::OpGraph& g) {
-  for (auto id : g.graph_inputs) {
-    const auto& t = g.tensor(id);
-    if (t.role == graph::TensorRole::input && t.batch_axis && *t.batch_axis < static_cast<int>(t.shape.size()))
-      return std::max<std::int64_t>(1, t.shape[static_cast<std::size_t>(*t.batch_axis)]);
-  }
-  return 1;
-}
-
 nlohmann::json to_json(const onnx::ImportedModel& m) {
   const auto& g = m.graph;
   auto t = graph::totals(g);
