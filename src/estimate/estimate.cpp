@@ -229,6 +229,15 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
     }
   }
 
+  // Every op's time at its chosen strategy (the step and the balanced cut
+  // both read these).
+  L.op_times.resize(g.num_ops());
+  for (OpId id : order) {
+    const auto* st = L.strategy_of_op[id.value];
+    L.op_times[id.value] =
+        model.op_time(g.op(id), g, st ? local_scaling(g.op(id), g, *st, L.mp) : cost::OpScaling::whole());
+  }
+
   // Layers to pipeline chunks: explicit, balanced or even. An op goes with
   // the layer before it (ops before the first layer to chunk 0, the head and
   // loss to the last layer's chunk).
@@ -246,8 +255,7 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
     for (OpId id : order) {
       const auto& op = g.op(id);
       if (op.layer) pos = pos_of_layer.at(*op.layer);
-      const auto* st = L.strategy_of_op[id.value];
-      const double t = model.op_time(op, g, st ? local_scaling(op, g, *st, L.mp) : cost::OpScaling::whole()).total().value;
+      const double t = L.op_times[id.value].total().value;
       if (pos < 0) pre += t;
       else if (!op.layer && pos == layers - 1) post += t;
       else layer_time[static_cast<std::size_t>(pos)] += t;

@@ -39,6 +39,8 @@ struct Layout {
   bool exact = true;
   /// Chosen strategy of each op (nullptr: takes no part, runs whole).
   std::vector<const ops::Strategy*> strategy_of_op;
+  /// Time of each op (by OpId::value) at its chosen strategy's local shape.
+  std::vector<cost::OpTime> op_times;
   /// Layout of op outputs and parameters under the chosen strategies.
   std::unordered_map<std::uint32_t, layout::TensorLayout> layout_of_tensor;
 };

@@ -160,8 +160,7 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     const auto ch = static_cast<std::size_t>(L.chunk_of_op[id.value]);
     auto& ct = e.chunks[ch];
     const auto* s = L.strategy_of_op[id.value];
-    const auto sc = s ? local_scaling(op, g, *s, L.mp) : cost::OpScaling::whole();
-    const auto t = model.op_time(op, g, sc);
+    const auto& t = L.op_times[id.value];
     ct.forward_compute += t.forward;
     ct.backward_compute += t.backward;
     ct.recompute += t.recompute;
