@@ -5,30 +5,14 @@
 #include <random>
 
 #include "planner/search/op_sharding.hpp"
+#include "search/problem_fixtures.hpp"
 
 using namespace planner;
 using namespace planner::search;
+using planner::search::testing::edge;
+using planner::search::testing::strat;
 
 namespace {
-
-NodeStrategy strat(std::string name, double compute, double mem, double grad_sync = 0, double op_comm = 0) {
-  NodeStrategy s;
-  s.name = std::move(name);
-  s.cost[CostTerm::compute] = Seconds(compute);
-  s.cost[CostTerm::grad_sync] = Seconds(grad_sync);
-  s.cost[CostTerm::op_comm] = Seconds(op_comm);
-  s.memory = Bytes(mem);
-  return s;
-}
-
-ProblemEdge edge(std::size_t from, std::size_t to, std::vector<double> m, std::string name = "t") {
-  ProblemEdge e;
-  e.from = from;
-  e.to = to;
-  e.name = std::move(name);
-  for (double v : m) e.cost.emplace_back(v);
-  return e;
-}
 
 // Three nodes in a chain, a -> b -> c, two strategies each:
 //   a: rep (compute 4, mem 10)   col (compute 1, mem 4, grad_sync 0.5)

@@ -11,9 +11,12 @@
 
 #include "planner/search_exact/milp.hpp"
 #include "search/sharding_fixtures.hpp"
+#include "search/problem_fixtures.hpp"
 
 using namespace planner;
 using namespace planner::search;
+using planner::search::testing::edge;
+using planner::search::testing::strat;
 using planner::search::testing::ModelBuilder;
 using planner::search::testing::SimpleOracle;
 
@@ -21,25 +24,6 @@ namespace {
 
 constexpr double ms = 1e-3;
 constexpr double MiB = 1024.0 * 1024.0;
-
-NodeStrategy strat(std::string name, double compute, double mem, double grad_sync = 0, double op_comm = 0) {
-  NodeStrategy s;
-  s.name = std::move(name);
-  s.cost[CostTerm::compute] = Seconds(compute);
-  s.cost[CostTerm::grad_sync] = Seconds(grad_sync);
-  s.cost[CostTerm::op_comm] = Seconds(op_comm);
-  s.memory = Bytes(mem);
-  return s;
-}
-
-ProblemEdge edge(std::size_t from, std::size_t to, std::vector<double> m, std::string name = "t") {
-  ProblemEdge e;
-  e.from = from;
-  e.to = to;
-  e.name = std::move(name);
-  for (double v : m) e.cost.emplace_back(v);
-  return e;
-}
 
 bool close(double a, double b, double rel = 1e-9) { return std::fabs(a - b) <= rel * std::max(std::fabs(a), std::fabs(b)); }
 
