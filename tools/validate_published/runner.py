@@ -119,6 +119,21 @@ def parse_estimate(stdout):
     return step, fits, as_pos_float(mem.get("peak_bytes"))
 
 
+def rows_with_models(results, model_err):
+    """The mapped rows whose model was built; rows whose model failed are
+    marked failed with the reason."""
+    todo = []
+    for r in results:
+        if r["outcome"] != "mapped":
+            continue
+        err = model_err.get(r["model_command"][-1])
+        if err:
+            r["outcome"], r["reason"] = "failed", err
+        else:
+            todo.append(r)
+    return todo
+
+
 def make_models(pool, models, repo_root, timeout, reuse_models):
     """Runs the `planner model` commands on the pool; {model path: error line}
     for those that failed."""
@@ -142,16 +157,7 @@ def execute(results, models, repo_root, jobs, timeout, reuse_models):
         return r, rc, out, err
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        model_err = make_models(pool, models, repo_root, timeout, reuse_models)
-        todo = []
-        for r in results:
-            if r["outcome"] != "mapped":
-                continue
-            err = model_err.get(r["model_command"][-1])
-            if err:
-                r["outcome"], r["reason"] = "failed", err
-            else:
-                todo.append(r)
+        todo = rows_with_models(results, make_models(pool, models, repo_root, timeout, reuse_models))
         for r, rc, out, err in pool.map(estimate, todo):
             if rc != 0:
                 r["outcome"] = "failed"

@@ -281,16 +281,8 @@ def execute(results, models, repo_root, jobs, timeout, reuse_models):
         return kind, r, rc, out, err, time.monotonic() - t0
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        model_err = runner.make_models(pool, models, repo_root, timeout, reuse_models)
-        todo = []
-        for r in results:
-            if r["outcome"] != "mapped":
-                continue
-            err = model_err.get(r["model_command"][-1])
-            if err:
-                r["outcome"], r["reason"] = "failed", err
-            else:
-                todo.append(r)
+        todo = runner.rows_with_models(
+            results, runner.make_models(pool, models, repo_root, timeout, reuse_models))
         for d in sorted({os.path.dirname(r["plan_file"]) for r in todo}):
             os.makedirs(d, exist_ok=True)
         # Searches first: they take longest.
