@@ -5,11 +5,7 @@
 #include "planner/plansearch/search.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cmath>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
