@@ -91,12 +91,12 @@ std::optional<Seconds> nvls_level(const Stage& s, double bytes) {
 
 /// Flat ring across all stages: c = 2 all-reduce, 1 otherwise; `factor` is
 /// the bytes factor (2(n-1)/n, (n-1)/n or 1).
-Seconds flat_ring(const std::vector<Stage>& stages, double bytes, double c, double factor) {
+Seconds flat_ring(const std::vector<Stage>& stages, double bytes, double c, double factor, bool single_ring = false) {
   double bw = 0;
   Seconds latency(0);
   bool first = true;
   for (const Stage& s : stages) {
-    double offer = s.parallel * s.per_rank.value * s.ring_eff(bytes);
+    double offer = (single_ring ? 1.0 : s.parallel) * s.per_rank.value * s.ring_eff(bytes);
     bw = first ? offer : std::min(bw, offer);
     first = false;
     // NCCL tuning model: steps that cross this level pay its latency.
@@ -183,7 +183,7 @@ Result<CollectiveCost> collective_time(const Interconnect& net, Collective kind,
       // of the levels it crosses. It has no hierarchical variant (its PAT
       // algorithm, 2.23+, serves one rank per node only).
       if (st.size() == 1) return CollectiveCost{ring_level(st[0], bytes, 1), Algorithm::ring};
-      return CollectiveCost{flat_ring(st, bytes, 1, (n - 1) / n), Algorithm::ring};
+      return CollectiveCost{flat_ring(st, bytes, 1, (n - 1) / n, where.single_ring), Algorithm::ring};
     }
     case Collective::broadcast:
       return CollectiveCost{flat_ring(st, bytes, 1, 1.0), Algorithm::ring};

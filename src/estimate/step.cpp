@@ -71,12 +71,12 @@ struct ChunkWork {
 };
 
 Result<Seconds> dp_collective(const cost::CostModel& model, const detail::Layout& L, const ParallelConfig& c,
-                              cluster::Collective kind, Bytes bytes) {
+                              cluster::Collective kind, Bytes bytes, bool single_ring = false) {
   const int n = c.dp * c.cp;
   if (n <= 1 || bytes.value <= 0) return Seconds(0);
   const auto dp_axis = layout::MeshAxis(1), cp_axis = layout::MeshAxis(2);
   const int rpn = L.full.ranks_per_node(dp_axis) * L.full.ranks_per_node(cp_axis);
-  auto t = model.collective(kind, bytes, cluster::Placement{n, std::min(n, rpn)});
+  auto t = model.collective(kind, bytes, cluster::Placement{n, std::min(n, rpn), single_ring});
   if (!t.ok()) return Error{fmt::format("data-parallel group of {} ranks: {}", n, t.error().message)};
   return *t;
 }
@@ -276,6 +276,13 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
   const bool per_mb_sharding = (c.zero >= 3 || (c.zero == 2 && c.framework == Framework::fsdp)) && c.dp * c.cp > 1;
   std::vector<Seconds> fwd_extra(static_cast<std::size_t>(C)), bwd_extra(static_cast<std::size_t>(C));
   std::vector<Seconds> dp_per_mb(static_cast<std::size_t>(C));  // ZeRO-3 traffic per micro-batch
+  // DeepSpeed ZeRO-3 (framework `deepspeed`, as of 2021-2022): weights
+  // fetched one by one on demand, each fetch waited for (not overlapped;
+  // gradient reduce-scatters still overlap the backward), over a single ring
+  // (a rank's own share of its node's NICs, not one NCCL channel per NIC). Fitted to and checked on the four ZeRO-3 rows
+  // of Megatron SC'21 Table 2 (640-2240 A100s, docs/estimate.md); every
+  // deepspeed ZeRO-3 run gets it, never one run alone.
+  const bool ds_flat = per_mb_sharding && c.zero >= 3 && c.framework == Framework::deepspeed;
   if (per_mb_sharding) {
     for (int ch = 0; ch < C; ++ch) {
       const auto& w = work[static_cast<std::size_t>(ch)];
@@ -284,8 +291,10 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
       // ring over the data-parallel ranks: (n-1) steps).
       Seconds gather, scatter;
       for (const auto& [unit, elems] : w.gather_units) {
-        PLANNER_TRY(Seconds ga, dp_collective(model, L, c, cluster::Collective::all_gather, Bytes(elems * param_bytes)));
-        PLANNER_TRY(Seconds rs, dp_collective(model, L, c, cluster::Collective::reduce_scatter, Bytes(elems * grad_bytes)));
+        PLANNER_TRY(Seconds ga, dp_collective(model, L, c, cluster::Collective::all_gather, Bytes(elems * param_bytes),
+                                              ds_flat));
+        PLANNER_TRY(Seconds rs, dp_collective(model, L, c, cluster::Collective::reduce_scatter,
+                                              Bytes(elems * grad_bytes), ds_flat));
         gather += ga;
         scatter += rs;
       }
@@ -295,8 +304,13 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
       const Seconds bwd_comm = c.zero >= 3 ? gather + scatter : scatter;
       // The first unit's gather (and the last unit's reduce-scatter) cannot
       // overlap; beyond that only what exceeds the compute shows.
-      const Seconds fwd_x = Seconds(std::max(gather.value / units, gather.value - fwd.value));
-      const Seconds bwd_x = Seconds(std::max(scatter.value / units, bwd_comm.value - bwd.value));
+      Seconds fwd_x = Seconds(std::max(gather.value / units, gather.value - fwd.value));
+      Seconds bwd_x = Seconds(std::max(scatter.value / units, bwd_comm.value - bwd.value));
+      if (ds_flat) {  // weights fetched on demand, waited for; gradient
+        // reduce-scatters bucketed behind the backward (overlap_comm)
+        fwd_x = gather;
+        bwd_x = gather + Seconds(std::max(scatter.value / units, scatter.value - bwd.value));
+      }
       dp_per_mb[static_cast<std::size_t>(ch)] = gather + bwd_comm;
       fwd_extra[static_cast<std::size_t>(ch)] = fwd_x;
       bwd_extra[static_cast<std::size_t>(ch)] = bwd_x;

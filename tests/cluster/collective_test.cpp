@@ -97,6 +97,14 @@ TEST_CASE("two nodes: the flat ring is limited by the NICs", "[cluster]") {
   //   = 4.8828125e-3 + 39e-6 = 4.9218125e-3; hierarchical 1.25e8 ring over 2 nodes
   //   (1/2 * 1.25e8/24e9 + 4e-6 = 2.608333e-3) + 3.663333e-3 = 6.271667e-3.
   CHECK(seconds(net, Collective::all_gather, 1e9, 16, 8) == Approx(4.9218125e-3).epsilon(1e-6));
+  // A single ring (Placement::single_ring) crosses each node through one NIC:
+  //   min(240e9, 1 * 25e9 * 0.96) = 24e9; 15/16 * 1e9/24e9 + 39e-6 = 39.1015e-3.
+  auto single = collective_time(net, Collective::all_gather, Bytes(1e9), Placement{16, 8, true});
+  REQUIRE(single.ok());
+  CHECK(single->time.value == Approx(39.1015e-3).epsilon(1e-6));
+  auto rs = collective_time(net, Collective::reduce_scatter, Bytes(1e9), Placement{16, 8, true});
+  REQUIRE(rs.ok());
+  CHECK(rs->time.value == Approx(39.1015e-3).epsilon(1e-6));
 }
 
 TEST_CASE("many nodes, small message: hierarchical tree wins on latency", "[cluster]") {

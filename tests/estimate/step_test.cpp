@@ -422,6 +422,21 @@ TEST_CASE("estimate step: ZeRO-3: weights gathered and gradients reduce-scattere
   // DeepSpeed-style per-tensor gathers: 2 embeddings + 12 per layer x 4 +
   // final_ln (2) + lm_head (1) = 53 parameter tensors.
   CHECK(gathers == 53);
+  SECTION("DeepSpeed ZeRO-3 fetches weights on demand over a single ring: the gathers do not hide") {
+    // forward exposed = every gather, 0.434944 ms; backward = the gathers
+    // again + the reduce-scatters' last bucket (they overlap the backward, as
+    // before): 0.434944 + 0.869888 / 4 = 0.652416 ms; 1.08736 ms per
+    // micro-batch, 4 micro-batches.
+    auto d = c;
+    d.framework = Framework::deepspeed;
+    const FakeCostModel ds;
+    const auto de = run(g, ds, d);
+    CHECK(de.chunks[0].zero3_exposed.value == rel(1.08736e-3));
+    CHECK(de.zero3_exposed.value == rel(4 * 1.08736e-3));
+    CHECK(breakdown_sum(de) == rel(de.step_time.value));
+    for (const auto& call : calls_of(ds, cluster::Collective::all_gather)) CHECK(call.where.single_ring);
+    for (const auto& call : calls_of(fake, cluster::Collective::all_gather)) CHECK_FALSE(call.where.single_ring);
+  }
   SECTION("FSDP gathers one flat buffer per wrapped block: 4 layers + the root (embeddings and head)") {
     auto f = c;
     f.framework = Framework::fsdp;

@@ -10,11 +10,9 @@ import re
 
 TIME_CAUSES = [
     (r"^megatron-sc21-t2-zero3-",
-     "DeepSpeed ZeRO-3 (2021) without model parallelism at 640-2240 ranks: the measured step is 2.5-5x the "
-     "compute plus the parameter traffic at NCCL ring bandwidth. The four rows fit parameter gathers that are "
-     "neither overlapped with compute nor faster than one NIC per ring (25 GB/s per GPU); the planner prices "
-     "ZeRO-3 gathers per tensor at the profile's collective bandwidth, overlapped with compute, which is what "
-     "current frameworks (FSDP, ZeRO++) do. Not modelled: DeepSpeed 2021's gathering path."),
+     "DeepSpeed ZeRO-3 (2021) without model parallelism at 640-2240 ranks: modelled as weights fetched on "
+     "demand over a single ring (one NIC share, 25 GB/s per GPU) that the compute waits for (docs/estimate.md, "
+     "framework deepspeed); within 11 % on all four rows, all predicted slightly fast."),
     (r"^foundry-a100_40gb-bf16-70b-s2048-64gpu$",
      "70B on 64 A100-40GB with one micro-batch per step: measured MFU 0.36 against 0.49 for the same per-GPU "
      "work on 128 GPUs; a per-step fixed cost the model lacks (memory at 75 % of capacity is not the cause). "

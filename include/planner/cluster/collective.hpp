@@ -61,6 +61,10 @@ std::string_view algorithm_name(Algorithm a);
 struct Placement {
   int ranks = 1;
   int ranks_per_node = 1;
+  /// One ring only (a library that does not open one NCCL channel per NIC,
+  /// e.g. DeepSpeed's 2021 ZeRO-3 fetches): across nodes a flat ring then
+  /// gets one rank's share of its node's NICs instead of the whole node's.
+  bool single_ring = false;
 };
 
 struct CollectiveCost {
