@@ -207,7 +207,7 @@ void check_megatron_patterns(const plan::Plan& p, std::string_view framework, Fi
   for (const auto& s : p.layout.strategies) {
     const auto why = beyond_megatron(s, p.layout.sequence_parallel);
     if (!why.empty())
-      f.lost(fmt::format("op sharding of {} ({} {}, {} cop{}): {}; {} shards it Megatron's way", s.unit, s.family,
+      f.lost(fmt::format("op sharding of {} ({} {}, {} cop{}): {}; {} applies its own sharding to it", s.unit, s.family,
                          s.strategy, s.instances.size(), s.instances.size() == 1 ? "y" : "ies", why, framework));
   }
   if (p.layout.tp_splits_batch)
