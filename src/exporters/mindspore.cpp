@@ -57,8 +57,8 @@ Result<Export> to_mindspore(const plan::Plan& p, const Options& options) {
   std::vector<std::string> kw;
   kw.push_back("parallel_mode=\"semi_auto_parallel\"");
   kw.push_back(fmt::format("device_num={}", p.cluster.devices));
+  // Each data-parallel rank loads its own share of the batch.
   kw.push_back("full_batch=False");
-  kw.push_back("dataset_strategy=\"data_parallel\"");
   if (l.pp > 1) {
     kw.push_back(fmt::format("pipeline_stages={}", l.pp));
     const bool interleave = l.vp > 1;
