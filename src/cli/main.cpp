@@ -24,6 +24,8 @@ constexpr CommandSpec kCommands[] = {
      &setup_estimate},
     {"search", "Find the fastest layout that fits and write it as a plan file",
      "planner search gpt3.onnx --devices 1024 --global-batch 1536 -o plan.json", &setup_search},
+    {"export", "Translate a plan into Megatron-LM, DeepSpeed, torchtitan or MindSpore settings",
+     "planner export plan.json --to megatron -o megatron_args.sh", &setup_export},
 };
 }  // namespace
 
