@@ -197,7 +197,7 @@ std::vector<MemoryItem> MemoryBreakdown::largest_items() const {
       {MemoryKind::weights, weights, fmt::format("weights ({})", state_label)},
       {MemoryKind::gradients, gradients, fmt::format("gradients ({})", state_label)},
       {MemoryKind::optimizer_states, optimizer_states, fmt::format("optimizer states ({})", state_label)},
-      {MemoryKind::gathered_weights, gathered_weights, "ZeRO-3 gathered weights of the largest layer (x2, prefetch)"},
+      {MemoryKind::gathered_weights, gathered_weights, "ZeRO-3 gathered weights of the largest layer (x2 with prefetch)"},
       {MemoryKind::activations, activations, "activations kept for backward (all micro-batches in flight)"},
       {MemoryKind::loss_buffer, loss_buffer, "cross-entropy log-probabilities (b*s*V)"},
       {MemoryKind::recompute_working_set, recompute_working_set, "activations one layer rematerialises in backward"},

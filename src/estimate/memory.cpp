@@ -141,7 +141,9 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
     if (opt.sharding == cost::StateSharding::zero3 && opt.data_parallel > 1) {
       double largest = 0;
       for (const auto& [layer, b] : layer_bytes[static_cast<std::size_t>(r)]) largest = std::max(largest, b);
-      m.gathered_weights = Bytes(2.0 * largest);  // the layer in use and the one prefetched
+      // The layer in use and the one prefetched; DeepSpeed ZeRO-3 fetches on
+      // demand (step.cpp), so only the layer in use.
+      m.gathered_weights = Bytes((c.framework == Framework::deepspeed ? 1.0 : 2.0) * largest);
     }
     // Activations: what the simulated schedule holds at this rank's peak.
     m.activations = peak_activation[static_cast<std::size_t>(r)];
