@@ -24,6 +24,8 @@ constexpr CommandSpec kCommands[] = {
      &setup_estimate},
     {"search", "Find the fastest layout that fits and write it as a plan file",
      "planner search gpt3.onnx --devices 1024 --global-batch 1536 -o plan.json", &setup_search},
+    {"report", "Write a plan as one self-contained HTML page (layout, timeline, memory, alternatives)",
+     "planner report plan.json -o report.html", &setup_report},
 };
 }  // namespace
 
