@@ -161,6 +161,14 @@ void section_layout(const plan::Plan& p, std::string& h) {
   h += "</table></details>\n";
 }
 
+/// A time-axis label in the unit that suits the whole step: "0", "5 ms", "1.5 s".
+std::string tick_label(double t, double step) {
+  if (t == 0) return "0";
+  if (step >= 1) return fmt::format("{:g} s", t);
+  if (step >= 1e-3) return fmt::format("{:g} ms", std::round(t * 1e9) / 1e6);
+  return fmt::format("{:g} us", std::round(t * 1e12) / 1e6);
+}
+
 /// Tick spacing: 1, 2 or 5 x 10^k giving at most ~10 ticks.
 double tick_step(double span) {
   if (!(span > 0)) return 1;
@@ -193,7 +201,7 @@ void section_timeline(const plan::Plan& p, std::string& h) {
     const double t = i * tick;
     h += fmt::format("<line x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#ddd\"/>"
                      "<text x=\"{0}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
-                     px(x(t)), px(kTop), px(height - 20), px(height - 6), esc(secs(t)));
+                     px(x(t)), px(kTop), px(height - 20), px(height - 6), esc(tick_label(t, step)));
   }
   for (std::size_t i = 0; i < tl.size(); ++i) {
     const auto& st = tl[i];
@@ -373,8 +381,8 @@ std::string html_report(const plan::Plan& p) {
   section_summary(p, h);
   section_timeline(p, h);
   section_memory(p, h);
-  section_layout(p, h);
   section_alternatives(p, h);
+  section_layout(p, h);
   h += "</body></html>\n";
   return h;
 }
