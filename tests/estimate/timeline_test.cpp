@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "estimate/estimate_fixtures.hpp"
+
 using namespace planner;
 using namespace planner::estimate;
 
@@ -197,4 +199,72 @@ TEST_CASE("step timeline rejects parts that do not match the problem", "[estimat
   auto r = step_timeline(s);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message == "timeline: 1 chunk parts and 2 rank tails for 2 chunks on 2 ranks");
+}
+
+// The timeline of real estimates (fake cost model of estimate_fixtures.hpp,
+// the same cases as step_test.cpp): it ends at the estimate's step and its
+// bubbles are the estimate's bubble.
+
+namespace {
+
+double total(const StepTimeline& t, int stage, SpanKind kind) {
+  double s = 0;
+  for (const auto& x : t.spans)
+    if (x.stage == stage && x.kind == kind) s += (x.end - x.start).value;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("timeline of the two-stage GPT estimate", "[estimate][timeline]") {
+  using namespace estimate_test;
+  const FakeCostModel fake;
+  const auto e = run(small_gpt(4), fake, config_for(1, 1, 2, 4));
+  auto r = step_timeline(e.parts);
+  REQUIRE(r.ok());
+  const StepTimeline& t = *r;
+  // f = 67 ms, b = 134 ms per chunk, transfer t = 4.096 us (step_test.cpp).
+  const double f = 0.067, b = 0.134, x = 4.096e-6;
+  CHECK(t.step_time == e.step_time);
+  for (int st : {0, 1}) {
+    CHECK(find(t, st, SpanKind::forward).size() == 4);
+    CHECK(find(t, st, SpanKind::backward).size() == 4);
+    CHECK(total(t, st, SpanKind::forward) == Approx(4 * f));
+    CHECK(total(t, st, SpanKind::backward) == Approx(4 * b));
+  }
+  // Rank 1's F0 starts when F0 of chunk 0 and its transfer are done: f + t.
+  CHECK(find(t, 1, SpanKind::forward).front().start.value == Approx(f + x));
+  const auto send = find(t, 0, SpanKind::send_activation).front();
+  CHECK(send.start.value == Approx(f));
+  CHECK((send.end - send.start).value == Approx(x));
+  // Rank 0 is the critical device: its bubbles = the estimate's, 0.201 s + 4t.
+  CHECK(total(t, 0, SpanKind::bubble) == Approx(e.bubble.value));
+  CHECK(total(t, 0, SpanKind::bubble) == Approx(0.201 + 4 * x));
+  // Its optimizer ends the step.
+  CHECK(find(t, 0, SpanKind::optimizer).front().end == e.step_time);
+  CHECK(total(t, 0, SpanKind::optimizer) == Approx(e.optimizer.value));
+}
+
+TEST_CASE("timeline of the large-MLP estimate: Megatron's gradient buckets", "[estimate][timeline]") {
+  using namespace estimate_test;
+  // step_test.cpp: reduce = 4 B x 80,110,010 / 1 GB/s = 0.32044004 s,
+  // exposed 0.30844004 s after the last backward (m = 4, F 6 ms, B 12 ms:
+  // the last backward ends at 4 x 18 ms = 0.072 s). Buckets of 40e6
+  // parameters: ceil(80,110,010 / 40e6) = 3 equal buckets of 0.10681334667 s,
+  // the last ending at 0.072 + 0.30844004 = 0.38044004 s, the first
+  // starting at 0.38044004 - 0.32044004 = 0.06 s, the last backward's start.
+  const FakeCostModel fake;
+  const auto e = run(mlp(8, 8000, 10000, 10), fake, config_for(2, 1, 1, 4, 8));
+  auto r = step_timeline(e.parts);
+  REQUIRE(r.ok());
+  const auto buckets = find(*r, 0, SpanKind::dp_reduce);
+  REQUIRE(buckets.size() == 3);
+  CHECK(buckets[0].start.value == Approx(0.06));
+  CHECK((buckets[0].end - buckets[0].start).value == Approx(0.32044004 / 3));
+  CHECK(buckets[2].end.value == Approx(0.38044004));
+  CHECK(find(*r, 0, SpanKind::backward).back().start.value == Approx(0.06));
+  // Optimizer from 0.38044004 to the step's end; no bubble with one stage.
+  CHECK(find(*r, 0, SpanKind::optimizer).front().start.value == Approx(0.38044004));
+  CHECK(r->step_time == e.step_time);
+  CHECK(find(*r, 0, SpanKind::bubble).empty());
 }
