@@ -11,6 +11,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin libopenblas-dev
   coinor-libcbc-dev
   python3
+  chromium
 )
 
 missing=()

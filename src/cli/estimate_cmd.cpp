@@ -37,6 +37,7 @@ struct EstimateArgs {
   std::string hints_file;
   std::string plan_in;   // --plan: re-score a plan file
   std::string output;    // -o: write the estimate as a plan file
+  std::string trace;     // --trace: write the step as a Chrome trace
   bool force = false;
 };
 
@@ -121,6 +122,8 @@ int run_estimate(EstimateArgs& a) {
   const auto mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
   if (!a.output.empty())
     if (auto st = io::check_writable(a.output, mode); !st) return fail("estimate", st.error().message);
+  if (!a.trace.empty())
+    if (auto st = io::check_writable(a.trace, mode); !st) return fail("estimate", st.error().message);
   if (c.tp < 1 || c.pp < 1 || c.cp < 1) return fail("estimate", "--tp, --pp and --cp must be at least 1");
   if (c.devices < 1) return fail("estimate", fmt::format("--devices must be at least 1 (got {})", c.devices));
   if (a.dp > 0) {
@@ -177,14 +180,17 @@ int run_estimate(EstimateArgs& a) {
   const estimate::ShardingSolver exact = milp_solver();
   auto e = estimate::estimate(m->graph, *model, c, true, a.exact ? &exact : nullptr);
   if (!e) return fail("estimate", e.error().message);
-  if (!a.output.empty()) {
+  if (!a.output.empty() || !a.trace.empty()) {
     auto sha = sha256_file(a.model);
     if (!sha) return fail("estimate", sha.error().message);
     PlanSources src{"estimate", a.model, *sha, *opts, *profile, a.train.precision, a.train.recompute, a.train.attention};
     auto p = build_plan(*e, src);
     if (!p) return fail("estimate", p.error().message);
     if (auto st = plan::validate(*p); !st) return fail("estimate", "internal: the plan does not validate: " + st.error().message);
-    if (auto st = io::write_file(a.output, plan::to_json(*p), mode); !st) return fail("estimate", st.error().message);
+    if (!a.output.empty())
+      if (auto st = io::write_file(a.output, plan::to_json(*p), mode); !st) return fail("estimate", st.error().message);
+    if (!a.trace.empty())
+      if (auto st = write_trace(*p, a.trace, mode); !st) return fail("estimate", st.error().message);
   }
   const ReportContext ctx{a.model, *profile, a.train, m->report.notes};
   if (a.json) fmt::print("{}\n", estimate_json(*e, ctx).dump(2));
@@ -204,7 +210,8 @@ Runner setup_estimate(CLI::App& sub) {
   sub.add_option("--hints", a->hints_file, "Fix the strategies of named ops (docs/hints-format.md)");
   sub.add_option("--plan", a->plan_in, "Re-score a plan file (its layout and training; --profile to change the cluster)");
   sub.add_option("-o,--output", a->output, "Also write the estimate as a plan file (replaced only with --force)");
-  sub.add_flag("--force", a->force, "Replace an existing plan file");
+  sub.add_option("--trace", a->trace, "Write the step as a Chrome trace (Perfetto, chrome://tracing; docs/report.md)");
+  sub.add_flag("--force", a->force, "Replace an existing plan or trace file");
   sub.add_option("--tp", c.tp, "Tensor-parallel degree")->capture_default_str();
   sub.add_option("--pp", c.pp, "Pipeline stages")->capture_default_str();
   sub.add_option("--dp", a->dp, "Data-parallel degree (default N / (tp pp cp))");

@@ -26,6 +26,8 @@ constexpr CommandSpec kCommands[] = {
      "planner search gpt3.onnx --devices 1024 --global-batch 1536 -o plan.json", &setup_search},
     {"export", "Translate a plan into Megatron-LM, DeepSpeed, torchtitan or MindSpore settings",
      "planner export plan.json --to megatron -o megatron_args.sh", &setup_export},
+    {"report", "Write a plan as one self-contained HTML page (layout, timeline, memory, alternatives)",
+     "planner report plan.json -o report.html", &setup_report},
 };
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/report/report.hpp"
 #include "planner/sim/schedule.hpp"
 
 namespace planner::cli {
@@ -128,7 +129,24 @@ Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& sr
   pr.lower_bound_s = src.lower_bound_s > 0 ? src.lower_bound_s : e.speed_of_light.value;
   pr.gap = pr.lower_bound_s > 0 ? e.step_time.value / pr.lower_bound_s - 1.0 : 0.0;
   pr.alternatives = src.alternatives;
+  PLANNER_TRY(pr.timeline, plan_timeline(e));
   return p;
+}
+
+Result<std::vector<plan::StageTimeline>> plan_timeline(const estimate::Estimate& e) {
+  PLANNER_TRY(estimate::StepTimeline tl, estimate::step_timeline(e.parts));
+  std::vector<plan::StageTimeline> out(static_cast<std::size_t>(tl.stages));
+  for (int r = 0; r < tl.stages; ++r) out[static_cast<std::size_t>(r)].stage = r;
+  for (const auto& s : tl.spans)
+    out[static_cast<std::size_t>(s.stage)].spans.push_back(
+        {std::string(estimate::stream_name(s.stream)), std::string(estimate::span_kind_name(s.kind)), s.micro_batch,
+         s.chunk, s.peer, s.start.value, s.end.value});
+  return out;
+}
+
+Status write_trace(const plan::Plan& p, const std::string& path, io::Overwrite mode) {
+  PLANNER_TRY(std::string trace, report::chrome_trace(p));
+  return io::write_file(path, trace, mode);
 }
 
 }  // namespace planner::cli

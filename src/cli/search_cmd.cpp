@@ -43,6 +43,7 @@ struct SearchArgs {
   int grad_reduce_bytes = 0;
   std::string optimizer = "adam";
   std::string hints_file;
+  std::string trace;  // --trace: Chrome trace of the chosen plan's step
 };
 
 std::string why_lost(const plansearch::Scored& alt, const plansearch::Scored& best) {
@@ -88,6 +89,8 @@ int run_search(SearchArgs& a) {
   const std::filesystem::path out = a.output.empty() ? std::filesystem::path("plan.json") : std::filesystem::path(a.output);
   const auto mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
   if (auto st = io::check_writable(out, mode); !st) return fail("search", st.error().message);
+  if (!a.trace.empty())
+    if (auto st = io::check_writable(a.trace, mode); !st) return fail("search", st.error().message);
 
   // Import once at an unlikely batch (a prime) to learn whether the file's
   // batch is static: a static batch does not follow --batch.
@@ -198,6 +201,8 @@ int run_search(SearchArgs& a) {
   if (!plan) return fail("search", plan.error().message);
   if (auto st = plan::validate(*plan); !st) return fail("search", "internal: the plan does not validate: " + st.error().message);
   if (auto st = io::write_file(out, plan::to_json(*plan), mode); !st) return fail("search", st.error().message);
+  if (!a.trace.empty())
+    if (auto st = write_trace(*plan, a.trace, mode); !st) return fail("search", st.error().message);
 
   const auto& e = best.estimate;
   if (a.json) {
@@ -270,6 +275,7 @@ Runner setup_search(CLI::App& sub) {
   sub.add_flag("--fused-loss", a->fused_loss, "Fused cross-entropy kernel (no fp32 copy of the logits)");
   sub.add_option("--grad-reduce-bytes", a->grad_reduce_bytes, "Bytes per reduced gradient element, 2 or 4");
   sub.add_flag("--exact", a->exact, "Solve every op-level sharding exactly (MILP with COIN-OR CBC)");
+  sub.add_option("--trace", a->trace, "Also write the chosen plan's step as a Chrome trace (Perfetto, chrome://tracing)");
   return [a]() -> int { return run_search(*a); };
 }
 

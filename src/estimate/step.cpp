@@ -279,10 +279,12 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
   // DeepSpeed ZeRO-3 (framework `deepspeed`, as of 2021-2022): weights
   // fetched one by one on demand, each fetch waited for (not overlapped;
   // gradient reduce-scatters still overlap the backward), over a single ring
-  // (a rank's own share of its node's NICs, not one NCCL channel per NIC). Fitted to and checked on the four ZeRO-3 rows
-  // of Megatron SC'21 Table 2 (640-2240 A100s, docs/estimate.md); every
-  // deepspeed ZeRO-3 run gets it, never one run alone.
+  // (a rank's own share of its node's NICs, not one NCCL channel per NIC).
+  // Fitted to and checked on the four ZeRO-3 rows of Megatron SC'21 Table 2
+  // (640-2240 A100s, docs/estimate.md); every deepspeed ZeRO-3 run gets it,
+  // never one run alone.
   const bool ds_flat = per_mb_sharding && c.zero >= 3 && c.framework == Framework::deepspeed;
+  e.parts.chunks.resize(static_cast<std::size_t>(C));
   if (per_mb_sharding) {
     for (int ch = 0; ch < C; ++ch) {
       const auto& w = work[static_cast<std::size_t>(ch)];
@@ -312,6 +314,10 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
         bwd_x = gather + Seconds(std::max(scatter.value / units, scatter.value - bwd.value));
       }
       dp_per_mb[static_cast<std::size_t>(ch)] = gather + bwd_comm;
+      auto& parts = e.parts.chunks[static_cast<std::size_t>(ch)];
+      parts.forward_gather = gather;
+      parts.backward_gather = c.zero >= 3 ? gather : Seconds(0);
+      parts.reduce_scatter = scatter;
       fwd_extra[static_cast<std::size_t>(ch)] = fwd_x;
       bwd_extra[static_cast<std::size_t>(ch)] = bwd_x;
       ct.zero3_exposed = fwd_x + bwd_x;
@@ -329,6 +335,14 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     auto& ct = e.chunks[static_cast<std::size_t>(ch)];
     const auto& w = work[static_cast<std::size_t>(ch)];
     ct.model_parallel_comm = w.fwd_comm + w.bwd_comm;
+    auto& parts = e.parts.chunks[static_cast<std::size_t>(ch)];
+    parts.forward = ct.forward_compute;
+    parts.forward_comm = w.fwd_comm;
+    parts.forward_wait = fwd_extra[static_cast<std::size_t>(ch)];
+    parts.recompute = ct.recompute;
+    parts.backward = ct.backward_compute;
+    parts.backward_comm = w.bwd_comm;
+    parts.backward_wait = bwd_extra[static_cast<std::size_t>(ch)];
     prob.chunks.push_back(sim::ChunkCost{ct.forward_compute + w.fwd_comm + fwd_extra[static_cast<std::size_t>(ch)],
                                          ct.backward_compute + ct.recompute + w.bwd_comm +
                                              bwd_extra[static_cast<std::size_t>(ch)],
@@ -372,6 +386,7 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
       opt_time(static_cast<std::size_t>(pp));
   const bool overlapped = c.framework == Framework::megatron || c.framework == Framework::ddp;
   const double optimizer_shards = (c.zero >= 1 || c.distributed_optimizer) ? c.dp * c.cp : 1;
+  e.parts.ranks.resize(static_cast<std::size_t>(pp));
   for (int r = 0; r < pp; ++r) {
     double params = 0;
     Seconds bwd_window, fwd_window;
@@ -392,6 +407,9 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
       PLANNER_TRY(gather, dp_collective(model, L, c, cluster::Collective::all_gather, Bytes(params * param_bytes)));
     }
     dp_total[static_cast<std::size_t>(r)] = reduce + gather;
+    auto& rank_tail = e.parts.ranks[static_cast<std::size_t>(r)];
+    rank_tail.dp_reduce = rank_tail.dp_reduce_exposed = reduce;
+    rank_tail.dp_gather = rank_tail.dp_gather_exposed = gather;
     if (overlapped) {
       // Buckets reduce while the last micro-batch's backward runs; the last
       // bucket (Megatron: 40M parameters) cannot overlap. The parameter
@@ -401,19 +419,26 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
       const Seconds r_exp = Seconds(std::max(tail.value, reduce.value - bwd_window.value));
       const Seconds g_exp = Seconds(std::max(gather.value * bucket, gather.value - fwd_window.value));
       dp_exposed[static_cast<std::size_t>(r)] = r_exp + g_exp;
+      rank_tail.dp_reduce_exposed = r_exp;
+      rank_tail.dp_gather_exposed = g_exp;
+      rank_tail.dp_buckets = static_cast<int>(std::min(64.0, std::ceil(1.0 / bucket)));
     } else {
       dp_exposed[static_cast<std::size_t>(r)] = reduce + gather;
     }
   }
   prob.extra.resize(static_cast<std::size_t>(pp));
-  for (int r = 0; r < pp; ++r)
+  for (int r = 0; r < pp; ++r) {
+    e.parts.ranks[static_cast<std::size_t>(r)].grad_sync = mp_grad_sync[static_cast<std::size_t>(r)];
+    e.parts.ranks[static_cast<std::size_t>(r)].optimizer = opt_time[static_cast<std::size_t>(r)];
     prob.extra[static_cast<std::size_t>(r)] = dp_exposed[static_cast<std::size_t>(r)] +
                                               opt_time[static_cast<std::size_t>(r)] +
                                               mp_grad_sync[static_cast<std::size_t>(r)];
+  }
   sim::SimulateOptions so;
   so.timeline = false;
   PLANNER_TRY(sim::PipelineResult res, sim::simulate(prob, so));
   e.step_time = res.step_time;
+  e.parts.problem = prob;
 
   // The breakdown is the bottleneck device's: the one with the most work
   // (its compute and collectives), the rest of the step being its bubble.

@@ -23,6 +23,12 @@ inline constexpr std::array<std::string_view, 4> kMeshAxes{"pp", "dp", "cp", "tp
 inline constexpr std::array<std::string_view, 6> kCollectives{"all_reduce",  "all_gather", "reduce_scatter",
                                                               "all_to_all",  "send_recv",  "broadcast"};
 
+inline constexpr std::array<std::string_view, 4> kStreams{"compute", "tp", "pp", "dp"};
+inline constexpr std::array<std::string_view, 16> kSpanKinds{
+    "forward",         "recompute",       "backward",      "optimizer",     "bubble",      "tp_forward",
+    "tp_backward",     "grad_sync",       "send_activation", "recv_activation", "send_gradient", "recv_gradient",
+    "zero_gather",     "zero_reduce_scatter", "dp_reduce",  "dp_gather"};
+
 /// "F3@c1": kind, micro-batch, '@c', chunk.
 std::string step_text(const ScheduleStep& s);
 

@@ -141,6 +141,8 @@ Status read(const Reader& r, const json& v, const std::string& path, MemoryItem&
 Status read(const Reader& r, const json& v, const std::string& path, StageMemory& out);
 Status read(const Reader& r, const json& v, const std::string& path, Alternative& out);
 Status read(const Reader& r, const json& v, const std::string& path, Prediction& out);
+Status read(const Reader& r, const json& v, const std::string& path, TimelineSpan& out);
+Status read(const Reader& r, const json& v, const std::string& path, StageTimeline& out);
 
 /// One JSON object being read: unknown keys are checked up front, then
 /// fields are read required or optional.
@@ -356,11 +358,30 @@ Status read(const Reader& r, const json& v, const std::string& path, Alternative
   return o.opt("why", out.why);
 }
 
+Status read(const Reader& r, const json& v, const std::string& path, TimelineSpan& out) {
+  Obj o(r, v, path);
+  PLANNER_TRY_STATUS(o.check({"stream", "kind", "micro_batch", "chunk", "peer", "start_s", "end_s"}));
+  PLANNER_TRY_STATUS(o.req("stream", out.stream));
+  PLANNER_TRY_STATUS(o.req("kind", out.kind));
+  PLANNER_TRY_STATUS(o.opt("micro_batch", out.micro_batch));
+  PLANNER_TRY_STATUS(o.opt("chunk", out.chunk));
+  PLANNER_TRY_STATUS(o.opt("peer", out.peer));
+  PLANNER_TRY_STATUS(o.req("start_s", out.start_s));
+  return o.req("end_s", out.end_s);
+}
+
+Status read(const Reader& r, const json& v, const std::string& path, StageTimeline& out) {
+  Obj o(r, v, path);
+  PLANNER_TRY_STATUS(o.check({"stage", "spans"}));
+  PLANNER_TRY_STATUS(o.req("stage", out.stage));
+  return o.req("spans", out.spans);
+}
+
 Status read(const Reader& r, const json& v, const std::string& path, Prediction& out) {
   Obj o(r, v, path);
   PLANNER_TRY_STATUS(o.check({"step_time_s", "breakdown_s", "model_tflops_per_device", "hardware_tflops_per_device",
                               "mfu", "hfu", "capacity_bytes", "fits", "stages", "lower_bound_s", "gap",
-                              "alternatives"}));
+                              "alternatives", "timeline"}));
   PLANNER_TRY_STATUS(o.req("step_time_s", out.step_time_s));
   PLANNER_TRY_STATUS(o.opt("breakdown_s", out.breakdown_s));
   PLANNER_TRY_STATUS(o.req("model_tflops_per_device", out.model_tflops_per_device));
@@ -372,7 +393,8 @@ Status read(const Reader& r, const json& v, const std::string& path, Prediction&
   PLANNER_TRY_STATUS(o.opt("stages", out.stages));
   PLANNER_TRY_STATUS(o.opt("lower_bound_s", out.lower_bound_s));
   PLANNER_TRY_STATUS(o.opt("gap", out.gap));
-  return o.opt("alternatives", out.alternatives);
+  PLANNER_TRY_STATUS(o.opt("alternatives", out.alternatives));
+  return o.opt("timeline", out.timeline);
 }
 
 template <typename T>

@@ -317,6 +317,41 @@ Status check_prediction(const Prediction& p, const Layout& l) {
   return {};
 }
 
+/// prediction.timeline: ranks in [0, pp) at most once, known streams and
+/// kinds, indices in range, 0 <= start <= end <= step_time_s.
+Status check_timeline(const Prediction& p, const Layout& l, std::int64_t micro_batches) {
+  std::set<int> seen;
+  const auto chunks = static_cast<int>(static_cast<std::int64_t>(l.pp) * l.vp);
+  for (std::size_t i = 0; i < p.timeline.size(); ++i) {
+    const auto& st = p.timeline[i];
+    const auto tp = fmt::format("prediction.timeline[{}]", i);
+    if (st.stage < 0 || st.stage >= l.pp)
+      return fail(tp + ".stage", fmt::format("{} is not a pipeline rank in [0, {})", st.stage, l.pp));
+    if (!seen.insert(st.stage).second) return fail(tp + ".stage", fmt::format("stage {} appears twice", st.stage));
+    for (std::size_t k = 0; k < st.spans.size(); ++k) {
+      const auto& s = st.spans[k];
+      const auto sp = fmt::format("{}.spans[{}]", tp, k);
+      PLANNER_TRY_STATUS(one_of(sp + ".stream", s.stream, detail::kStreams));
+      PLANNER_TRY_STATUS(one_of(sp + ".kind", s.kind, detail::kSpanKinds));
+      if (s.micro_batch && (*s.micro_batch < 0 || *s.micro_batch >= micro_batches))
+        return fail(sp + ".micro_batch",
+                    fmt::format("{} is not a micro-batch in [0, {})", *s.micro_batch, micro_batches));
+      if (s.chunk && (*s.chunk < 0 || *s.chunk >= chunks || *s.chunk % l.pp != st.stage))
+        return fail(sp + ".chunk", fmt::format("{} is not a chunk of pipeline rank {} (chunks = {})", *s.chunk,
+                                               st.stage, chunks));
+      if (s.peer && (*s.peer < 0 || *s.peer >= l.pp))
+        return fail(sp + ".peer", fmt::format("{} is not a pipeline rank in [0, {})", *s.peer, l.pp));
+      PLANNER_TRY_STATUS(non_negative(sp + ".start_s", s.start_s));
+      PLANNER_TRY_STATUS(finite(sp + ".end_s", s.end_s));
+      if (s.end_s < s.start_s)
+        return fail(sp + ".end_s", fmt::format("{} is before start_s {}", s.end_s, s.start_s));
+      if (s.end_s > p.step_time_s)
+        return fail(sp + ".end_s", fmt::format("{} is after the step's end (step_time_s {})", s.end_s, p.step_time_s));
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Status validate(const Plan& p) {
@@ -331,7 +366,8 @@ Status validate(const Plan& p) {
   PLANNER_TRY_STATUS(check_chunks(p.layout, owner));
   PLANNER_TRY_STATUS(check_schedule(p.layout, p.training.micro_batches));
   PLANNER_TRY_STATUS(check_strategies(p.layout, owner));
-  return check_prediction(p.prediction, p.layout);
+  PLANNER_TRY_STATUS(check_prediction(p.prediction, p.layout));
+  return check_timeline(p.prediction, p.layout, p.training.micro_batches);
 }
 
 }  // namespace planner::plan

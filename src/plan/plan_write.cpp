@@ -202,6 +202,25 @@ ojson write(const Prediction& p) {
     alternatives.push_back(
         ojson{{"layout", a.layout}, {"step_time_s", canonical(a.step_time_s)}, {"fits", a.fits}, {"why", a.why}});
   o["alternatives"] = std::move(alternatives);
+  if (!p.timeline.empty()) {
+    ojson stages = ojson::array();
+    for (const auto& st : p.timeline) {
+      ojson spans = ojson::array();
+      for (const auto& sp : st.spans) {
+        ojson x;
+        x["stream"] = sp.stream;
+        x["kind"] = sp.kind;
+        if (sp.micro_batch) x["micro_batch"] = *sp.micro_batch;
+        if (sp.chunk) x["chunk"] = *sp.chunk;
+        if (sp.peer) x["peer"] = *sp.peer;
+        x["start_s"] = canonical(sp.start_s);
+        x["end_s"] = canonical(sp.end_s);
+        spans.push_back(std::move(x));
+      }
+      stages.push_back(ojson{{"stage", st.stage}, {"spans", std::move(spans)}});
+    }
+    o["timeline"] = std::move(stages);
+  }
   return o;
 }
 
@@ -210,7 +229,8 @@ ojson write(const Prediction& p) {
 std::string scalar(const ojson& v) { return v.dump(-1, ' ', false, ojson::error_handler_t::replace); }
 
 /// nlohmann's dump(2) layout, except that the arrays inside
-/// "schedule_steps" are written on one line.
+/// "schedule_steps" and the span objects inside "spans" (the timeline) are
+/// written on one line.
 void emit(const ojson& v, int indent, bool compact_children, std::string& out) {
   const std::string pad(static_cast<std::size_t>(indent) + 2, ' ');
   if (v.is_object()) {
@@ -226,7 +246,7 @@ void emit(const ojson& v, int indent, bool compact_children, std::string& out) {
       out += pad;
       out += scalar(ojson(key));
       out += ": ";
-      emit(value, indent + 2, key == "schedule_steps", out);
+      emit(value, indent + 2, key == "schedule_steps" || key == "spans", out);
     }
     out += '\n';
     out.append(static_cast<std::size_t>(indent), ' ');
@@ -251,6 +271,17 @@ void emit(const ojson& v, int indent, bool compact_children, std::string& out) {
           out += scalar(s);
         }
         out += ']';
+      } else if (compact_children && e.is_object()) {
+        out += '{';
+        bool first_key = true;
+        for (const auto& [k, x] : e.items()) {
+          if (!first_key) out += ", ";
+          first_key = false;
+          out += scalar(ojson(k));
+          out += ": ";
+          out += scalar(x);
+        }
+        out += '}';
       } else {
         emit(e, indent + 2, false, out);
       }

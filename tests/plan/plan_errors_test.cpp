@@ -294,6 +294,32 @@ TEST_CASE("validate: prediction", "[plan][validate]") {
   });
 }
 
+TEST_CASE("validate: prediction.timeline", "[plan][validate]") {
+  check_cases({
+      {"prediction.timeline[1].stage: 2 is not a pipeline rank in [0, 2)",
+       [](Plan& p) { p.prediction.timeline[1].stage = 2; }},
+      {"prediction.timeline[1].stage: stage 0 appears twice", [](Plan& p) { p.prediction.timeline[1].stage = 0; }},
+      {"prediction.timeline[0].spans[0].stream: 'gpu' is not one of: compute, tp, pp, dp",
+       [](Plan& p) { p.prediction.timeline[0].spans[0].stream = "gpu"; }},
+      {"prediction.timeline[0].spans[1].kind: 'idle' is not one of: forward,",
+       [](Plan& p) { p.prediction.timeline[0].spans[1].kind = "idle"; }},
+      {"prediction.timeline[0].spans[0].micro_batch: 4 is not a micro-batch in [0, 4)",
+       [](Plan& p) { p.prediction.timeline[0].spans[0].micro_batch = 4; }},
+      {"prediction.timeline[1].spans[0].chunk: 0 is not a chunk of pipeline rank 1 (chunks = 2)",
+       [](Plan& p) { p.prediction.timeline[1].spans[0].chunk = 0; }},
+      {"prediction.timeline[0].spans[2].peer: -1 is not a pipeline rank in [0, 2)",
+       [](Plan& p) { p.prediction.timeline[0].spans[2].peer = -1; }},
+      {"prediction.timeline[0].spans[0].start_s: must be >= 0",
+       [](Plan& p) { p.prediction.timeline[0].spans[0].start_s = -0.5; }},
+      {"prediction.timeline[0].spans[0].end_s: must be a finite number",
+       [](Plan& p) { p.prediction.timeline[0].spans[0].end_s = kNaN; }},
+      {"prediction.timeline[0].spans[1].end_s: 0.1 is before start_s 0.2",
+       [](Plan& p) { p.prediction.timeline[0].spans[1].end_s = 0.1; }},
+      {"prediction.timeline[1].spans[1].end_s: 0.31 is after the step's end (step_time_s 0.30000000000000004)",
+       [](Plan& p) { p.prediction.timeline[1].spans[1].end_s = 0.31; }},
+  });
+}
+
 // --- the reader ---------------------------------------------------------------
 
 namespace {

@@ -107,6 +107,16 @@ inline Plan sample_plan() {
   pr.lower_bound_s = 0.2;
   pr.gap = 0.5000000000000002;
   pr.alternatives = {{"dp=4 tp=2 pp=1 micro-batch=2 1f1b", 0.33, false, "does not fit: 81.2 GiB on stage 0"}};
+  // A few spans of the step (a real timeline has every op; validate() does
+  // not ask for completeness).
+  pr.timeline = {{0,
+                  {{"compute", "forward", 0, 0, std::nullopt, 0.0, 0.01},
+                   {"compute", "bubble", std::nullopt, std::nullopt, std::nullopt, 0.2, 0.25},
+                   {"pp", "send_activation", 0, 0, 1, 0.01, 0.015}}},
+                 {1,
+                  {{"compute", "backward", 0, 1, std::nullopt, 0.02, 0.04},
+                   {"compute", "optimizer", std::nullopt, std::nullopt, std::nullopt, 0.29, 0.1 + 0.2},
+                   {"pp", "recv_activation", 0, 1, 0, 0.01, 0.015}}}};
   return p;
 }
 

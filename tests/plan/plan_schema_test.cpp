@@ -52,6 +52,8 @@ const std::vector<Site> kSites{
     {"stage_memory", "/prediction/stages/0"},
     {"memory_item", "/prediction/stages/0/items/0"},
     {"alternative", "/prediction/alternatives/0"},
+    {"stage_timeline", "/prediction/timeline/0"},
+    {"timeline_span", "/prediction/timeline/0/spans/2"},
 };
 
 const json& definition(const json& s, const std::string& def) { return def.empty() ? s : s.at("$defs").at(def); }
@@ -117,6 +119,10 @@ TEST_CASE("schema: enumerations are what validate() accepts", "[plan][schema]") 
        [](Plan& p, const std::string& v) { p.training.framework = v; }},
       {d.at("collective").at("properties").at("kind").at("enum"),
        [](Plan& p, const std::string& v) { p.layout.strategies[0].collectives[0].kind = v; }},
+      {d.at("timeline_span").at("properties").at("stream").at("enum"),
+       [](Plan& p, const std::string& v) { p.prediction.timeline[0].spans[0].stream = v; }},
+      {d.at("timeline_span").at("properties").at("kind").at("enum"),
+       [](Plan& p, const std::string& v) { p.prediction.timeline[0].spans[0].kind = v; }},
   };
   for (const auto& e : enums) {
     REQUIRE(e.values.is_array());

@@ -96,6 +96,29 @@ TEST_CASE("canonical text: golden lines", "[plan]") {
   CHECK_THAT(t, Contains("    \"params_from_inputs\": []\n"));
 }
 
+TEST_CASE("canonical text: the timeline, one span per line", "[plan][timeline]") {
+  const std::string t = to_json(plan_test::sample_plan());
+  // After the alternatives; a span's optional fields only when set.
+  CHECK_THAT(t, Contains("    ],\n    \"timeline\": [\n      {\n        \"stage\": 0,\n        \"spans\": [\n"
+                         "          {\"stream\": \"compute\", \"kind\": \"forward\", \"micro_batch\": 0, \"chunk\": 0, "
+                         "\"start_s\": 0.0, \"end_s\": 0.01},\n"
+                         "          {\"stream\": \"compute\", \"kind\": \"bubble\", \"start_s\": 0.2, \"end_s\": 0.25},\n"
+                         "          {\"stream\": \"pp\", \"kind\": \"send_activation\", \"micro_batch\": 0, \"chunk\": 0, "
+                         "\"peer\": 1, \"start_s\": 0.01, \"end_s\": 0.015}\n"
+                         "        ]\n"));
+  // No timeline: no key (plans written before it stay byte-identical).
+  Plan p = plan_test::sample_plan();
+  p.prediction.timeline.clear();
+  const std::string without = to_json(p);
+  CHECK(without.find("\"timeline\"") == std::string::npos);
+  auto back = from_json(without);
+  REQUIRE(back.ok());
+  CHECK(*back == p);
+  auto with = from_json(t);
+  REQUIRE(with.ok());
+  CHECK(*with == plan_test::sample_plan());
+}
+
 TEST_CASE("optional fields: absent model.batch round-trips; defaults when omitted", "[plan]") {
   Plan p = plan_test::sample_plan();
   p.model.batch.reset();

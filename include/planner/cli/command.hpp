@@ -41,5 +41,6 @@ Runner setup_model(CLI::App& sub);
 Runner setup_estimate(CLI::App& sub);
 Runner setup_search(CLI::App& sub);
 Runner setup_export(CLI::App& sub);
+Runner setup_report(CLI::App& sub);
 
 }  // namespace planner::cli

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "planner/cluster/profile.hpp"
+#include "planner/core/io.hpp"
 #include "planner/core/result.hpp"
 #include "planner/estimate/estimate.hpp"
 #include "planner/onnx/importer.hpp"
@@ -30,5 +31,13 @@ struct PlanSources {
 
 /// The plan of `e`. Errors: the schedule cannot be laid out (invalid shape).
 Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& src);
+
+/// The estimate's step as plan timeline spans, one entry per pipeline rank
+/// (estimate::step_timeline: simulates the step again with events).
+Result<std::vector<plan::StageTimeline>> plan_timeline(const estimate::Estimate& e);
+
+/// Writes the plan's timeline as a Chrome trace (`--trace FILE`,
+/// docs/report.md). Errors: no timeline, or the file cannot be written.
+Status write_trace(const plan::Plan& p, const std::string& path, io::Overwrite mode);
 
 }  // namespace planner::cli

@@ -41,6 +41,7 @@
 #include "planner/core/units.hpp"
 #include "planner/cost/cost_model.hpp"
 #include "planner/estimate/config.hpp"
+#include "planner/estimate/timeline.hpp"
 #include "planner/graph/graph.hpp"
 #include "planner/layout/mesh.hpp"
 #include "planner/search/lower_sharding.hpp"
@@ -177,6 +178,8 @@ struct Estimate {
   /// Speed-of-light bound: model FLOPs / (devices x peak).
   Seconds speed_of_light;
   std::vector<std::string> notes;
+  /// The simulated parts of the step, for step_timeline() (timeline.hpp).
+  StepParts parts;
   /// The highest stage memory.
   const StageMemory& peak_stage() const;
 };

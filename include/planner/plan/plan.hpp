@@ -176,6 +176,25 @@ struct Alternative {
   friend bool operator==(const Alternative&, const Alternative&) = default;
 };
 
+/// One interval of the predicted step on one stream of a pipeline rank
+/// (the same on every device of that rank). Stored on one line.
+struct TimelineSpan {
+  std::string stream;  ///< compute | tp | pp | dp
+  std::string kind;    ///< forward | recompute | backward | optimizer | bubble | tp_forward | ... (docs/plan-format.md)
+  std::optional<int> micro_batch;  ///< per-micro-batch spans
+  std::optional<int> chunk;        ///< global chunk (chunk mod pp = the rank)
+  std::optional<int> peer;         ///< send / recv: the other pipeline rank
+  double start_s = 0, end_s = 0;   ///< from the step's start
+  friend bool operator==(const TimelineSpan&, const TimelineSpan&) = default;
+};
+
+/// The spans of one pipeline rank, sorted by (stream, start, end).
+struct StageTimeline {
+  int stage = 0;
+  std::vector<TimelineSpan> spans;
+  friend bool operator==(const StageTimeline&, const StageTimeline&) = default;
+};
+
 struct Prediction {
   double step_time_s = 0;
   /// compute, recompute, zero3_exposed, bubble, data_parallel_exposed,
@@ -191,6 +210,9 @@ struct Prediction {
   double lower_bound_s = 0;
   double gap = 0;
   std::vector<Alternative> alternatives;
+  /// Optional: one step as spans per pipeline rank; empty = not recorded
+  /// (and not written).
+  std::vector<StageTimeline> timeline;
   friend bool operator==(const Prediction&, const Prediction&) = default;
 };
 
