@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "planner/cli/command.hpp"
+#include "planner/cli/terminal.hpp"
 
 namespace planner::cli {
 
@@ -41,6 +42,8 @@ int main(int argc, char** argv) {
   CLI::App app{"planner: parallel-strategy planner and cost model for distributed deep-learning training"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "planner 0.1.0");
+  add_verbosity_flags(app);
+  app.fallthrough();  // -q/-v also after the subcommand
   std::vector<std::pair<CLI::App*, Runner>> runners;
   for (const auto& c : commands()) {
     auto* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));
