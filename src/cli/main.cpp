@@ -25,6 +25,12 @@ constexpr CommandSpec kCommands[] = {
      &setup_estimate},
     {"search", "Find the fastest layout that fits and write it as a plan file",
      "planner search gpt3.onnx --devices 1024 --global-batch 1536 -o plan.json", &setup_search},
+    {"check", "Gate a model's best plan (or a plan file) on step time, memory and regression (CI)",
+     "planner check models/gpt2-small.onnx --devices 8 --global-batch 64 --baseline base.plan.json "
+     "--max-regression 2 --junit gate.xml",
+     &setup_check},
+    {"completion", "Print a shell completion script (bash)",
+     "source <(planner completion bash)", &setup_completion},
 };
 }  // namespace
 
@@ -47,7 +53,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<CLI::App*, Runner>> runners;
   for (const auto& c : commands()) {
     auto* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));
-    sub->footer(fmt::format("Example:\n  {}", c.example));
+    sub->footer(fmt::format("Example:\n  {}\n", c.example));
     runners.emplace_back(sub, c.setup(*sub));
   }
   try {

@@ -30,6 +30,12 @@ bool progress_wanted(const CLI::App& sub, bool also) {
   return also && verbosity_of(sub) != Verbosity::quiet && is_terminal(stderr);
 }
 
+void log_step(const CLI::App& sub, std::string_view what, std::chrono::steady_clock::time_point since) {
+  if (verbosity_of(sub) != Verbosity::verbose) return;
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+  fmt::print(stderr, "planner {}: {} in {:.3f} s\n", sub.get_name(), what, s);
+}
+
 ProgressLine::ProgressLine(bool enabled, std::chrono::milliseconds delay) : delay_(delay) {
   if (enabled) worker_ = std::jthread([this](std::stop_token st) { loop(st); });
 }

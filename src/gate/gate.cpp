@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -45,7 +46,7 @@ Bytes peak_memory(const plan::Prediction& p) {
   return Bytes(peak);
 }
 
-Result<Report> evaluate(const plan::Plan& plan, const Thresholds& t, const plan::Plan* baseline) {
+Status validate(const Thresholds& t, bool have_baseline) {
   if (!t.max_step_time && !t.max_memory_fraction && !t.max_regression_pct)
     return Error{"no threshold given: pass --max-step-time, --max-memory-fraction or --baseline with --max-regression"};
   if (t.max_step_time && !(t.max_step_time->value > 0 && std::isfinite(t.max_step_time->value)))
@@ -54,8 +55,21 @@ Result<Report> evaluate(const plan::Plan& plan, const Thresholds& t, const plan:
     return make_error("--max-memory-fraction must be in (0, 1] (got {})", *t.max_memory_fraction);
   if (t.max_regression_pct && !std::isfinite(*t.max_regression_pct))
     return make_error("--max-regression must be a finite percentage (got {})", *t.max_regression_pct);
-  if (t.max_regression_pct && baseline == nullptr) return Error{"--max-regression needs --baseline PLAN"};
-  if (baseline != nullptr && !t.max_regression_pct) return Error{"--baseline needs --max-regression PCT"};
+  if (t.max_regression_pct && !have_baseline) return Error{"--max-regression needs --baseline PLAN"};
+  if (have_baseline && !t.max_regression_pct) return Error{"--baseline needs --max-regression PCT"};
+  return {};
+}
+
+Check no_layout_fits(const Thresholds& t, std::string_view why) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (t.max_memory_fraction)
+    return {Kind::memory_fraction, "max-memory-fraction", nan, *t.max_memory_fraction, false,
+            fmt::format("{} (--max-memory-fraction {:g})", why, *t.max_memory_fraction)};
+  return {Kind::fits, "fits", nan, 1.0, false, std::string(why)};
+}
+
+Result<Report> evaluate(const plan::Plan& plan, const Thresholds& t, const plan::Plan* baseline) {
+  PLANNER_TRY_STATUS(validate(t, baseline != nullptr));
 
   const auto& pred = plan.prediction;
   const double step = pred.step_time_s;
@@ -121,8 +135,10 @@ std::string junit_xml(const Report& r, std::string_view suite) {
       out += "/>\n";
       continue;
     }
-    out += fmt::format(">\n      <failure type=\"threshold\" message=\"{}\">value {:g}, threshold {:g}</failure>\n    </testcase>\n",
-                       xml_escape(c.text), c.value, c.threshold);
+    const std::string body = std::isfinite(c.value) ? fmt::format("value {:g}, threshold {:g}", c.value, c.threshold)
+                                                    : xml_escape(c.text);
+    out += fmt::format(">\n      <failure type=\"threshold\" message=\"{}\">{}</failure>\n    </testcase>\n",
+                       xml_escape(c.text), body);
   }
   if (!r.notes.empty()) {
     out += "    <system-out>";

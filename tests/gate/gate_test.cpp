@@ -164,3 +164,22 @@ TEST_CASE("JUnit XML: one testcase per check, failures carry the line, text esca
         "  </testsuite>\n"
         "</testsuites>\n");
 }
+
+TEST_CASE("no layout fits: one failed check without a value, named after the memory threshold") {
+  Thresholds t;
+  t.max_step_time = Seconds(1);
+  auto c = no_layout_fits(t, "no layout fits: even the model state needs 2.00 GiB");
+  CHECK(c.name == "fits");
+  CHECK_FALSE(c.passed);
+  CHECK(c.text == "no layout fits: even the model state needs 2.00 GiB");
+  t.max_memory_fraction = 0.5;
+  c = no_layout_fits(t, "no layout fits: x");
+  CHECK(c.name == "max-memory-fraction");
+  CHECK(c.threshold == 0.5);
+  CHECK(c.text == "no layout fits: x (--max-memory-fraction 0.5)");
+  Report r;
+  r.checks.push_back(c);
+  // No value to print: the failure's body repeats the line.
+  CHECK_THAT(junit_xml(r, "s"), Contains("<failure type=\"threshold\" message=\"no layout fits: x (--max-memory-fraction "
+                                         "0.5)\">no layout fits: x (--max-memory-fraction 0.5)</failure>"));
+}

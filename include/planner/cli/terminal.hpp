@@ -61,6 +61,10 @@ class ProgressLine {
   std::jthread worker_;
 };
 
+/// Under --verbose: prints "planner <sub>: <what> in <t> s" on stderr, timed
+/// from `since`; nothing otherwise.
+void log_step(const CLI::App& sub, std::string_view what, std::chrono::steady_clock::time_point since);
+
 /// The progress line a subcommand shows: on when stderr is a terminal and
 /// the verbosity is not quiet (and `also` holds, e.g. not --json).
 bool progress_wanted(const CLI::App& sub, bool also = true);

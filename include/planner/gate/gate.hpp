@@ -37,7 +37,7 @@ struct Thresholds {
   std::optional<double> max_regression_pct;
 };
 
-enum class Kind { step_time, memory_fraction, step_time_regression, memory_regression };
+enum class Kind { step_time, memory_fraction, step_time_regression, memory_regression, fits };
 
 /// One threshold against the plan.
 struct Check {
@@ -46,7 +46,7 @@ struct Check {
   /// max-regression.step-time, max-regression.peak-memory.
   std::string name;
   /// Compared quantities in the threshold's unit: seconds, a fraction of
-  /// capacity, or percent above the baseline.
+  /// capacity, or percent above the baseline (NaN: no value, see no_layout_fits).
   double value = 0, threshold = 0;
   bool passed = true;
   /// One line naming the value and the threshold, e.g.
@@ -64,6 +64,15 @@ struct Report {
 
 /// Peak memory of the fullest pipeline stage of a prediction (0 without stages).
 Bytes peak_memory(const plan::Prediction& p);
+
+/// Checks the thresholds alone (before any work): at least one is set, each
+/// in range, --max-regression exactly when there is a baseline. Errors name the flag.
+Status validate(const Thresholds& t, bool have_baseline);
+
+/// The failed check of a search that found no layout fitting in memory
+/// (`why`: the search's message): named max-memory-fraction when that
+/// threshold is set (else "fits"), with no value.
+Check no_layout_fits(const Thresholds& t, std::string_view why);
 
 /// Checks `plan` against `t` (and `baseline`, when given). Errors (usage or
 /// bad input, one line naming the flag or field): no threshold set, a
