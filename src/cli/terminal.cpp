@@ -36,7 +36,7 @@ void log_step(const CLI::App& sub, std::string_view what, std::chrono::steady_cl
   fmt::print(stderr, "planner {}: {} in {:.3f} s\n", sub.get_name(), what, s);
 }
 
-ProgressLine::ProgressLine(bool enabled, std::chrono::milliseconds delay) : delay_(delay) {
+ProgressLine::ProgressLine(bool enabled, std::chrono::milliseconds delay, std::FILE* out) : delay_(delay), out_(out) {
   if (enabled) worker_ = std::jthread([this](std::stop_token st) { loop(st); });
 }
 
@@ -61,8 +61,8 @@ void ProgressLine::finish() {
   }
   std::lock_guard lock(mu_);
   if (drawn_ && !finished_) {
-    fmt::print(stderr, "\r\033[K");
-    std::fflush(stderr);
+    fmt::print(out_, "\r\033[K");
+    std::fflush(out_);
   }
   finished_ = true;
 }
@@ -73,8 +73,8 @@ void ProgressLine::loop(std::stop_token stop) {
   if (cv_.wait_for(lock, stop, delay_, [] { return false; }); stop.stop_requested()) return;
   while (!stop.stop_requested()) {
     if (dirty_ && !text_.empty()) {
-      fmt::print(stderr, "\r{}\033[K", text_);
-      std::fflush(stderr);
+      fmt::print(out_, "\r{}\033[K", text_);
+      std::fflush(out_);
       drawn_ = true;
       dirty_ = false;
     }

@@ -36,8 +36,10 @@ bool is_terminal(std::FILE* f);
 /// A one-line status on stderr for long work (see the design note).
 class ProgressLine {
  public:
-  /// `enabled`: draw at all (callers pass stderr-is-a-terminal and not quiet).
-  explicit ProgressLine(bool enabled, std::chrono::milliseconds delay = std::chrono::seconds(1));
+  /// `enabled`: draw at all (callers pass stderr-is-a-terminal and not quiet);
+  /// `delay`: silence before the first draw; `out`: where to draw.
+  explicit ProgressLine(bool enabled, std::chrono::milliseconds delay = std::chrono::seconds(1),
+                        std::FILE* out = stderr);
   /// Erases the line if it was drawn.
   ~ProgressLine();
   ProgressLine(const ProgressLine&) = delete;
@@ -58,6 +60,7 @@ class ProgressLine {
   std::string text_;
   bool dirty_ = false, drawn_ = false, finished_ = false;
   std::chrono::milliseconds delay_;
+  std::FILE* out_;
   std::jthread worker_;
 };
 
