@@ -5,6 +5,7 @@
 // 2 for bad input or usage.
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -40,8 +41,9 @@ struct CheckArgs {
 /// Whether the file is a plan (JSON text) rather than an ONNX protobuf: its
 /// first non-blank byte is '{'. Error: unreadable (names the path).
 Result<bool> is_plan_file(const std::string& path) {
+  std::error_code ec;
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  if (!in || std::filesystem::is_directory(path, ec)) {
     auto r = io::read_file(path);  // its error names the path and the cause
     return r ? make_error("{}: cannot be read", path) : r.error();
   }
