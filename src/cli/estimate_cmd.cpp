@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "planner/cli/command.hpp"
+#include "planner/cli/terminal.hpp"
 #include "planner/cli/estimate_report.hpp"
 #include "planner/cli/import_flags.hpp"
 #include "planner/cli/plan_build.hpp"
@@ -105,7 +106,7 @@ Status load_plan(EstimateArgs& a) {
   return {};
 }
 
-int run_estimate(EstimateArgs& a) {
+int run_estimate(EstimateArgs& a, const CLI::App& sub) {
   auto& c = a.config;
   if (!a.plan_in.empty()) {
     if (auto st = load_plan(a); !st) return fail("estimate", st.error().message);
@@ -165,8 +166,12 @@ int run_estimate(EstimateArgs& a) {
     return fail("estimate", fmt::format("--batch {} differs from --micro-batch {} (the model is imported at the micro-batch)",
                                         *opts->batch, c.micro_batch));
   opts->batch = c.micro_batch;
+  auto t0 = std::chrono::steady_clock::now();
+  ProgressLine progress(progress_wanted(sub));
+  progress.set("importing " + a.model);
   auto m = onnx::import_file(a.model, *opts);
   if (!m) return fail("estimate", m.error().message);
+  log_step(sub, "imported " + a.model, t0);
   for (auto id : m->graph.graph_inputs) {
     const auto& t = m->graph.tensor(id);
     if (t.role != graph::TensorRole::input || !t.batch_axis || *t.batch_axis >= static_cast<int>(t.shape.size())) continue;
@@ -178,8 +183,17 @@ int run_estimate(EstimateArgs& a) {
     break;
   }
   const estimate::ShardingSolver exact = milp_solver();
+  t0 = std::chrono::steady_clock::now();
+  progress.set("estimating " + estimate::describe(c));
   auto e = estimate::estimate(m->graph, *model, c, true, a.exact ? &exact : nullptr);
+  progress.finish();
   if (!e) return fail("estimate", e.error().message);
+  log_step(sub, "estimated " + estimate::describe(c), t0);
+  if (verbosity_of(sub) == Verbosity::quiet && !a.json) {
+    // --quiet: the report without its notes.
+    e->notes.clear();
+    m->report.notes.clear();
+  }
   if (!a.output.empty() || !a.trace.empty()) {
     auto sha = sha256_file(a.model);
     if (!sha) return fail("estimate", sha.error().message);
@@ -239,7 +253,7 @@ Runner setup_estimate(CLI::App& sub) {
   sub.add_option("--grad-reduce-bytes", c.grad_reduce_bytes, "Bytes per reduced gradient element, 2 or 4 (default: framework's)");
   sub.add_flag("--json", a->json, "Print JSON (format planner.estimate/v1, docs/estimate-json.md)");
   sub.add_flag("--exact", a->exact, "Solve the op-level sharding exactly (MILP with COIN-OR CBC)");
-  return [a]() -> int { return run_estimate(*a); };
+  return [a, &sub]() -> int { return run_estimate(*a, sub); };
 }
 
 }  // namespace planner::cli

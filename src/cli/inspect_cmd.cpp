@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/cli/command.hpp"
+#include "planner/cli/terminal.hpp"
 #include "planner/cli/format.hpp"
 #include "planner/cli/import_flags.hpp"
 #include "planner/graph/dtype.hpp"
@@ -111,11 +112,17 @@ Runner setup_inspect(CLI::App& sub) {
   sub.add_option("model", args->model, "ONNX model file")->required();
   args->import.add_to(sub);
   sub.add_flag("--json", args->json, "Print JSON (format planner.inspect/v1, see docs/inspect-json.md)");
-  return [args]() -> int {
+  return [args, &sub]() -> int {
     auto opts = args->import.options();
     if (!opts) return fail("inspect", opts.error().message);
+    const auto t0 = std::chrono::steady_clock::now();
+    ProgressLine progress(progress_wanted(sub));
+    progress.set("importing " + args->model);
     auto m = onnx::import_file(args->model, *opts);
+    progress.finish();
     if (!m) return fail("inspect", m.error().message);
+    log_step(sub, "imported " + args->model, t0);
+    if (verbosity_of(sub) == Verbosity::quiet && !args->json) m->report.notes.clear();
     if (args->json) fmt::print("{}\n", to_json(*m).dump(2));
     else print_table(*m);
     return kExitOk;

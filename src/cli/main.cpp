@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "planner/cli/command.hpp"
+#include "planner/cli/terminal.hpp"
 
 namespace planner::cli {
 
@@ -28,6 +29,12 @@ constexpr CommandSpec kCommands[] = {
      "planner export plan.json --to megatron -o megatron_args.sh", &setup_export},
     {"report", "Write a plan as one self-contained HTML page (layout, timeline, memory, alternatives)",
      "planner report plan.json -o report.html", &setup_report},
+    {"check", "Gate a model's best plan (or a plan file) on step time, memory and regression (CI)",
+     "planner check models/gpt2-small.onnx --devices 8 --global-batch 64 --baseline base.plan.json "
+     "--max-regression 2 --junit gate.xml",
+     &setup_check},
+    {"completion", "Print a shell completion script (bash)",
+     "source <(planner completion bash)", &setup_completion},
 };
 }  // namespace
 
@@ -45,10 +52,12 @@ int main(int argc, char** argv) {
   CLI::App app{"planner: parallel-strategy planner and cost model for distributed deep-learning training"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "planner 0.1.0");
+  add_verbosity_flags(app);
+  app.fallthrough();  // -q/-v also after the subcommand
   std::vector<std::pair<CLI::App*, Runner>> runners;
   for (const auto& c : commands()) {
     auto* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));
-    sub->footer(fmt::format("Example:\n  {}", c.example));
+    sub->footer(fmt::format("Example:\n  {}\n", c.example));
     runners.emplace_back(sub, c.setup(*sub));
   }
   try {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "planner/cli/command.hpp"
+#include "planner/cli/terminal.hpp"
 #include "planner/cli/format.hpp"
 #include "planner/core/io.hpp"
 #include "planner/modelgen/modelgen.hpp"
@@ -35,7 +36,7 @@ void add_sized(CLI::App& sub, ModelArgs& a, const char* name, T& field, const st
   a.sized.emplace(name, o);
 }
 
-int run_model(ModelArgs& a) {
+int run_model(ModelArgs& a, bool quiet) {
   auto arch = modelgen::parse_arch(a.arch);
   if (!arch) return fail("model", arch.error().message);
   a.spec.arch = *arch;
@@ -63,6 +64,7 @@ int run_model(ModelArgs& a) {
   const std::string weights = a.spec.with_weights
                                   ? fmt::format("random weights inline, seed {}", a.spec.seed)
                                   : fmt::format("external data {} declared, not written", data_location);
+  if (quiet) return kExitOk;
   fmt::print("wrote {} ({} parameters, {}; {} nodes) to {}\n", a.arch,
              human_count(static_cast<double>(built->parameter_count)), weights, built->node_count,
              out.string());
@@ -100,7 +102,7 @@ Runner setup_model(CLI::App& sub) {
   add_sized(sub, *a, "dim", s.dim, "Embedding dimension (widedeep)");
   add_sized(sub, *a, "fields", s.fields, "Sparse ids per sample (widedeep)");
   add_sized(sub, *a, "dense-features", s.dense_features, "Dense features per sample (widedeep)");
-  return [a]() { return run_model(*a); };
+  return [a, &sub]() { return run_model(*a, verbosity_of(sub) == Verbosity::quiet); };
 }
 
 }  // namespace planner::cli

@@ -42,5 +42,7 @@ Runner setup_estimate(CLI::App& sub);
 Runner setup_search(CLI::App& sub);
 Runner setup_export(CLI::App& sub);
 Runner setup_report(CLI::App& sub);
+Runner setup_check(CLI::App& sub);
+Runner setup_completion(CLI::App& sub);
 
 }  // namespace planner::cli

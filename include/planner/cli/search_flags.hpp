@@ -1,0 +1,82 @@
+#pragma once
+/// The layout search's flags and the run they drive, shared by `planner
+/// search` (which writes the best plan) and `planner check` (which gates it).
+/// Both take exactly the same flags and search exactly the same way, so a
+/// plan `check` gates is the plan `search` would write.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "planner/cli/import_flags.hpp"
+#include "planner/cli/terminal.hpp"
+#include "planner/cli/train_flags.hpp"
+#include "planner/cluster/profile.hpp"
+#include "planner/core/result.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/plansearch/search.hpp"
+
+namespace planner::cli {
+
+struct SearchFlags {
+  ImportFlags import;
+  TrainFlags train;
+  int devices = 0;
+  std::int64_t global_batch = 0;
+  std::string fix;
+  std::string framework = "megatron";
+  double max_memory_fraction = 1.0;
+  double time_limit = 60;
+  int threads = 0;
+  std::size_t top_k = 5;
+  int max_micro_batch = 16;
+  bool exact = false;
+  bool tp_comm_overlap = false, fused_loss = false;
+  int grad_reduce_bytes = 0;
+  std::string optimizer = "adam";
+  std::string hints_file;
+  CLI::Option* devices_opt = nullptr;
+
+  /// Adds the flags to `app` (the importer's and training flags included);
+  /// `devices_required`: --devices must be given (search; check needs it
+  /// only for a model). `memory_help` describes --max-memory-fraction.
+  void add_to(CLI::App& app, bool devices_required,
+              const std::string& memory_help = "Fraction of device memory a plan may use");
+};
+
+/// What is known before any model is read: flags validated, profile loaded.
+struct SearchSetup {
+  estimate::Framework framework = estimate::Framework::megatron;
+  plansearch::Fixed fixed;
+  cluster::ClusterProfile profile;
+  onnx::ImportOptions import;
+};
+
+/// Validates the flags that need no model and loads the profile. Errors name the flag.
+Result<SearchSetup> prepare_search(const SearchFlags& f);
+
+/// The search's result: the best layout as a validated plan, and the figures
+/// the summaries print.
+struct SearchFound {
+  plan::Plan plan;
+  plansearch::Outcome outcome;
+  int devices_per_node = 8;
+  std::int64_t global_batch = 1;
+  /// The importer's notes for the winner's graph, plus the static-batch note.
+  std::vector<std::string> notes;
+};
+
+/// Prefix of the search's error when no layout fits in memory (a gate
+/// violation for `planner check`, bad input for `planner search`).
+inline constexpr std::string_view kNoLayoutFits = "no layout fits";
+
+/// Imports `model` as the micro-batches need it and searches the space the
+/// flags describe; `progress` receives the status text. Errors: import,
+/// hints or flag errors naming the file or flag, no layout fits
+/// (kNoLayoutFits), or the plan does not validate (internal).
+Result<SearchFound> search_best_plan(const SearchFlags& f, const SearchSetup& setup, const std::string& model,
+                                     ProgressLine& progress);
+
+}  // namespace planner::cli

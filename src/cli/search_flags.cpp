@@ -1,0 +1,187 @@
+// The layout search shared by `planner search` and `planner check`: flags,
+// the imports per micro-batch, the cost models per recompute policy, and the
+// best layout built into a plan.
+
+#include "planner/cli/search_flags.hpp"
+
+#include <map>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "planner/cli/plan_build.hpp"
+#include "planner/core/io.hpp"
+#include "planner/core/sha256.hpp"
+
+namespace planner::cli {
+namespace {
+
+std::string why_lost(const plansearch::Scored& alt, const plansearch::Scored& best) {
+  const auto& a = alt.estimate;
+  const auto& b = best.estimate;
+  const double pct = 100.0 * (a.step_time.value / b.step_time.value - 1.0);
+  // The component that grew most.
+  const std::vector<std::pair<const char*, double>> diffs = {
+      {"compute", (a.compute - b.compute).value},
+      {"recompute", (a.recompute - b.recompute).value},
+      {"model-parallel communication", (a.model_parallel.total() - b.model_parallel.total()).value},
+      {"pipeline bubble", (a.bubble - b.bubble).value},
+      {"ZeRO-3 gathers", (a.zero3_exposed - b.zero3_exposed).value},
+      {"data-parallel sync", (a.dp_exposed - b.dp_exposed).value},
+      {"optimizer step", (a.optimizer - b.optimizer).value}};
+  const auto* worst = &diffs.front();
+  for (const auto& d : diffs)
+    if (d.second > worst->second) worst = &d;
+  return fmt::format("+{:.1f} % step time, most from {} (+{:.3g} s)", pct, worst->first, worst->second);
+}
+
+}  // namespace
+
+void SearchFlags::add_to(CLI::App& sub, bool devices_required, const std::string& memory_help) {
+  import.add_to(sub);
+  train.add_to(sub);
+  devices_opt = sub.add_option("--devices", devices, "Number of devices N");
+  if (devices_required) devices_opt->required();
+  sub.add_option("--global-batch", global_batch, "Global batch (default: the model's batch x N)");
+  sub.add_option("--fix", fix, "Pin degrees or settings: tp=8,pp=4,dp=..,cp=..,vp=..,mb=..,zero=..,recompute=..,schedule=..,sp=0|1");
+  sub.add_option("--framework", framework, "megatron | megatron-legacy | deepspeed | fsdp | ddp")->capture_default_str();
+  sub.add_option("--max-memory-fraction", max_memory_fraction, memory_help)->capture_default_str();
+  sub.add_option("--max-micro-batch", max_micro_batch, "Largest micro-batch tried")->capture_default_str();
+  sub.add_option("--time-limit", time_limit, "Seconds before the search stops with its best plan")->capture_default_str();
+  sub.add_option("--threads", threads, "Threads (default: all cores)");
+  sub.add_option("--top-k", top_k, "Layouts reported (the best and the runners-up)")->capture_default_str();
+  sub.add_option("--hints", hints_file, "Fix the strategies of named ops; the search chooses the rest (docs/hints-format.md)");
+  sub.add_option("--optimizer", optimizer, "adam | sgd (momentum) | sgd-plain")->capture_default_str();
+  sub.add_flag("--tp-comm-overlap", tp_comm_overlap, "Tensor-parallel collectives overlapped with their GEMMs");
+  sub.add_flag("--fused-loss", fused_loss, "Fused cross-entropy kernel (no fp32 copy of the logits)");
+  sub.add_option("--grad-reduce-bytes", grad_reduce_bytes, "Bytes per reduced gradient element, 2 or 4");
+  sub.add_flag("--exact", exact, "Solve every op-level sharding exactly (MILP with COIN-OR CBC)");
+}
+
+Result<SearchSetup> prepare_search(const SearchFlags& a) {
+  if (a.devices < 1) return make_error("--devices must be at least 1 (got {})", a.devices);
+  if (!(a.max_memory_fraction > 0 && a.max_memory_fraction <= 1))
+    return make_error("--max-memory-fraction must be in (0, 1] (got {})", a.max_memory_fraction);
+  if (!(a.time_limit > 0)) return Error{"--time-limit must be positive"};
+  auto fw = estimate::parse_framework(a.framework);
+  if (!fw) return Error{"--framework: " + fw.error().message};
+  PLANNER_TRY(plansearch::Fixed fixed, plansearch::parse_fixed(a.fix));
+  if (a.train.recompute_opt && a.train.recompute_opt->count() > 0) {
+    // --recompute given: pinned, as --fix recompute=... would.
+    auto r = plansearch::parse_fixed("recompute=" + a.train.recompute);
+    if (!r) return Error{"--recompute: " + r.error().message};
+    fixed.recompute = r->recompute;
+  }
+  PLANNER_TRY(cluster::ClusterProfile profile, a.train.load());
+  PLANNER_TRY(onnx::ImportOptions opts, a.import.options());
+  return SearchSetup{*fw, std::move(fixed), std::move(profile), std::move(opts)};
+}
+
+Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& setup, const std::string& model,
+                                     ProgressLine& progress) {
+  const auto& opts = setup.import;
+  const auto& profile = setup.profile;
+  // Import once at an unlikely batch (a prime) to learn whether the file's
+  // batch is static: a static batch does not follow --batch.
+  constexpr std::int64_t kProbeBatch = 9973;
+  auto probe_opts = opts;
+  if (!probe_opts.batch) probe_opts.batch = kProbeBatch;
+  progress.set(fmt::format("importing {}", model));
+  PLANNER_TRY(onnx::ImportedModel probe, onnx::import_file(model, probe_opts));
+  const std::int64_t probed = graph_batch(probe.graph);
+  const bool static_batch = probed != *probe_opts.batch;
+  plansearch::Space space;
+  space.devices = a.devices;
+  space.devices_per_node = profile.devices_per_node > 0 ? profile.devices_per_node : 8;
+  space.framework = setup.framework;
+  space.base.tp_comm_overlap = a.tp_comm_overlap;
+  space.base.fused_loss = a.fused_loss;
+  space.base.grad_reduce_bytes = a.grad_reduce_bytes;
+  if (!a.hints_file.empty()) {
+    PLANNER_TRY(std::string text, io::read_file(a.hints_file));
+    PLANNER_TRY(space.base.hints, estimate::parse_hints(text, a.hints_file));
+  }
+  if (a.grad_reduce_bytes != 0 && a.grad_reduce_bytes != 2 && a.grad_reduce_bytes != 4)
+    return make_error("--grad-reduce-bytes must be 2 or 4 (got {})", a.grad_reduce_bytes);
+  if (a.optimizer == "adam") space.optimizer = cost::Optimizer::adam;
+  else if (a.optimizer == "sgd") space.optimizer = cost::Optimizer::sgd_momentum;
+  else if (a.optimizer == "sgd-plain") space.optimizer = cost::Optimizer::sgd;
+  else return make_error("--optimizer '{}' is not one of adam, sgd, sgd-plain", a.optimizer);
+  space.fixed = setup.fixed;
+  space.max_memory_fraction = a.max_memory_fraction;
+  space.max_micro_batch = a.max_micro_batch;
+  if (opts.batch || static_batch) {
+    // A batch the user bound, or one the file fixes: the micro-batch.
+    const int mb = static_cast<int>(opts.batch ? *opts.batch : probed);
+    if (space.fixed.micro_batch && *space.fixed.micro_batch != mb)
+      return make_error("--fix mb={} differs from the model's batch {}", *space.fixed.micro_batch, mb);
+    space.fixed.micro_batch = mb;
+  }
+  space.global_batch = a.global_batch > 0 ? a.global_batch
+                                          : static_cast<std::int64_t>(space.fixed.micro_batch.value_or(1)) * a.devices;
+
+  std::map<int, std::unique_ptr<onnx::ImportedModel>> graphs;
+  if (static_batch || opts.batch)
+    graphs[static_cast<int>(probed)] = std::make_unique<onnx::ImportedModel>(std::move(probe));
+  auto graph_at = [&](int mb) -> Result<const graph::OpGraph*> {
+    auto it = graphs.find(mb);
+    if (it == graphs.end()) {
+      auto o = opts;
+      o.batch = mb;
+      PLANNER_TRY(onnx::ImportedModel m, onnx::import_file(model, o));
+      it = graphs.emplace(mb, std::make_unique<onnx::ImportedModel>(std::move(m))).first;
+    }
+    return &it->second->graph;
+  };
+  const bool fused = setup.framework == estimate::Framework::megatron ||
+                     setup.framework == estimate::Framework::megatron_legacy ||
+                     setup.framework == estimate::Framework::deepspeed;
+  std::map<cost::RecomputePolicy, std::unique_ptr<cost::ProfileCostModel>> models;
+  auto model_for = [&](cost::RecomputePolicy rc) -> Result<const cost::CostModel*> {
+    auto it = models.find(rc);
+    if (it == models.end()) {
+      TrainFlags t = a.train;
+      t.recompute = std::string(cost::recompute_name(rc));
+      PLANNER_TRY(cost::ProfileCostModel m, t.cost_model(profile, fused));
+      it = models.emplace(rc, std::make_unique<cost::ProfileCostModel>(std::move(m))).first;
+    }
+    return it->second.get();
+  };
+
+  plansearch::Options so;
+  const estimate::ShardingSolver exact = milp_solver();
+  if (a.exact) so.solver = &exact;
+  so.time_limit_s = a.time_limit;
+  so.threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  so.top_k = std::max<std::size_t>(1, a.top_k);
+  so.progress = [&progress](std::size_t done, std::size_t total) {
+    progress.set(fmt::format("searching: {}/{} layouts", done, total));
+  };
+  progress.set("searching");
+  PLANNER_TRY(plansearch::Outcome r, plansearch::search(space, graph_at, model_for, so));
+  const auto& best = r.best.front();
+  const auto git = graphs.find(best.candidate.config.micro_batch);
+  std::vector<std::string> notes = git != graphs.end() ? git->second->report.notes : std::vector<std::string>{};
+  std::erase_if(notes, [&](const std::string& n) { return n.find(fmt::format("--batch {}", kProbeBatch)) != std::string::npos; });
+  if (static_batch)
+    notes.push_back(fmt::format("the model's batch is static ({}): the micro-batch is fixed to it", probed));
+
+  // The winner again with advice off and the plan details.
+  PLANNER_TRY(std::string sha, sha256_file(model));
+  PlanSources src{"search", model, sha, opts, profile, a.train.precision,
+                  std::string(cost::recompute_name(best.candidate.recompute)), a.train.attention};
+  // No wall-clock time in the plan: the same inputs give the same bytes.
+  src.search_time_s = 0;
+  src.layouts_scored = static_cast<std::int64_t>(r.scored);
+  src.lower_bound_s = r.complete ? r.speed_of_light.value : r.lower_bound.value;
+  for (std::size_t i = 1; i < r.best.size(); ++i)
+    src.alternatives.push_back({plansearch::describe(r.best[i].candidate), r.best[i].estimate.step_time.value,
+                                r.best[i].estimate.fits, why_lost(r.best[i], best)});
+  src.import.batch = best.candidate.config.micro_batch;
+  PLANNER_TRY(plan::Plan plan, build_plan(best.estimate, src));
+  if (auto st = plan::validate(plan); !st) return Error{"internal: the plan does not validate: " + st.error().message};
+  return SearchFound{std::move(plan), std::move(r), space.devices_per_node, space.global_batch, std::move(notes)};
+}
+
+}  // namespace planner::cli
