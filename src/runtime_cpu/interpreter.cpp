@@ -202,6 +202,7 @@ Result<StepResult> Interpreter::train_step(const OptimizerConfig& optimizer) {
     OptimState& st = optim_[name];
     if (const auto* sgd = std::get_if<SgdConfig>(&optimizer)) sgd_step(*sgd, w.span(), gr.span(), st);
     else adamw_step(std::get<AdamWConfig>(optimizer), w.span(), gr.span(), st);
+    r.weights.emplace(name, w);
   }
   return r;
 }

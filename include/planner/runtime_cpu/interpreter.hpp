@@ -49,6 +49,8 @@ struct StepResult {
   double loss = 0.0;
   /// Gradient of every parameter, by name.
   std::map<std::string, Tensor> gradients;
+  /// Every parameter after the update, by name.
+  std::map<std::string, Tensor> weights;
 };
 
 class Interpreter {
