@@ -132,6 +132,37 @@ TEST_CASE("the loss falls over a few SGD and AdamW steps", "[runtime_cpu][interp
   }
 }
 
+TEST_CASE("the mlp loss equals the same model written as loops", "[runtime_cpu][interpreter]") {
+  // mlp: y = relu(x W0 + b0) W1 + b1, loss = mean((y - t)^2); B = 2, width 6.
+  const graph::OpGraph g = tiny_graph(tiny(modelgen::Arch::mlp));
+  const InterpreterOptions opt{4, 0.3f, true};
+  auto it = Interpreter::create(g, opt);
+  REQUIRE(it.ok());
+  auto loss = it->forward();
+  REQUIRE(loss.ok());
+  const Tensor x = normal_tensor(opt.seed, "inputs", {2, 6}, 0.0f, 1.0f);
+  const Tensor t = normal_tensor(opt.seed, "targets", {2, 6}, 0.0f, 1.0f);
+  const Tensor& w0 = *it->parameter("layers.0.fc.weight");
+  const Tensor& b0 = *it->parameter("layers.0.fc.bias");
+  const Tensor& w1 = *it->parameter("layers.1.fc.weight");
+  const Tensor& b1 = *it->parameter("layers.1.fc.bias");
+  double sum = 0.0;
+  for (int r = 0; r < 2; ++r) {
+    double h[6];
+    for (int j = 0; j < 6; ++j) {
+      double a = b0[j];
+      for (int k = 0; k < 6; ++k) a += static_cast<double>(x[r * 6 + k]) * w0[k * 6 + j];
+      h[j] = a > 0 ? a : 0;
+    }
+    for (int j = 0; j < 6; ++j) {
+      double y = b1[j];
+      for (int k = 0; k < 6; ++k) y += h[k] * w1[k * 6 + j];
+      sum += (y - t[r * 6 + j]) * (y - t[r * 6 + j]);
+    }
+  }
+  CHECK(*loss == Approx(sum / 12.0).epsilon(1e-5));
+}
+
 TEST_CASE("a train step returns the weights the optimizer wrote", "[runtime_cpu][interpreter]") {
   const graph::OpGraph g = tiny_graph(tiny(modelgen::Arch::mlp));
   auto it = Interpreter::create(g, InterpreterOptions{4, 0.3f, false});
