@@ -56,6 +56,18 @@ Result<BuiltGraph> build_graph(const ParsedGraph& pg, const std::vector<Info>& i
     x.shape = *info.shape;
     x.role = roles[t];
     x.external_data = pg.init[t] && pg.init[t]->data_location() == pb::TensorProto::EXTERNAL;
+    // Small constants keep their values (graph::kMaxConstantValues; the
+    // importer tracks values up to kMaxTracked, the same bound).
+    static_assert(kMaxTracked == static_cast<std::size_t>(graph::kMaxConstantValues));
+    const bool is_constant_node = pg.source[t] == Source::node && pg.producer[t] >= 0 &&
+                                  pg.nodes[static_cast<std::size_t>(pg.producer[t])].proto->op_type() == "Constant";
+    if ((pg.source[t] == Source::initializer || is_constant_node) && info.values) {
+      graph::ConstantValues cv;
+      cv.is_float = info.values->is_float;
+      cv.ints = info.values->i;
+      cv.floats = info.values->f;
+      x.values = std::move(cv);
+    }
     b.tensor_id[t] = b.graph.add_tensor(std::move(x));
   }
   for (const auto& node : pg.nodes) {

@@ -44,6 +44,18 @@ enum class TensorRole : std::uint8_t {
   input,        ///< graph input carrying data (tokens, images, labels)
 };
 
+/// Values of a small constant, row-major: integers in `ints` (is_float
+/// false) or floating values in `floats` (is_float true).
+struct ConstantValues {
+  bool is_float = false;
+  std::vector<std::int64_t> ints;
+  std::vector<double> floats;
+  std::size_t size() const { return is_float ? floats.size() : ints.size(); }
+};
+
+/// Largest constant whose values the importer keeps (Tensor::values).
+inline constexpr std::int64_t kMaxConstantValues = 4096;
+
 struct Tensor {
   std::string name;
   DType dtype = DType::f32;
@@ -58,6 +70,11 @@ struct Tensor {
   std::optional<int> batch_axis;
   /// Initializer whose bytes live in an external file (never opened).
   bool external_data = false;
+  /// Values of an initializer with inline data or a `Constant` node output,
+  /// when it has at most kMaxConstantValues elements (shape tables, masks,
+  /// scales, position ids); the executor's interpreter reads them. Planning
+  /// never does (weights are never read for planning).
+  std::optional<ConstantValues> values;
 
   std::int64_t numel() const;
   Bytes bytes() const;

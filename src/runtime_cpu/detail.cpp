@@ -1,0 +1,40 @@
+#include "detail.hpp"
+
+#include <cassert>
+
+namespace planner::runtime_cpu::detail {
+
+std::vector<std::int64_t> broadcast_map(const Shape& in, const Shape& out) {
+  assert(in.size() <= out.size());
+  const std::size_t r = out.size(), off = r - in.size();
+  // Stride of `in` seen from each output axis: 0 where broadcast.
+  Shape ist = strides_of(in), st(r, 0);
+  for (std::size_t d = 0; d < in.size(); ++d) st[d + off] = in[d] == 1 ? 0 : ist[d];
+  std::vector<std::int64_t> map(uz(numel(out)));
+  Shape idx(r, 0);
+  std::int64_t pos = 0;
+  for (std::size_t k = 0; k < map.size(); ++k) {
+    map[k] = pos;
+    for (std::size_t d = r; d-- > 0;) {  // odometer, last axis fastest
+      if (++idx[d] < out[d]) {
+        pos += st[d];
+        break;
+      }
+      pos -= st[d] * (out[d] - 1);
+      idx[d] = 0;
+    }
+  }
+  return map;
+}
+
+AxisSplit split_at(const Shape& shape, std::size_t axis) {
+  AxisSplit s;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (d < axis) s.outer *= shape[d];
+    else if (d == axis) s.n = shape[d];
+    else s.inner *= shape[d];
+  }
+  return s;
+}
+
+}  // namespace planner::runtime_cpu::detail

@@ -1,0 +1,234 @@
+// forward_op: one op forward on caller-owned tensors.
+#include <cmath>
+
+#include "op_common.hpp"
+#include "planner/runtime_cpu/index.hpp"
+#include "planner/runtime_cpu/norm.hpp"
+
+namespace planner::runtime_cpu {
+
+using namespace detail;
+
+namespace {
+
+using Outs = std::vector<Value>;
+
+/// Same data, the caller's shape (Reshape, Flatten, Squeeze, Unsqueeze, Identity).
+Result<Outs> reshape_fwd(const graph::Op& op, const Inputs& in, const std::vector<OutputSpec>& out) {
+  if (in.empty() || !in[0]) return op_error(op, "input 0 is missing");
+  Value v = *in[0];
+  const Shape& from = value_shape(v);
+  if (numel(from) != numel(out[0].shape))
+    return op_error(op, fmt::format("cannot reshape {} to {}", shape_str(from), shape_str(out[0].shape)));
+  std::visit([&](auto& t) { t.shape = out[0].shape; }, v);
+  return Outs{std::move(v)};
+}
+
+Result<Outs> cast_fwd(const graph::Op& op, const Inputs& in, const std::vector<OutputSpec>& out) {
+  if (in.empty() || !in[0]) return op_error(op, "input 0 is missing");
+  const bool to_float = out[0].dtype == graph::DType::f32;
+  if (!to_float && !is_index_dtype(out[0].dtype))
+    return op_error(op, fmt::format("cast to {} is not supported (fp32 and integers only)", graph::dtype_name(out[0].dtype)));
+  if (const Tensor* t = as_float(in[0])) {
+    if (to_float) return Outs{Value(*t)};
+    IndexTensor r{t->shape, std::vector<std::int64_t>(t->data.size())};
+    for (std::size_t k = 0; k < r.data.size(); ++k) r.data[k] = static_cast<std::int64_t>(std::trunc(t->data[k]));
+    return Outs{Value(std::move(r))};
+  }
+  const IndexTensor* t = as_index(in[0]);
+  if (!to_float) return Outs{Value(*t)};
+  Tensor r(t->shape);
+  for (std::size_t k = 0; k < r.data.size(); ++k) r.data[k] = static_cast<float>(t->data[k]);
+  return Outs{Value(std::move(r))};
+}
+
+Result<Outs> constant_of_shape_fwd(const graph::Op& op, const std::vector<OutputSpec>& out) {
+  double fill = 0.0;
+  if (auto it = op.attrs.find("value"); it != op.attrs.end()) {
+    if (const auto* d = std::get_if<double>(&it->second)) fill = *d;
+    else if (const auto* i = std::get_if<std::int64_t>(&it->second)) fill = static_cast<double>(*i);
+    else return op_error(op, "value attribute is not a number");
+  }
+  if (out[0].dtype == graph::DType::f32) {
+    Tensor t(out[0].shape);
+    std::fill(t.data.begin(), t.data.end(), static_cast<float>(fill));
+    return Outs{Value(std::move(t))};
+  }
+  if (!is_index_dtype(out[0].dtype)) return op_error(op, "output dtype is neither fp32 nor integer");
+  return Outs{Value(IndexTensor{out[0].shape, std::vector<std::int64_t>(static_cast<std::size_t>(numel(out[0].shape)),
+                                                                        static_cast<std::int64_t>(fill))})};
+}
+
+}  // namespace
+
+Result<std::vector<Value>> forward_op(const graph::Op& op, const Inputs& in, const std::vector<OutputSpec>& out) {
+  const auto kind = kind_of(op);
+  if (!kind) return op_error(op, "no CPU kernel for this op type");
+  if (out.empty()) return op_error(op, "no outputs");
+  auto one = [&](Tensor t) -> Result<Outs> {
+    PLANNER_TRY_STATUS(check_shape(op, t.shape, out[0]));
+    return Outs{Value(std::move(t))};
+  };
+  switch (*kind) {
+    case Kind::binary: {
+      PLANNER_TRY(const Tensor* a, float_in(op, in, 0));
+      PLANNER_TRY(const Tensor* b, float_in(op, in, 1));
+      if (!broadcast_shape(a->shape, b->shape))
+        return op_error(op, fmt::format("shapes {} and {} do not broadcast", shape_str(a->shape), shape_str(b->shape)));
+      return one(binary(binary_of(op.type), *a, *b));
+    }
+    case Kind::unary: {
+      PLANNER_TRY(const Tensor* x, float_in(op, in, 0));
+      if (op.type == "Gelu" && op.attr_string("approximate").value_or("none") != "none")
+        return op_error(op, "only the erf form of Gelu (approximate=none) is implemented");
+      return one(unary(unary_of(op.type), *x));
+    }
+    case Kind::matmul: {
+      PLANNER_TRY(const Tensor* a, float_in(op, in, 0));
+      PLANNER_TRY(const Tensor* b, float_in(op, in, 1));
+      if (!matmul_shape(a->shape, b->shape))
+        return op_error(op, fmt::format("cannot multiply {} by {} (both operands need rank >= 2)", shape_str(a->shape),
+                                        shape_str(b->shape)));
+      return one(matmul(*a, *b));
+    }
+    case Kind::gemm: {
+      PLANNER_TRY(const Tensor* a, float_in(op, in, 0));
+      PLANNER_TRY(const Tensor* b, float_in(op, in, 1));
+      const Tensor* c = in.size() > 2 ? as_float(in[2]) : nullptr;
+      const GemmAttrs at = gemm_attrs(op);
+      if (a->shape.size() != 2 || b->shape.size() != 2 ||
+          a->shape[at.trans_a ? 0 : 1] != b->shape[at.trans_b ? 1 : 0])
+        return op_error(op, fmt::format("operands {} and {} do not fit", shape_str(a->shape), shape_str(b->shape)));
+      const Shape mn{a->shape[at.trans_a ? 1 : 0], b->shape[at.trans_b ? 0 : 1]};
+      if (c && broadcast_shape(c->shape, mn) != mn) return op_error(op, "C does not broadcast to [M,N]");
+      return one(gemm_op(*a, *b, c, at));
+    }
+    case Kind::layer_norm: {
+      PLANNER_TRY(const Tensor* x, float_in(op, in, 0));
+      PLANNER_TRY(const Tensor* w, float_in(op, in, 1));
+      const Tensor* b = in.size() > 2 ? as_float(in[2]) : nullptr;
+      PLANNER_TRY(std::size_t axis, axis_attr(op, "axis", -1, x->shape.size()));
+      const Shape tail(x->shape.begin() + static_cast<std::ptrdiff_t>(axis), x->shape.end());
+      if (w->size() != numel(tail) || (b && b->size() != numel(tail)))
+        return op_error(op, "scale/bias do not match the normalised axes");
+      if (out.size() > 1) return op_error(op, "the Mean and InvStdDev outputs are not implemented");
+      return one(layer_norm(*x, *w, b, axis, static_cast<float>(op.attr_float("epsilon").value_or(1e-5))));
+    }
+    case Kind::rms_norm: {
+      PLANNER_TRY(const Tensor* x, float_in(op, in, 0));
+      PLANNER_TRY(const Tensor* w, float_in(op, in, 1));
+      PLANNER_TRY(std::size_t axis, axis_attr(op, "axis", -1, x->shape.size()));
+      if (axis + 1 != x->shape.size() || w->size() != x->shape.back())
+        return op_error(op, "only normalisation over the last axis with a scale of its size is implemented");
+      return one(rms_norm(*x, *w, static_cast<float>(op.attr_float("epsilon").value_or(1e-5))));
+    }
+    case Kind::softmax: {
+      PLANNER_TRY(const Tensor* x, float_in(op, in, 0));
+      PLANNER_TRY(std::size_t axis, axis_attr(op, "axis", -1, x->shape.size()));
+      return one(softmax(*x, axis));
+    }
+    case Kind::gather: {
+      PLANNER_TRY(const Tensor* data, float_in(op, in, 0));
+      PLANNER_TRY(const IndexTensor* idx, index_in(op, in, 1));
+      PLANNER_TRY(std::size_t axis, axis_attr(op, "axis", 0, data->shape.size()));
+      const std::int64_t n = data->shape[axis];
+      for (auto v : idx->data)
+        if (v < -n || v >= n) return op_error(op, fmt::format("index {} is out of range [0, {})", v, n));
+      return one(gather(*data, *idx, axis));
+    }
+    case Kind::cross_entropy: {
+      PLANNER_TRY(const Tensor* x, float_in(op, in, 0));
+      PLANNER_TRY(const IndexTensor* y, index_in(op, in, 1));
+      if (in.size() > 2 && in[2]) return op_error(op, "class weights are not implemented");
+      if (op.attr_string("reduction").value_or("mean") != "mean") return op_error(op, "only reduction=mean is implemented");
+      if (out.size() > 1) return op_error(op, "the log_prob output is not implemented");
+      if (x->shape.size() != 2 || y->shape != Shape{x->shape[0]})
+        return op_error(op, "scores must be [N,C] and labels [N]");
+      const auto ig = ignore_index_of(op);
+      for (auto v : y->data)
+        if ((v < 0 || v >= x->shape[1]) && !(ig && v == *ig))
+          return op_error(op, fmt::format("label {} is out of range [0, {})", v, x->shape[1]));
+      return one(Tensor(Shape{}, {static_cast<float>(cross_entropy(*x, *y, ig))}));
+    }
+    case Kind::reduce: {
+      PLANNER_TRY(const Tensor* x, float_in(op, in, 0));
+      PLANNER_TRY(auto axes, reduce_axes(op, in, x->shape.size()));
+      return one(reduce(*x, axes, op.attr_int("keepdims").value_or(1) != 0, op.type == "ReduceMean"));
+    }
+    case Kind::reshape:
+      return reshape_fwd(op, in, out);
+    case Kind::expand: {
+      PLANNER_TRY(const Tensor* x, float_in(op, in, 0));
+      if (broadcast_shape(x->shape, out[0].shape) != out[0].shape)
+        return op_error(op, fmt::format("cannot expand {} to {}", shape_str(x->shape), shape_str(out[0].shape)));
+      return one(broadcast_to(*x, out[0].shape));
+    }
+    case Kind::transpose: {
+      PLANNER_TRY(const Tensor* x, float_in(op, in, 0));
+      PLANNER_TRY(auto perm, perm_of(op, x->shape.size()));
+      return one(transpose(*x, perm));
+    }
+    case Kind::split: {
+      PLANNER_TRY(const Tensor* x, float_in(op, in, 0));
+      PLANNER_TRY(std::size_t axis, axis_attr(op, "axis", 0, x->shape.size()));
+      std::vector<std::int64_t> sizes;
+      std::int64_t total = 0;
+      for (const auto& o : out) {
+        if (o.shape.size() != x->shape.size()) return op_error(op, "an output has the wrong rank");
+        sizes.push_back(o.shape[axis]);
+        total += o.shape[axis];
+      }
+      if (total != x->shape[axis]) return op_error(op, "the outputs do not add up to the input along the axis");
+      Outs r;
+      for (auto& t : split(*x, axis, sizes)) {
+        PLANNER_TRY_STATUS(check_shape(op, t.shape, out[r.size()]));
+        r.emplace_back(std::move(t));
+      }
+      return r;
+    }
+    case Kind::concat: {
+      std::vector<const Tensor*> parts;
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        PLANNER_TRY(const Tensor* t, float_in(op, in, i));
+        parts.push_back(t);
+      }
+      if (parts.empty()) return op_error(op, "no inputs");
+      PLANNER_TRY(std::size_t axis, axis_attr(op, "axis", 0, parts[0]->shape.size()));
+      for (const Tensor* p : parts) {
+        Shape a = p->shape, b = parts[0]->shape;
+        if (a.size() != b.size()) return op_error(op, "inputs differ in rank");
+        a[axis] = b[axis] = 0;
+        if (a != b) return op_error(op, "inputs differ off the concatenation axis");
+      }
+      return one(concat(parts, axis));
+    }
+    case Kind::slice: {
+      PLANNER_TRY(const Tensor* x, float_in(op, in, 0));
+      PLANNER_TRY(SliceBox box, slice_box(op, in, x->shape));
+      return one(slice(*x, box));
+    }
+    case Kind::trilu: {
+      PLANNER_TRY(const Tensor* x, float_in(op, in, 0));
+      std::int64_t k = 0;
+      if (in.size() > 1 && in[1]) {
+        PLANNER_TRY(const IndexTensor* kt, index_in(op, in, 1));
+        if (kt->data.size() != 1) return op_error(op, "k must be a scalar");
+        k = kt->data[0];
+      }
+      if (x->shape.size() < 2) return op_error(op, "input rank must be >= 2");
+      return one(trilu(*x, op.attr_int("upper").value_or(1) != 0, k));
+    }
+    case Kind::constant: {
+      if (!out[0].values) return op_error(op, "the constant's values were not kept (more than 4096 elements?)");
+      PLANNER_TRY(Value v, constant_value(*out[0].values, out[0].shape, out[0].dtype, op.name));
+      return Outs{std::move(v)};
+    }
+    case Kind::constant_of_shape:
+      return constant_of_shape_fwd(op, out);
+    case Kind::cast:
+      return cast_fwd(op, in, out);
+  }
+  return op_error(op, "no CPU kernel for this op type");
+}
+
+}  // namespace planner::runtime_cpu

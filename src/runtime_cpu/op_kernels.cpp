@@ -1,0 +1,40 @@
+// graph::Op -> kernels: attribute and shape checks, then the kernel calls.
+#include "planner/runtime_cpu/op_kernels.hpp"
+
+#include "op_common.hpp"
+
+namespace planner::runtime_cpu {
+
+using namespace detail;
+
+const Tensor* as_float(const Value* v) { return v ? std::get_if<Tensor>(v) : nullptr; }
+const IndexTensor* as_index(const Value* v) { return v ? std::get_if<IndexTensor>(v) : nullptr; }
+const Shape& value_shape(const Value& v) {
+  return std::holds_alternative<Tensor>(v) ? std::get<Tensor>(v).shape : std::get<IndexTensor>(v).shape;
+}
+
+
+bool is_supported(const graph::Op& op) { return kind_of(op).has_value(); }
+
+Result<Value> constant_value(const graph::ConstantValues& cv, const Shape& shape, graph::DType dtype,
+                             std::string_view name) {
+  if (static_cast<std::int64_t>(cv.size()) != numel(shape))
+    return make_error("constant '{}' holds {} values for shape {}", name, cv.size(), shape_str(shape));
+  if (dtype == graph::DType::f32 || dtype == graph::DType::f64) {
+    Tensor t(shape);
+    for (std::size_t k = 0; k < cv.size(); ++k)
+      t.data[k] = static_cast<float>(cv.is_float ? cv.floats[k] : static_cast<double>(cv.ints[k]));
+    return Value(std::move(t));
+  }
+  if (is_index_dtype(dtype)) {
+    IndexTensor t{shape, std::vector<std::int64_t>(cv.size())};
+    for (std::size_t k = 0; k < cv.size(); ++k)
+      t.data[k] = cv.is_float ? static_cast<std::int64_t>(cv.floats[k]) : cv.ints[k];
+    return Value(std::move(t));
+  }
+  return make_error("constant '{}' has dtype {}; the CPU kernels run fp32 and integers only", name,
+                    graph::dtype_name(dtype));
+}
+
+
+}  // namespace planner::runtime_cpu
