@@ -24,6 +24,8 @@ constexpr CommandSpec kCommands[] = {
      &setup_estimate},
     {"search", "Find the fastest layout that fits and write it as a plan file",
      "planner search gpt3.onnx --devices 1024 --global-batch 1536 -o plan.json", &setup_search},
+    {"calibrate", "Measure a cluster profile: CPU kernels and MPI collectives, or fit nccl-tests output",
+     "mpirun -n 2 planner calibrate --backend cpu -o my-cpu.json", &setup_calibrate},
 };
 }  // namespace
 

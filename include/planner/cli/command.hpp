@@ -40,5 +40,6 @@ Runner setup_inspect(CLI::App& sub);
 Runner setup_model(CLI::App& sub);
 Runner setup_estimate(CLI::App& sub);
 Runner setup_search(CLI::App& sub);
+Runner setup_calibrate(CLI::App& sub);
 
 }  // namespace planner::cli
