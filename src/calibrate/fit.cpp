@@ -73,51 +73,48 @@ Result<GemmTables> fit_gemm(std::span<const GemmSample> square, std::span<const 
       return make_error("gemm fit: measurement {}x{}x{} in {} s is not positive", g.m, g.n, g.k, g.time.value);
     return Status::success();
   };
-  GemmTables out;
+  std::vector<GemmSample> all;
   for (const auto& g : square) {
     PLANNER_TRY_STATUS(check(g));
     if (g.m != g.n || g.n != g.k) return make_error("gemm fit: {}x{}x{} is not square", g.m, g.n, g.k);
-    out.peak = std::max(out.peak, flops(g) / g.time.value);
+    all.push_back(g);
   }
   for (const auto& g : skinny) {
     PLANNER_TRY_STATUS(check(g));
     if (g.n != skinny.front().n || g.k != g.n || g.m > g.n)
       return make_error("gemm fit: skinny shape {}x{}x{} is not [d x N] x [N x N] with d <= N = {}", g.m, g.k, g.n,
                         skinny.front().n);
-    out.peak = std::max(out.peak, flops(g) / g.time.value);
+    all.push_back(g);
   }
-  // Distinct, sorted sides.
-  std::map<int, double> sq, sk;
-  for (const auto& g : square) {
-    auto [it, fresh] = sq.emplace(g.n, g.time.value);
-    if (!fresh) it->second = std::min(it->second, g.time.value);
+  GemmTables out;
+  for (const auto& g : all) out.peak = std::max(out.peak, flops(g) / g.time.value);
+  std::stable_sort(all.begin(), all.end(), [&](const GemmSample& x, const GemmSample& y) { return flops(x) < flops(y); });
+  // The efficiency table: the upper envelope of r/peak against FLOPs (rows
+  // only where a sample beats every smaller one).
+  cluster::EfficiencyTable table{{}, "flops"};
+  double running = 0;
+  for (const auto& g : all) {
+    const double e = flops(g) / g.time.value / out.peak;
+    if (e < running) continue;
+    running = e;
+    if (!table.rows.empty() && table.rows.back().x == flops(g)) table.rows.back().y = e;
+    else table.rows.push_back({flops(g), e});
   }
-  for (const auto& g : skinny) {
-    auto [it, fresh] = sk.emplace(g.m, g.time.value);
-    if (!fresh) it->second = std::min(it->second, g.time.value);
+  // The skinny factor: per min dim, the geometric mean of what the samples
+  // of that min dim reach below the envelope (<= 1 by construction).
+  std::map<int, std::pair<double, int>> logs;
+  for (const auto& g : all) {
+    const double v = flops(g) / g.time.value / (out.peak * table.interpolate(flops(g)));
+    auto& [sum, count] = logs[std::min({g.m, g.n, g.k})];
+    sum += std::log(std::min(1.0, v));
+    ++count;
   }
-  const int big = skinny.empty() ? 0 : skinny.front().n;
-  cluster::EfficiencyTable table, thin;
-  thin.rows = {{1, 1}};
-  for (int round = 0; round < 50; ++round) {
-    table.rows.clear();
-    for (const auto& [n, t] : sq) {
-      const double r = 2.0 * n * n * n / t;
-      table.rows.push_back({2.0 * n * n * n, std::min(1.0, r / (out.peak * thin.interpolate(n)))});
-    }
-    if (sk.empty()) break;
-    thin.rows.clear();
-    for (const auto& [d, t] : sk) {
-      const double f = 2.0 * d * big * big;
-      thin.rows.push_back({static_cast<double>(d), d == big ? 1.0 : std::min(1.0, f / t / (out.peak * table.interpolate(f)))});
-    }
-    if (thin.rows.back().x < big) thin.rows.push_back({static_cast<double>(big), 1.0});
+  cluster::EfficiencyTable thin{{}, "min_dim"};
+  for (const auto& [d, sc] : logs) thin.rows.push_back({static_cast<double>(d), std::exp(sc.first / sc.second)});
+  for (const auto& g : all) {
+    const double model = flops(g) / (out.peak * table.interpolate(flops(g)) * thin.interpolate(std::min({g.m, g.n, g.k})));
+    out.max_error = std::max(out.max_error, std::abs(model / g.time.value - 1));
   }
-  auto model = [&](const GemmSample& g) {
-    return flops(g) / (out.peak * table.interpolate(flops(g)) * thin.interpolate(std::min({g.m, g.n, g.k})));
-  };
-  for (const auto& g : square) out.max_error = std::max(out.max_error, std::abs(model(g) / g.time.value - 1));
-  for (const auto& g : skinny) out.max_error = std::max(out.max_error, std::abs(model(g) / g.time.value - 1));
   out.efficiency = table.rows;
   out.skinny = thin.rows;
   return out;

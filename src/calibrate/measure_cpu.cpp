@@ -205,7 +205,7 @@ Result<CpuMeasurements> measure_cpu(runtime::Communicator& comm, const MeasureOp
   m.openblas_threads = openblas_get_num_threads();
   m.host_memory = Bytes(mem_total_bytes());
 
-  const Budget kb = o.quick ? Budget{0.002, 1} : Budget{0.05, 3};
+  const Budget kb = o.quick ? Budget{0.002, 2} : Budget{0.05, 3};
   auto progress = [&](std::string what) {
     if (o.progress && comm.rank() == 0) o.progress(what);
   };

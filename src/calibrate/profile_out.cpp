@@ -211,17 +211,17 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
                            "included, so a separate per-op cost would count it twice"));
   dev["gemm_efficiency"] = table(
       "flops",
-      kernel_source(by, fmt::format("sgemm rate of square n x n x n (n = {}..{}) / peak, divided by "
-                                    "gemm_skinny_efficiency(n) so that table x skinny reproduces the squares; "
-                                    "fitted jointly with the skinny table (docs/calibrate.md), largest model error "
-                                    "over all {} sgemm measurements {:.2f} %",
-                                    m.gemm_sizes.front(), m.gemm_sizes.back(), m.gemm.size() + m.skinny.size(),
-                                    100 * g.max_error)),
+      kernel_source(by, fmt::format("upper envelope of sgemm rate / peak against 2mnk over square n x n x n "
+                                    "(n = {}..{}) and [d x {}] x [{} x {}] products; fitted jointly with the skinny "
+                                    "table (docs/calibrate.md), largest model error over all {} sgemm measurements "
+                                    "{:.2f} %",
+                                    m.gemm_sizes.front(), m.gemm_sizes.back(), m.skinny_n, m.skinny_n, m.skinny_n,
+                                    m.gemm.size() + m.skinny.size(), 100 * g.max_error)),
       g.efficiency);
   dev["gemm_skinny_efficiency"] = table(
       "min_dim",
-      kernel_source(by, fmt::format("sgemm rate of [d x {0}] x [{0} x {0}] / (peak x gemm_efficiency at its FLOPs), "
-                                    "capped at 1; 1 at d = {0}",
+      kernel_source(by, fmt::format("per min dim d, the geometric mean over the sgemm samples of that d (cubes "
+                                    "d^3, [d x {0}] x [{0} x {0}]) of rate / (peak x gemm_efficiency at its FLOPs)",
                                     m.skinny_n)),
       g.skinny);
   dev["gemm_misaligned_factor"] = sourced(

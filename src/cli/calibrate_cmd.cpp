@@ -82,7 +82,7 @@ Result<calibrate::BaseProfile> load_base(const std::string& base) {
 
 void print_checks(const calibrate::WrittenProfile& w) {
   for (const auto& c : w.checks)
-    fmt::print("  {:<40} {:>3} point(s)  model vs measured max {:6.2f} %{}\n", c.what, c.points, 100 * c.max_error,
+    fmt::print("  {:<48} {:>3} point(s)  model vs measured max {:6.2f} %{}\n", c.what, c.points, 100 * c.max_error,
                c.capped ? fmt::format("  ({} capped)", c.capped) : "");
 }
 

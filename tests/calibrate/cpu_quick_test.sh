@@ -4,7 +4,7 @@
 # then `planner estimate` with the profile it wrote, on a tiny MLP.
 # Usage: cpu_quick_test.sh PLANNER_BIN MPIEXEC
 set -u
-BIN=$1
+BIN=$(realpath "$1")
 MPIRUN=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -12,7 +12,9 @@ cd "$work" || exit 1
 fail() { echo "calibrate_cpu_quick: FAIL: $*"; exit 1; }
 
 "$MPIRUN" --oversubscribe --mca btl self,vader -n 2 "$BIN" calibrate --backend cpu --quick -o cpu2.json \
-  >out.txt 2>err.txt || { cat out.txt err.txt; fail "calibrate exited $?"; }
+  >out.txt 2>err.txt
+rc=$?
+[ "$rc" = 0 ] || { cat out.txt err.txt; fail "calibrate exited $rc"; }
 cat out.txt
 [ -s cpu2.json ] || fail "no profile written"
 grep -q '^wrote cpu2.json (profile .cpu2., 2 rank(s)' out.txt || fail "summary line missing"
@@ -27,7 +29,9 @@ grep -q '"openblas_config"' cpu2.json || fail "no OpenBLAS config in provenance"
 
 "$BIN" model mlp --layers 2 --width 256 --batch 32 -o tiny.onnx >/dev/null || fail "planner model"
 "$BIN" estimate tiny.onnx --profile ./cpu2.json --devices 2 --precision fp32 --attention unfused \
-  --micro-batch 16 --global-batch 32 >est.txt 2>&1 || { cat est.txt; fail "estimate exited $?"; }
+  --micro-batch 32 --global-batch 64 >est.txt 2>&1
+rc=$?
+[ "$rc" = 0 ] || { cat est.txt; fail "estimate exited $rc"; }
 cat est.txt
 grep -q '^step time' est.txt || fail "no step time"
 grep -q '^cluster      2 x ' est.txt || fail "cluster line missing"

@@ -146,28 +146,56 @@ TEST_CASE("solve_table refuses an all_reduce fit over a level with tree/nvls", "
 }
 
 TEST_CASE("fit_gemm recovers peak and tables that made the times", "[calibrate]") {
-  // Peak 100 GFLOP/s. Square table e(F) = 0.2, 0.6, 1 at n = 16, 64, 256
-  // (F = 2n^3); skinny factor s(d) = 0.25, 0.5, 1 at d = 4, 16, 256 (N = 256).
-  // Squares: t = F / (peak e(F) s(n)); skinny [d x 256] x [256 x 256]: t = F / (peak e(F) s(d)).
+  // Peak 100 GFLOP/s. Efficiency table e(F) = 0.2, 0.6, 1 at the cubes
+  // n = 64, 128, 256 (F = 2n^3 = 524288, 4194304, 33554432); skinny factor
+  // s(d) = 0.1, 0.2, 1 at d = 4, 16, 64 with N = 256 (s = 1 from 64 up).
+  // t = F / (peak e(F) s(min dim)) for cubes and [d x 256] x [256 x 256].
   const double peak = 100e9;
-  cluster::EfficiencyTable e{{{2.0 * 16 * 16 * 16, 0.2}, {2.0 * 64 * 64 * 64, 0.6}, {2.0 * 256 * 256 * 256, 1.0}}, "flops"};
-  cluster::EfficiencyTable sk{{{4, 0.25}, {16, 0.5}, {256, 1.0}}, "min_dim"};
+  cluster::EfficiencyTable e{{{524288, 0.2}, {4194304, 0.6}, {33554432, 1.0}}, "flops"};
+  cluster::EfficiencyTable sk{{{4, 0.1}, {16, 0.2}, {64, 1.0}}, "min_dim"};
   auto time = [&](int m, int n, int k) {
     const double f = 2.0 * m * n * k;
     return Seconds(f / (peak * e.interpolate(f) * sk.interpolate(std::min({m, n, k}))));
   };
   std::vector<GemmSample> square, skinny;
-  for (int n : {16, 64, 256}) square.push_back({n, n, n, time(n, n, n)});
-  for (int d : {4, 16, 256}) skinny.push_back({d, 256, 256, time(d, 256, 256)});
+  for (int n : {64, 128, 256}) square.push_back({n, n, n, time(n, n, n)});
+  for (int d : {4, 16, 64}) skinny.push_back({d, 256, 256, time(d, 256, 256)});
   auto g = fit_gemm(square, skinny);
   REQUIRE(g);
   CHECK(g->peak == Approx(peak));
-  CHECK(g->max_error < 1e-6);
-  REQUIRE(g->efficiency.size() == 3);
-  REQUIRE(g->skinny.size() == 3);
-  // n = 256 is at the skinny table's last row (1), so its square row is exactly 1.
-  CHECK(g->efficiency[2].y == Approx(1.0));
-  CHECK(g->skinny[2].y == 1.0);
+  CHECK(g->max_error < 1e-9);
+  // The envelope: the cubes and [64 x 256] x [256 x 256] (F = 8388608, on
+  // the cubes' log-linear segment: 0.6 + 0.4 * log(2)/log(8) = 0.7333).
+  // d = 4 (F = 524288, the n = 64 cube's) reaches 0.1 of it; d = 16
+  // (F = 2097152, table 0.2 + 0.4 * 2/3 = 0.4667) 0.2 of it.
+  REQUIRE(g->efficiency.size() == 4);
+  CHECK(g->efficiency[0].y == Approx(0.2));
+  CHECK(g->efficiency[2].x == 8388608);
+  CHECK(g->efficiency[2].y == Approx(0.6 + 0.4 / 3));
+  CHECK(g->efficiency[3].y == Approx(1.0));
+  REQUIRE(g->skinny.size() == 5);  // d = 4, 16, 64, 128, 256
+  CHECK(g->skinny[0].y == Approx(0.1));
+  CHECK(g->skinny[1].y == Approx(0.2));
+  CHECK(g->skinny[2].y == Approx(1.0));  // d = 64: the cube and [64 x 256] x [256 x 256] both at s = 1
+}
+
+TEST_CASE("fit_gemm: a skinny product faster than the cube of its FLOPs raises the envelope", "[calibrate]") {
+  // Cube 64 (F = 524288) at 20 GFLOP/s; [8 x 256] x [256 x 256] (F = 1048576)
+  // at 50 GFLOP/s (peak); cube 128 (F = 4194304) at 40 GFLOP/s.
+  // Envelope: 0.4 at 524288, 1.0 at 1048576; the cube 128 falls below it
+  // (table(4194304) = 1, clamped), so s(128) = 0.8 and the model gives it
+  // back: 4194304 / (50e9 * 1 * 0.8) = 104.86 us, as measured.
+  std::vector<GemmSample> square{{64, 64, 64, Seconds(524288 / 20e9)}, {128, 128, 128, Seconds(4194304 / 40e9)}};
+  std::vector<GemmSample> skinny{{8, 256, 256, Seconds(1048576 / 50e9)}};
+  auto g = fit_gemm(square, skinny);
+  REQUIRE(g);
+  CHECK(g->peak == Approx(50e9));
+  REQUIRE(g->efficiency.size() == 2);
+  CHECK(g->efficiency[0].y == Approx(0.4));
+  CHECK(g->efficiency[1].y == Approx(1.0));
+  REQUIRE(g->skinny.size() == 3);  // d = 8, 64, 128
+  CHECK(g->skinny[2].y == Approx(0.8));
+  CHECK(g->max_error < 1e-9);
 }
 
 TEST_CASE("fit_gemm rejects a non-square 'square' sample", "[calibrate]") {

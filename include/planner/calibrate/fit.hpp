@@ -62,14 +62,17 @@ struct GemmSample {
   Seconds time;
 };
 
-/// The GEMM part of a device profile, fitted so that the cost model's
+/// The GEMM part of a device profile, fitted to the cost model's
 ///   t(m,n,k) = 2mnk / (peak * table(2mnk) * skinny(min(m,n,k)))
-/// reproduces square and skinny measurements alike. peak = the best rate
-/// seen. The two tables depend on each other (a square of side n < N also
-/// reads skinny(n)), so they are fitted by alternating, 50 rounds:
-///   table(2n^3) = min(1, r(n,n,n) / (peak * skinny(n)))        (squares)
-///   skinny(d)   = min(1, r(d,N,N) / (peak * table(2dN^2)))      (skinny)
-/// with skinny(N) = 1 (a square of side N is no skinnier than itself).
+/// over square and skinny measurements together. peak = the best rate seen.
+///   table   the upper envelope of r/peak against 2mnk: a row at each
+///           sample faster (as a fraction of peak) than every sample with
+///           fewer FLOPs; interpolated between, so it never falls
+///   skinny  per min dim d, the geometric mean over the samples of that d of
+///           r / (peak * table(2mnk)), which is <= 1
+/// On a CPU a [d x N] x [N x N] product can beat a cube of the same FLOPs
+/// (a factor > 1 no table may hold), so the two tables cannot reproduce
+/// every shape; max_error says by how much they miss.
 struct GemmTables {
   double peak = 0;  ///< FLOP/s
   std::vector<cluster::EfficiencyTable::Row> efficiency;  ///< x = 2mnk
