@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <new>
 #include <string>
@@ -101,14 +102,14 @@ std::vector<float> filled(std::size_t n, float seed) {
   return v;
 }
 
-double sgemm_time(runtime::Communicator& comm, int m, int n, int k, Budget b, Result<double>& out) {
+/// Time of one row-major C[m x n] = A[m x k] B[k x n] (cblas_sgemm).
+Result<double> sgemm_time(runtime::Communicator& comm, int m, int n, int k, Budget b) {
   auto a = filled(static_cast<std::size_t>(m) * k, 0.5f);
   auto bm = filled(static_cast<std::size_t>(k) * n, 0.25f);
   std::vector<float> c(static_cast<std::size_t>(m) * n);
-  out = time_kernel(comm, [&] {
+  return time_kernel(comm, [&] {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data(), k, bm.data(), n, 0.0f, c.data(), n);
   }, b);
-  return c[0];
 }
 
 /// VmRSS of this process in bytes (0 when /proc is unreadable).
@@ -199,9 +200,22 @@ Result<CpuMeasurements> measure_cpu(runtime::Communicator& comm, const MeasureOp
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
   m.host = host[0] ? host : "unknown host";
+  {
+    // Every rank on one host? (a 16-bit hash of the name, exact in f32)
+    std::uint32_t h = 2166136261u;
+    for (unsigned char ch : m.host) h = (h ^ ch) * 16777619u;
+    const double tag = static_cast<double>((h ^ (h >> 16)) & 0xFFFFu);
+    PLANNER_TRY(double lo, reduce(comm, tag, runtime::ReduceOp::min));
+    PLANNER_TRY(double hi, reduce(comm, tag, runtime::ReduceOp::max));
+    if (lo != hi)
+      return make_error("the {} ranks run on more than one host; --backend cpu calibrates one host (run it on each "
+                        "host, and take the network from --base or nccl-tests)",
+                        comm.size());
+  }
   m.cpu_model = cpu_model();
   const char* config = openblas_get_config();
-  m.openblas_config = config ? config : "";
+  const char* core = openblas_get_corename();
+  m.openblas_config = fmt::format("{} (core {})", config ? config : "?", core ? core : "?");
   m.openblas_threads = openblas_get_num_threads();
   m.host_memory = Bytes(mem_total_bytes());
 
@@ -215,30 +229,24 @@ Result<CpuMeasurements> measure_cpu(runtime::Communicator& comm, const MeasureOp
                                          : std::vector<int>{16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048};
   for (int n : sizes) {
     progress(fmt::format("sgemm {0}x{0}x{0}", n));
-    Result<double> t = 0.0;
-    sgemm_time(comm, n, n, n, kb, t);
-    if (!t) return t.error();
+    PLANNER_TRY(double t, sgemm_time(comm, n, n, n, kb));
     m.gemm_sizes.push_back(n);
-    m.gemm.push_back({2.0 * n * n * n, Seconds(*t)});
+    m.gemm.push_back({2.0 * n * n * n, Seconds(t)});
   }
   // sgemm, skinny: [d x N] x [N x N].
   m.skinny_n = o.quick ? 256 : 1024;
   for (int d = 1; d <= m.skinny_n; d *= 2) {
     progress(fmt::format("sgemm {}x{}x{}", d, m.skinny_n, m.skinny_n));
-    Result<double> t = 0.0;
-    sgemm_time(comm, d, m.skinny_n, m.skinny_n, kb, t);
-    if (!t) return t.error();
+    PLANNER_TRY(double t, sgemm_time(comm, d, m.skinny_n, m.skinny_n, kb));
     m.skinny_dims.push_back(d);
-    m.skinny.push_back({2.0 * d * m.skinny_n * m.skinny_n, Seconds(*t)});
+    m.skinny.push_back({2.0 * d * m.skinny_n * m.skinny_n, Seconds(t)});
   }
   // sgemm, aligned vs odd.
   m.aligned_n = o.quick ? 256 : 1024;
   for (int n : {m.aligned_n, m.aligned_n - 1}) {
     progress(fmt::format("sgemm {0}x{0}x{0}", n));
-    Result<double> t = 0.0;
-    sgemm_time(comm, n, n, n, kb, t);
-    if (!t) return t.error();
-    (n == m.aligned_n ? m.aligned : m.misaligned) = Sample{2.0 * n * n * n, Seconds(*t)};
+    PLANNER_TRY(double t, sgemm_time(comm, n, n, n, kb));
+    (n == m.aligned_n ? m.aligned : m.misaligned) = Sample{2.0 * n * n * n, Seconds(t)};
   }
 
   // Triad over doubles.

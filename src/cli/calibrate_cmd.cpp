@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <filesystem>
@@ -40,8 +41,16 @@ struct CalibrateArgs {
   std::vector<std::string> argv;
 };
 
+/// The date recorded in provenance and sources: now, or SOURCE_DATE_EPOCH
+/// (seconds since 1970) when set, so that the nccl-tests mode can give
+/// byte-identical files for the same inputs.
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch && *epoch) {
+    char* end = nullptr;
+    const long long v = std::strtoll(epoch, &end, 10);
+    if (end && *end == '\0' && v >= 0) t = static_cast<std::time_t>(v);
+  }
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];
@@ -158,7 +167,7 @@ int run_cpu(const CalibrateArgs& a) {
     calibrate::Provenance prov;
     prov.items = {{"date", utc_now()},
                   {"tool", "planner calibrate --backend cpu"},
-                  {"command", fmt::format("mpirun -n {} {}", m->ranks, command)},
+                  {"command", command},
                   {"sweep", a.quick ? "quick" : "full"},
                   {"host", m->host},
                   {"cpu_model", m->cpu_model},

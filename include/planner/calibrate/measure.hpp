@@ -76,7 +76,8 @@ struct CpuMeasurements {
 };
 
 /// Runs the sweep. Collective: every rank of `comm` must call it. Errors
-/// come from the communicator or from memory allocation.
+/// come from the communicator, or say that the ranks span several hosts
+/// (this backend calibrates one host).
 Result<CpuMeasurements> measure_cpu(runtime::Communicator& comm, const MeasureOptions& options);
 
 }  // namespace planner::calibrate
