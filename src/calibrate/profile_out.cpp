@@ -28,6 +28,14 @@ double sig(double v, int digits = 4) {
   return std::round(v * scale) / scale;
 }
 
+/// `v` > 0 rounded down to 4 significant digits (a latency rounded up could
+/// make a measured time unreachable).
+double sig_down(double v) {
+  if (!(v > 0) || !std::isfinite(v)) return v;
+  const double scale = std::pow(10.0, 3 - static_cast<int>(std::floor(std::log10(v))));
+  return std::floor(v * scale * (1 + 1e-12)) / scale;
+}
+
 /// An efficiency: 4 significant digits, kept inside (0, 1].
 double frac(double v) { return std::clamp(sig(v), 1e-6, 1.0); }
 
@@ -132,13 +140,21 @@ Result<LevelTables> fit_level(cluster::Interconnect& net, std::size_t level, clu
       }
     }
     out.bandwidth = BytesPerSecond(sig(best, 6));
+    // B is set by the bandwidth-bound samples; a latency-bound sample of a
+    // collective may then need e > 1. Lower that collective's latency so
+    // that e = 1 reaches every sample: alpha <= (t - factor*S/B) / steps.
+    for (auto& [kind, a] : out.latency) {
+      const CollectiveShape sh = collective_shape(kind, where.ranks);
+      for (const Sample& s : runs.at(kind))
+        a = Seconds(std::max(0.0, std::min(a.value, (s.time.value - sh.factor * s.x / best) / sh.steps)));
+    }
     if (l.inter_node)
       l.nic_bandwidth = BytesPerSecond(out.bandwidth.value * where.ranks_per_node /
                                        std::min(where.ranks_per_node, l.nics_per_node));
     else
       l.bandwidth = out.bandwidth;
     for (const auto& [kind, a] : out.latency)
-      set_table(l, kind, cluster::EfficiencyTable{{{1, 1}}, "message_bytes"}, Seconds(sig(a.value * 1e6) * 1e-6));
+      set_table(l, kind, cluster::EfficiencyTable{{{1, 1}}, "message_bytes"}, Seconds(sig_down(a.value * 1e6) * 1e-6));
   }
   // Several levels: the level keeps its bandwidth and latency (the inner
   // levels' share of each time is theirs), only the tables are solved.
@@ -281,13 +297,15 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
     const Seconds a_ar = net.levels[0].latency;
     shm_json["latency_us"] = sourced(
         sig(a_ar.value * 1e6),
-        kernel_source(by, "all_reduce: intercept of the line fit t = a + b*S over its sizes / 2(n-1) steps"));
+        kernel_source(by, "all_reduce: intercept of the line fit t = a + b*S over its sizes / 2(n-1) steps, "
+                          "lowered where a size needs it to be reachable at bandwidth_GBps (docs/calibrate.md)"));
     for (const auto& [kind, t] : lt.tables) {
       const std::string src = kernel_source(
           by, fmt::format("{} of f32 buffers through runtime::Communicator over {} message sizes; e(S) solved so that "
                           "the cost model (cluster/collective.hpp) reproduces each time with B = bandwidth_GBps{}",
                           cluster::collective_name(kind), t.rows.size(),
-                          kind == Collective::all_reduce ? "" : " and its own latency_us (line-fit intercept / steps)"));
+                          kind == Collective::all_reduce ? "" : " and its own latency_us (line-fit intercept / steps, lowered "
+                                                                "where a size needs it)"));
       json tj = table("message_bytes", src, t.rows);
       if (kind == Collective::all_reduce) {
         eff["ring"] = tj;
