@@ -35,6 +35,8 @@ constexpr CommandSpec kCommands[] = {
      &setup_check},
     {"completion", "Print a shell completion script (bash)",
      "source <(planner completion bash)", &setup_completion},
+    {"calibrate", "Measure a cluster profile: CPU kernels and MPI collectives, or fit nccl-tests output",
+     "mpirun -n 2 planner calibrate --backend cpu -o my-cpu.json", &setup_calibrate},
 };
 }  // namespace
 

@@ -28,8 +28,10 @@ struct Stage {
   BytesPerSecond per_rank;   ///< bandwidth one rank gets here
   double units = 1;          ///< units entering this stage: n / prod(p of earlier stages)
 
-  double ring_eff(double s) const { return level->ring.efficiency.interpolate(s); }
-  Seconds alpha() const { return level->latency; }
+  /// Efficiency and latency of collective `kind` here (its own table where
+  /// the level has one, else the ring table and the level's latency).
+  double eff(Collective kind, double s) const { return level->table_for(kind).interpolate(s); }
+  Seconds alpha(Collective kind) const { return level->latency_for(kind); }
 };
 
 Result<std::vector<Stage>> make_stages(const Interconnect& net, Placement where) {
@@ -67,10 +69,11 @@ Result<std::vector<Stage>> make_stages(const Interconnect& net, Placement where)
   return stages;
 }
 
-/// Ring all-reduce (c = 2) or all-gather/reduce-scatter (c = 1) inside one stage.
-Seconds ring_level(const Stage& s, double bytes, double c) {
+/// Ring all-reduce (c = 2) or all-gather/reduce-scatter (c = 1) inside one
+/// stage, with the table and latency of `kind`.
+Seconds ring_level(const Stage& s, Collective kind, double bytes, double c) {
   const double p = s.p;
-  return Seconds(c * (p - 1) / p * bytes / (s.per_rank.value * s.ring_eff(bytes))) + s.alpha() * (c * (p - 1));
+  return Seconds(c * (p - 1) / p * bytes / (s.per_rank.value * s.eff(kind, bytes))) + s.alpha(kind) * (c * (p - 1));
 }
 
 /// Tree all-reduce inside one stage, when the level has a tree table.
@@ -79,28 +82,30 @@ std::optional<Seconds> tree_level(const Stage& s, double bytes) {
   if (!tree || s.p < tree->min_ranks || bytes < tree->min_bytes.value) return std::nullopt;
   const double p = s.p;
   double e = tree->efficiency.interpolate(bytes);
-  return Seconds(2 * (p - 1) / p * bytes / (s.per_rank.value * e)) + s.alpha() * (2 * std::ceil(std::log2(p)));
+  return Seconds(2 * (p - 1) / p * bytes / (s.per_rank.value * e)) + s.level->latency * (2 * std::ceil(std::log2(p)));
 }
 
 /// NVLink SHARP all-reduce (single stage): the table is an algbw fraction.
 std::optional<Seconds> nvls_level(const Stage& s, double bytes) {
   const auto& nv = s.level->nvls;
   if (!nv || s.p < nv->min_ranks || bytes < nv->min_bytes.value) return std::nullopt;
-  return Seconds(bytes / (s.per_rank.value * nv->efficiency.interpolate(bytes))) + s.alpha() * 2.0;
+  return Seconds(bytes / (s.per_rank.value * nv->efficiency.interpolate(bytes))) + s.level->latency * 2.0;
 }
 
-/// Flat ring across all stages: c = 2 all-reduce, 1 otherwise; `factor` is
-/// the bytes factor (2(n-1)/n, (n-1)/n or 1).
-Seconds flat_ring(const std::vector<Stage>& stages, double bytes, double c, double factor, bool single_ring = false) {
+/// Flat ring across all stages for `kind`: c = 2 all-reduce, 1 otherwise;
+/// `factor` is the bytes factor (2(n-1)/n, (n-1)/n or 1). `single_ring`:
+/// one ring, so across nodes one rank's share of the NICs (Placement).
+Seconds flat_ring(const std::vector<Stage>& stages, Collective kind, double bytes, double c, double factor,
+                  bool single_ring = false) {
   double bw = 0;
   Seconds latency(0);
   bool first = true;
   for (const Stage& s : stages) {
-    double offer = (single_ring ? 1.0 : s.parallel) * s.per_rank.value * s.ring_eff(bytes);
+    double offer = (single_ring ? 1.0 : s.parallel) * s.per_rank.value * s.eff(kind, bytes);
     bw = first ? offer : std::min(bw, offer);
     first = false;
     // NCCL tuning model: steps that cross this level pay its latency.
-    latency += s.alpha() * (c * (s.units - s.units / s.p));
+    latency += s.alpha(kind) * (c * (s.units - s.units / s.p));
   }
   return Seconds(factor * bytes / bw) + latency;
 }
@@ -114,12 +119,14 @@ struct Timed {
 Timed hier_all_reduce(const std::vector<Stage>& st, std::size_t i, double bytes) {
   const Stage& s = st[i];
   if (i + 1 == st.size()) {
-    Timed best{ring_level(s, bytes, 2), Algorithm::hierarchical_ring};
+    Timed best{ring_level(s, Collective::all_reduce, bytes, 2), Algorithm::hierarchical_ring};
     if (auto t = tree_level(s, bytes); t && *t < best.time) best = {*t, Algorithm::hierarchical_tree};
     return best;
   }
   Timed outer = hier_all_reduce(st, i + 1, bytes / s.p);
-  return {ring_level(s, bytes, 1) + outer.time + ring_level(s, bytes, 1), outer.algorithm};
+  return {ring_level(s, Collective::reduce_scatter, bytes, 1) + outer.time +
+              ring_level(s, Collective::all_gather, bytes, 1),
+          outer.algorithm};
 }
 
 }  // namespace
@@ -134,6 +141,14 @@ std::string_view collective_name(Collective c) {
     case Collective::broadcast: return "broadcast";
   }
   return "?";
+}
+
+std::optional<Collective> parse_collective(std::string_view name) {
+  for (std::size_t i = 0; i < kCollectiveCount; ++i) {
+    auto c = static_cast<Collective>(i);
+    if (collective_name(c) == name) return c;
+  }
+  return std::nullopt;
 }
 
 std::string_view algorithm_name(Algorithm a) {
@@ -166,12 +181,12 @@ Result<CollectiveCost> collective_time(const Interconnect& net, Collective kind,
   switch (kind) {
     case Collective::all_reduce: {
       if (st.size() == 1) {
-        CollectiveCost best{ring_level(st[0], bytes, 2), Algorithm::ring};
+        CollectiveCost best{ring_level(st[0], kind, bytes, 2), Algorithm::ring};
         if (auto t = tree_level(st[0], bytes); t && *t < best.time) best = {*t, Algorithm::tree};
         if (auto t = nvls_level(st[0], bytes); t && *t < best.time) best = {*t, Algorithm::nvls};
         return best;
       }
-      CollectiveCost best{flat_ring(st, bytes, 2, 2 * (n - 1) / n), Algorithm::ring};
+      CollectiveCost best{flat_ring(st, kind, bytes, 2, 2 * (n - 1) / n), Algorithm::ring};
       Timed h = hier_all_reduce(st, 0, bytes);
       if (h.time < best.time) best = {h.time, h.algorithm};
       return best;
@@ -182,11 +197,11 @@ Result<CollectiveCost> collective_time(const Interconnect& net, Collective kind,
       // (one ring per NIC across nodes): (n-1) steps, each paying the latency
       // of the levels it crosses. It has no hierarchical variant (its PAT
       // algorithm, 2.23+, serves one rank per node only).
-      if (st.size() == 1) return CollectiveCost{ring_level(st[0], bytes, 1), Algorithm::ring};
-      return CollectiveCost{flat_ring(st, bytes, 1, (n - 1) / n, where.single_ring), Algorithm::ring};
+      if (st.size() == 1) return CollectiveCost{ring_level(st[0], kind, bytes, 1), Algorithm::ring};
+      return CollectiveCost{flat_ring(st, kind, bytes, 1, (n - 1) / n, where.single_ring), Algorithm::ring};
     }
     case Collective::broadcast:
-      return CollectiveCost{flat_ring(st, bytes, 1, 1.0), Algorithm::ring};
+      return CollectiveCost{flat_ring(st, kind, bytes, 1, 1.0), Algorithm::ring};
     case Collective::all_to_all: {
       // Each rank sends S/n to every rank; the bytes that leave a unit of the
       // previous stage but stay inside this stage's group cross this level.
@@ -194,15 +209,15 @@ Result<CollectiveCost> collective_time(const Interconnect& net, Collective kind,
       double inner = 1;
       for (const Stage& s : st) {
         double crossing = bytes * inner * (s.p - 1) / n;
-        slowest = std::max(slowest, Seconds(crossing / (s.per_rank.value * s.ring_eff(bytes))));
-        alpha = std::max(alpha, s.alpha());
+        slowest = std::max(slowest, Seconds(crossing / (s.per_rank.value * s.eff(kind, bytes))));
+        alpha = std::max(alpha, s.alpha(kind));
         inner *= s.p;
       }
       return CollectiveCost{slowest + alpha, Algorithm::pairwise};
     }
     case Collective::send_recv: {
       const Stage& s = st.front();
-      return CollectiveCost{Seconds(bytes / (s.per_rank.value * s.ring_eff(bytes))) + s.alpha(),
+      return CollectiveCost{Seconds(bytes / (s.per_rank.value * s.eff(kind, bytes))) + s.alpha(kind),
                             Algorithm::point_to_point};
     }
   }

@@ -87,6 +87,16 @@ std::optional<double> DeviceProfile::attention_efficiency(std::int64_t seq_len, 
 
 Bytes DeviceProfile::usable_memory() const { return visible_memory - context_memory; }
 
+const EfficiencyTable& Level::table_for(Collective kind) const {
+  const auto& own = per_collective[static_cast<std::size_t>(kind)];
+  return own ? own->efficiency : ring.efficiency;
+}
+
+Seconds Level::latency_for(Collective kind) const {
+  const auto& own = per_collective[static_cast<std::size_t>(kind)];
+  return own && own->latency ? *own->latency : latency;
+}
+
 BytesPerSecond Level::per_rank_bandwidth(int ranks_per_node) const {
   if (!inter_node) return bandwidth;
   int k = std::max(ranks_per_node, 1);

@@ -222,6 +222,25 @@ class Reader {
     return out;
   }
 
+  /// A per-collective table: a table over message_bytes that may also hold
+  /// "latency_us" (microseconds, >= 0), covered by the table's source.
+  Result<CollectiveOverride> collective_table(const json& obj, std::string_view path, std::string_view key) const {
+    auto p = join(path, key);
+    PLANNER_TRY(const json* tp, member(obj, path, key));
+    if (!tp->is_object())
+      return fail(p, fmt::format("expected a table {{\"x\", \"source\", \"rows\"}}, got {}", describe(*tp)));
+    PLANNER_TRY_STATUS(keys(*tp, p, {"x", "source", "rows", "latency_us", "notes"}));
+    json without = *tp;
+    without.erase("latency_us");
+    PLANNER_TRY(CollectiveTable t, table(json{{std::string(key), without}}, path, key, "message_bytes"));
+    CollectiveOverride out{std::move(t.efficiency), std::nullopt};
+    if (auto it = tp->find("latency_us"); it != tp->end()) {
+      PLANNER_TRY(double us, number(*it, join(p, "latency_us"), Domain::non_negative));
+      out.latency = Seconds(us * kMicro);
+    }
+    return out;
+  }
+
   Result<EfficiencyTable> plain_table(const json& obj, std::string_view path, std::string_view key,
                                       std::string_view expected_x) const {
     PLANNER_TRY(CollectiveTable t, table(obj, path, key, expected_x));
@@ -301,6 +320,19 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
   return dev;
 }
 
+/// The JSON key of a collective's own table (collective_name()).
+std::string_view collective_key(Collective c) {
+  switch (c) {
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::all_gather: return "all_gather";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::all_to_all: return "all_to_all";
+    case Collective::send_recv: return "send_recv";
+    case Collective::broadcast: return "broadcast";
+  }
+  return "?";
+}
+
 Result<Level> read_level(const Reader& r, const json& l, const std::string& path, bool last) {
   PLANNER_TRY_STATUS(r.object(l, path));
   Level level;
@@ -328,7 +360,9 @@ Result<Level> read_level(const Reader& r, const json& l, const std::string& path
   PLANNER_TRY(const json* eff, r.member(l, path, "efficiency"));
   const std::string ep = join(path, "efficiency");
   PLANNER_TRY_STATUS(r.object(*eff, ep));
-  PLANNER_TRY_STATUS(r.keys(*eff, ep, {"ring", "tree", "nvls"}));
+  PLANNER_TRY_STATUS(r.keys(*eff, ep,
+                            {"ring", "tree", "nvls", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                             "send_recv", "broadcast"}));
   PLANNER_TRY(level.ring, r.table(*eff, ep, "ring", "message_bytes", true));
   if (eff->contains("tree")) {
     PLANNER_TRY(CollectiveTable t, r.table(*eff, ep, "tree", "message_bytes", true));
@@ -338,6 +372,14 @@ Result<Level> read_level(const Reader& r, const json& l, const std::string& path
     if (level.inter_node) return r.fail(join(ep, "nvls"), "NVLS exists only inside a node");
     PLANNER_TRY(CollectiveTable t, r.table(*eff, ep, "nvls", "message_bytes", true));
     level.nvls = std::move(t);
+  }
+  // Per-collective tables (written by planner calibrate): optional, one per
+  // collective name; absent ones fall back to the ring table.
+  for (std::size_t i = 0; i < kCollectiveCount; ++i) {
+    auto name = collective_key(static_cast<Collective>(i));
+    if (!eff->contains(name)) continue;
+    PLANNER_TRY(CollectiveOverride t, r.collective_table(*eff, ep, name));
+    level.per_collective[i] = std::move(t);
   }
   return level;
 }
@@ -438,7 +480,16 @@ Result<ClusterProfile> parse_profile(std::string_view text, std::string_view ori
   ClusterProfile out;
   Reader r(std::string(origin), out.sources);
   PLANNER_TRY_STATUS(r.object(j, ""));
-  PLANNER_TRY_STATUS(r.keys(j, "", {"schema_version", "name", "system", "source", "notes", "device", "interconnect"}));
+  PLANNER_TRY_STATUS(
+      r.keys(j, "", {"schema_version", "name", "system", "source", "notes", "provenance", "device", "interconnect"}));
+  // "provenance" (written by planner calibrate): an object of strings, no
+  // numbers (every number of a profile lives where it has a source).
+  if (auto it = j.find("provenance"); it != j.end()) {
+    PLANNER_TRY_STATUS(r.object(*it, "provenance"));
+    for (const auto& [key, value] : it->items())
+      if (!value.is_string())
+        return r.fail(join("provenance", key), fmt::format("expected a string, got {}", describe(value)));
+  }
   PLANNER_TRY(const json* version, r.member(j, "", "schema_version"));
   if (!version->is_number_integer() || version->get<long long>() != 1)
     return r.fail("schema_version", fmt::format("expected 1, got {}", describe(*version)));

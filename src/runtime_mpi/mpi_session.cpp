@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -75,6 +76,16 @@ Result<std::unique_ptr<MpiSession>> MpiSession::init(int* argc, char*** argv) {
 MpiSession::~MpiSession() {
   impl_->heartbeat.reset();
   MPI_Finalize();
+}
+
+std::string MpiSession::library_version() {
+  char buf[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  if (MPI_Get_library_version(buf, &len) != MPI_SUCCESS) return "unknown MPI library";
+  std::string v(buf, static_cast<std::size_t>(std::max(0, len)));
+  v = v.substr(0, v.find('\n'));
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\0' || v.back() == '\r')) v.pop_back();
+  return v;
 }
 
 int MpiSession::world_rank() const { return impl_->rank; }

@@ -44,5 +44,6 @@ Runner setup_export(CLI::App& sub);
 Runner setup_report(CLI::App& sub);
 Runner setup_check(CLI::App& sub);
 Runner setup_completion(CLI::App& sub);
+Runner setup_calibrate(CLI::App& sub);
 
 }  // namespace planner::cli

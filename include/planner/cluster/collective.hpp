@@ -23,11 +23,17 @@
 /// and the faster of the two is taken. All-gather and reduce-scatter are
 /// flat rings only, as NCCL runs them: (n-1) steps, so their latency grows
 /// with the rank count. Ranks are placed compactly.
+/// Where a level has a table of its own for a collective (Level::
+/// per_collective, written by planner calibrate), that collective reads it in
+/// place of e(S), and its latency in place of alpha, in every formula above;
+/// the hierarchical all-reduce's inner phases read the reduce_scatter and
+/// all_gather tables. Profiles without them are priced as before.
 ///
 ///          node 0                 node 1
 ///   [r0 r1 .. r7]==NVLink   [r8 .. r15]      ring: r0->..->r7->NIC->r8..->r15->NIC->r0
 ///        |  8 NICs (one per GPU)  |          hier: RS in node, AR of S/8 per rail, AG
 
+#include <optional>
 #include <string_view>
 
 #include "planner/cluster/profile.hpp"
@@ -35,8 +41,6 @@
 #include "planner/core/units.hpp"
 
 namespace planner::cluster {
-
-enum class Collective : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast };
 
 /// How the time was obtained.
 enum class Algorithm : std::uint8_t {
@@ -51,6 +55,8 @@ enum class Algorithm : std::uint8_t {
 };
 
 std::string_view collective_name(Collective c);
+/// Parses collective_name() output back ("all_reduce", ...).
+std::optional<Collective> parse_collective(std::string_view name);
 std::string_view algorithm_name(Algorithm a);
 
 /// Where the ranks of one collective sit. Compact placement: the ranks of a

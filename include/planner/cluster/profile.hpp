@@ -68,6 +68,21 @@ struct CollectiveTable {
   Bytes min_bytes{0};
 };
 
+/// The collectives the cost model prices (collective.hpp gives their
+/// formulas and message-size conventions).
+enum class Collective : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast };
+inline constexpr std::size_t kCollectiveCount = 6;
+
+/// One collective's own table at a level (calibrate writes them when the
+/// collectives of a library differ, e.g. MPI's all-to-all vs its all-reduce):
+/// a bus-bandwidth fraction over message_bytes, read in the same ring
+/// formula in place of the level's ring table, and optionally its own
+/// per-step latency in place of the level's.
+struct CollectiveOverride {
+  EfficiencyTable efficiency;
+  std::optional<Seconds> latency;
+};
+
 /// Fused-attention (FlashAttention-style) kernel efficiency against sequence
 /// length, for causal and unmasked attention. FLOPs are counted as the
 /// FlashAttention benchmark counts them: 4*b*s^2*heads*head_dim forward,
@@ -148,6 +163,15 @@ struct Level {
   CollectiveTable ring;
   std::optional<CollectiveTable> tree;
   std::optional<CollectiveTable> nvls;
+  /// Per-collective tables, indexed by Collective; absent = ring and latency.
+  std::array<std::optional<CollectiveOverride>, kCollectiveCount> per_collective{};
+
+  /// The efficiency table collective `kind` reads at this level: its own
+  /// when the profile has one, else the ring table.
+  const EfficiencyTable& table_for(Collective kind) const;
+  /// The per-step latency of `kind`: its own when its table sets one, else
+  /// `latency`.
+  Seconds latency_for(Collective kind) const;
 
   /// Unidirectional bandwidth one rank gets at this level when
   /// `ranks_per_node` ranks of a node take part: `bandwidth` inside a node;

@@ -16,6 +16,7 @@
 /// This header includes no MPI header.
 
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "planner/core/result.hpp"
@@ -39,6 +40,10 @@ class MpiSession {
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
+
+  /// The MPI library's own version line (MPI_Get_library_version, first
+  /// line), e.g. "Open MPI v4.1.4, package: Debian OpenMPI, ...".
+  static std::string library_version();
 
   int world_rank() const;
   int world_size() const;

@@ -1,0 +1,230 @@
+// planner calibrate: measures a cluster profile (docs/calibrate.md).
+//
+//   mpirun -n K planner calibrate --backend cpu -o FILE.json [--quick] [--base P] [--force]
+//   planner calibrate --from-nccl-tests FILE --base PROFILE -o OUT.json [--force]
+//
+// The CPU backend times OpenBLAS sgemm, a triad and the collectives of the
+// project's MPI communicator on K ranks; the nccl-tests mode refits a base
+// profile's interconnect to nccl-tests tables. Either way the profile is
+// checked by the profile reader before it is written (temp file + rename).
+// Only rank 0 writes and prints; every rank exits with the same status.
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "planner/calibrate/measure.hpp"
+#include "planner/calibrate/nccl_tests.hpp"
+#include "planner/calibrate/profile_out.hpp"
+#include "planner/cli/command.hpp"
+#include "planner/cluster/profile.hpp"
+#include "planner/core/io.hpp"
+#include "planner/runtime_mpi/mpi_session.hpp"
+
+namespace planner::cli {
+namespace {
+
+struct CalibrateArgs {
+  std::string backend;
+  std::string output;
+  std::string base;
+  std::string nccl_tests;
+  bool quick = false;
+  bool force = false;
+  std::vector<std::string> argv;
+};
+
+/// The date recorded in provenance and sources: now, or SOURCE_DATE_EPOCH
+/// (seconds since 1970) when set, so that the nccl-tests mode can give
+/// byte-identical files for the same inputs.
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch && *epoch) {
+    char* end = nullptr;
+    const long long v = std::strtoll(epoch, &end, 10);
+    if (end && *end == '\0' && v >= 0) t = static_cast<std::time_t>(v);
+  }
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+/// This process's command line (/proc/self/cmdline), for provenance.
+std::vector<std::string> command_line() {
+  std::vector<std::string> out;
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string arg;
+  while (std::getline(in, arg, '\0')) out.push_back(arg);
+  if (out.empty()) out = {"planner", "calibrate"};
+  return out;
+}
+
+/// The output's stem is the profile name, which the reader restricts.
+Status check_name(const std::string& output) {
+  const std::string stem = std::filesystem::path(output).stem().string();
+  if (std::filesystem::path(output).extension() != ".json")
+    return make_error("-o {}: the profile file must end in .json", output);
+  if (stem.empty() || stem.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-") != std::string::npos)
+    return make_error("-o {}: the file's stem '{}' is the profile name and may use only lowercase letters, digits, "
+                      "'.', '_' and '-'",
+                      output, stem);
+  return Status::success();
+}
+
+/// The profile name: the output file's stem.
+std::string profile_name(const std::string& output) { return std::filesystem::path(output).stem().string(); }
+
+Result<calibrate::BaseProfile> load_base(const std::string& base) {
+  PLANNER_TRY(cluster::ClusterProfile p, cluster::load_profile(base, cluster::default_profiles_dir(nullptr)));
+  PLANNER_TRY(std::string text, io::read_file(p.file));
+  return calibrate::BaseProfile{std::move(text), std::move(p)};
+}
+
+void print_checks(const calibrate::WrittenProfile& w) {
+  for (const auto& c : w.checks)
+    fmt::print("  {:<48} {:>3} point(s)  model vs measured max {:6.2f} %{}\n", c.what, c.points, 100 * c.max_error,
+               c.capped ? fmt::format("  ({} capped)", c.capped) : "");
+}
+
+Status write(const CalibrateArgs& a, const calibrate::WrittenProfile& w) {
+  return io::write_file(a.output, w.text, a.force ? io::Overwrite::replace : io::Overwrite::refuse);
+}
+
+int run_nccl(const CalibrateArgs& a) {
+  if (a.base.empty()) return fail("calibrate", "--from-nccl-tests needs --base PROFILE (the device part comes from it)");
+  const auto mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
+  if (auto st = io::check_writable(a.output, mode); !st) return fail("calibrate", st.error().message);
+  auto text = io::read_file(a.nccl_tests);
+  if (!text) return fail("calibrate", text.error().message);
+  auto runs = calibrate::parse_nccl_tests(*text, a.nccl_tests);
+  if (!runs) return fail("calibrate", runs.error().message);
+  auto base = load_base(a.base);
+  if (!base) return fail("calibrate", base.error().message);
+  calibrate::Provenance prov;
+  prov.items = {{"date", utc_now()},
+                {"tool", "planner calibrate --from-nccl-tests"},
+                {"nccl_tests_file", a.nccl_tests},
+                {"base_profile", fmt::format("{} (content hash {})", base->parsed.name, base->parsed.content_hash)}};
+  for (const auto& r : *runs)
+    prov.items.push_back({fmt::format("run_line_{}", r.line),
+                          fmt::format("{}: {} ranks on {} host(s){}", r.test.empty() ? "(inferred)" : r.test, r.ranks,
+                                      r.hosts.size(), r.device.empty() ? "" : ", " + r.device)});
+  auto w = calibrate::nccl_profile(*base, *runs, prov, profile_name(a.output), a.nccl_tests);
+  if (!w) return fail("calibrate", w.error().message);
+  if (auto st = write(a, *w); !st) return fail("calibrate", st.error().message);
+  fmt::print("wrote {} (profile '{}', base '{}', {} nccl-tests run(s))\n", a.output, w->parsed.name,
+             base->parsed.name, runs->size());
+  print_checks(*w);
+  return kExitOk;
+}
+
+int run_cpu(const CalibrateArgs& a) {
+  auto session = runtime::MpiSession::init(nullptr, nullptr);
+  if (!session) return fail("calibrate", session.error().message);
+  const bool root = (*session)->world_rank() == 0;
+  auto world = (*session)->world();
+  if (!world) {
+    if (root) fail("calibrate", world.error().message);
+    (*session)->abort_job(kExitBadInput);
+  }
+  runtime::Communicator& comm = **world;
+  // Every rank checks the arguments alike; rank 0 reports.
+  std::optional<calibrate::BaseProfile> base;
+  std::string problem;
+  if (auto st = io::check_writable(a.output, a.force ? io::Overwrite::replace : io::Overwrite::refuse); !st) {
+    problem = st.error().message;
+  } else if (!a.base.empty()) {
+    auto b = load_base(a.base);
+    if (b) base = std::move(*b);
+    else problem = b.error().message;
+  }
+  if (!problem.empty()) {
+    if (root) fail("calibrate", problem);
+    return kExitBadInput;
+  }
+  calibrate::MeasureOptions opts;
+  opts.quick = a.quick;
+  if (root && isatty(STDERR_FILENO))
+    opts.progress = [](std::string_view what) { fmt::print(stderr, "calibrate: {}\n", what); };
+  auto m = calibrate::measure_cpu(comm, opts);
+  if (!m) {
+    if (root) fail("calibrate", m.error().message);
+    (*session)->abort_job(kExitBadInput);
+  }
+  float status = 0;
+  if (root) {
+    std::string command;
+    for (const auto& s : a.argv) command += (command.empty() ? "" : " ") + s;
+    calibrate::Provenance prov;
+    prov.items = {{"date", utc_now()},
+                  {"tool", "planner calibrate --backend cpu"},
+                  {"command", command},
+                  {"sweep", a.quick ? "quick" : "full"},
+                  {"host", m->host},
+                  {"cpu_model", m->cpu_model},
+                  {"ranks", fmt::format("{}", m->ranks)},
+                  {"mpi_library", runtime::MpiSession::library_version()},
+                  {"openblas_config", m->openblas_config},
+                  {"openblas_threads", fmt::format("{}", m->openblas_threads)}};
+    if (base) prov.items.push_back({"base_profile", fmt::format("{} (content hash {})", base->parsed.name, base->parsed.content_hash)});
+    auto w = calibrate::cpu_profile(*m, prov, profile_name(a.output), base);
+    Status st = w ? write(a, *w) : Status(w.error());
+    if (!st) {
+      fail("calibrate", st.error().message);
+      status = kExitBadInput;
+    } else {
+      const auto& d = w->parsed.device;
+      fmt::print("wrote {} (profile '{}', {} rank(s) on {}): fp32 peak {:.4g} GFLOP/s, triad {:.4g} GB/s, "
+                 "rank-to-rank {:.4g} GB/s\n",
+                 a.output, w->parsed.name, m->ranks, m->host, d.peak_by_precision[0]->value / 1e9,
+                 d.hbm_bandwidth.value / 1e9, w->parsed.interconnect.levels.front().bandwidth.value / 1e9);
+      print_checks(*w);
+      std::fflush(stdout);
+    }
+  }
+  if (auto st = comm.broadcast(&status, 1, runtime::DType::f32, 0); !st) {
+    if (root) fail("calibrate", st.error().message);
+    (*session)->abort_job(kExitBadInput);
+  }
+  return static_cast<int>(status);
+}
+
+}  // namespace
+
+Runner setup_calibrate(CLI::App& sub) {
+  auto a = std::make_shared<CalibrateArgs>();
+  sub.add_option("--backend", a->backend, "cpu: time OpenBLAS sgemm, a triad and MPI collectives (run under mpirun)");
+  sub.add_option("-o,--output", a->output, "Profile JSON to write; its stem is the profile name")->required();
+  sub.add_flag("--quick", a->quick, "Small sweep with short budgets (seconds; for tests)");
+  sub.add_option("--base", a->base,
+                 "Base profile (name or file): the inter-node level for --backend cpu; the device and the levels "
+                 "not refitted for --from-nccl-tests");
+  sub.add_option("--from-nccl-tests", a->nccl_tests, "nccl-tests output to fit the interconnect onto --base");
+  sub.add_flag("--force", a->force, "Replace an existing output file");
+  return [a]() -> int {
+    a->argv = command_line();
+    if (auto st = check_name(a->output); !st) return fail("calibrate", st.error().message);
+    if (!a->nccl_tests.empty()) {
+      if (!a->backend.empty()) return fail("calibrate", "--from-nccl-tests and --backend exclude each other");
+      if (a->quick) return fail("calibrate", "--quick applies to --backend cpu only");
+      return run_nccl(*a);
+    }
+    if (a->backend.empty()) return fail("calibrate", "give --backend cpu, or --from-nccl-tests FILE --base PROFILE");
+    if (a->backend != "cpu")
+      return fail("calibrate", fmt::format("--backend '{}' is not available (cpu; for GPUs run nccl-tests and use "
+                                           "--from-nccl-tests)",
+                                           a->backend));
+    return run_cpu(*a);
+  };
+}
+
+}  // namespace planner::cli

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# ctest calibrate_cpu_quick: a real quick calibration on 2 MPI ranks
+# (OpenBLAS sgemm, triad, the five collectives through the MPI communicator),
+# then `planner estimate` with the profile it wrote, on a tiny MLP.
+# Usage: cpu_quick_test.sh PLANNER_BIN MPIEXEC
+set -u
+BIN=$(realpath "$1")
+MPIRUN=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+fail() { echo "calibrate_cpu_quick: FAIL: $*"; exit 1; }
+
+"$MPIRUN" --oversubscribe --mca btl self,vader -n 2 "$BIN" calibrate --backend cpu --quick -o cpu2.json \
+  >out.txt 2>err.txt
+rc=$?
+[ "$rc" = 0 ] || { cat out.txt err.txt; fail "calibrate exited $rc"; }
+cat out.txt
+[ -s cpu2.json ] || fail "no profile written"
+grep -q '^wrote cpu2.json (profile .cpu2., 2 rank(s)' out.txt || fail "summary line missing"
+# Only rank 0 prints: one summary line.
+[ "$(grep -c '^wrote' out.txt)" = 1 ] || fail "more than one summary line"
+for c in all_reduce all_gather reduce_scatter all_to_all broadcast; do
+  grep -q "$c on shm (2 ranks)" out.txt || fail "no $c in the summary"
+done
+grep -q '"source": "measured by planner calibrate --backend cpu' cpu2.json || fail "no measured source"
+grep -q '"mpi_library"' cpu2.json || fail "no MPI library in provenance"
+grep -q '"openblas_config"' cpu2.json || fail "no OpenBLAS config in provenance"
+
+"$BIN" model mlp --layers 2 --width 256 --batch 32 -o tiny.onnx >/dev/null || fail "planner model"
+"$BIN" estimate tiny.onnx --profile ./cpu2.json --devices 2 --precision fp32 --attention unfused \
+  --micro-batch 32 --global-batch 64 >est.txt 2>&1
+rc=$?
+[ "$rc" = 0 ] || { cat est.txt; fail "estimate exited $rc"; }
+cat est.txt
+grep -q '^step time' est.txt || fail "no step time"
+grep -q '^cluster      2 x ' est.txt || fail "cluster line missing"
+
+# An existing file is refused without --force: exit 2, one line.
+"$MPIRUN" --oversubscribe --mca btl self,vader -n 2 "$BIN" calibrate --backend cpu --quick -o cpu2.json \
+  >/dev/null 2>again.txt
+rc=$?
+[ "$rc" != 0 ] || fail "overwrote without --force"
+grep -c 'planner calibrate: error: ' again.txt | grep -qx 1 || { cat again.txt; fail "expected one error line"; }
+echo "calibrate_cpu_quick: ok"
