@@ -24,6 +24,10 @@ constexpr CommandSpec kCommands[] = {
      &setup_estimate},
     {"search", "Find the fastest layout that fits and write it as a plan file",
      "planner search gpt3.onnx --devices 1024 --global-batch 1536 -o plan.json", &setup_search},
+    {"run", "Execute a plan on MPI ranks (--replay: real GEMMs and collectives at its sharded shapes) and time it",
+     "mpirun -n 8 planner run plan.json --replay --steps 5 -o measured.json", &setup_run},
+    {"compare", "Set a plan's prediction against what planner run measured",
+     "planner compare plan.json measured.json", &setup_compare},
 };
 }  // namespace
 

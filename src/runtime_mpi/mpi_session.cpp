@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -110,6 +111,16 @@ void MpiSession::abort_job(int code) {
   std::this_thread::sleep_for(std::chrono::duration<double>(kAbortGrace.value));
   MPI_Abort(MPI_COMM_WORLD, code);
   _exit(code);  // MPI_Abort does not return; in case it does, still never finalize
+}
+
+std::string MpiSession::library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(text, &len);
+  std::string v(text, static_cast<std::size_t>(std::max(len, 0)));
+  v = v.substr(0, v.find('\n'));
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\0')) v.pop_back();
+  return v;
 }
 
 }  // namespace planner::runtime

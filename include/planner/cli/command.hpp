@@ -40,5 +40,7 @@ Runner setup_inspect(CLI::App& sub);
 Runner setup_model(CLI::App& sub);
 Runner setup_estimate(CLI::App& sub);
 Runner setup_search(CLI::App& sub);
+Runner setup_run(CLI::App& sub);
+Runner setup_compare(CLI::App& sub);
 
 }  // namespace planner::cli

@@ -16,6 +16,7 @@
 /// This header includes no MPI header.
 
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "planner/core/result.hpp"
@@ -58,6 +59,10 @@ class MpiSession {
   /// (stopped ones included) and exit non-zero. Never returns; never
   /// finalizes MPI (finalize would wait for the stalled rank forever).
   [[noreturn]] void abort_job(int code);
+
+  /// The MPI library's version (MPI_Get_library_version), first line only,
+  /// e.g. "Open MPI v4.1.4, package: Debian OpenMPI, ...".
+  static std::string library_version();
 
  private:
   struct Impl;
