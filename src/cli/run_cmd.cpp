@@ -150,7 +150,10 @@ Result<Prepared> prepare(const RunArgs& a, int rank, int world) {
   return out;
 }
 
-std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
+std::string gib(double bytes) {
+  if (bytes < 1024.0 * 1024.0 * 1024.0) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
+  return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+}
 std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0)); }
 
 int run_replay(const RunArgs& a) {

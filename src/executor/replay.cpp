@@ -129,12 +129,15 @@ class Replayer {
   // Performs the deferred sends ordered before `before` (all when -1).
   Status flush_sends(std::int64_t before, std::array<double, kComponents + 1>& t) {
     const auto t0 = Clock::now();
+    bool sent = false;
     while (!sends_.empty() && (before < 0 || sends_.front()->order < before)) {
       const Task& s = *sends_.front();
       sends_.pop_front();
       PLANNER_TRY_STATUS(world_.send(send_buf_.data(), words(s.bytes), DType::f32, peer(s), s.tag));
+      sent = true;
     }
-    if (before < 0) t[static_cast<std::size_t>(Component::pp_comm)] += seconds(t0);
+    // From a receive, the time is the receive's; at the end of the step, its own.
+    if (before < 0 && sent) t[static_cast<std::size_t>(Component::pp_comm)] += seconds(t0);
     return {};
   }
 
