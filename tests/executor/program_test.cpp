@@ -8,6 +8,7 @@
 
 #include "fixtures.hpp"
 #include "planner/executor/program.hpp"
+#include "planner/sim/schedule.hpp"
 
 namespace planner::executor {
 namespace {
@@ -204,6 +205,60 @@ TEST_CASE("order_transfers: a schedule that waits on itself is an error", "[exec
   const auto st = order_transfers(col);
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().message == "pipeline rank 0 waits forever at F0@c0: its neighbour never sends");
+}
+
+TEST_CASE("full recomputation runs the forward again, collectives included, before the backward", "[executor]") {
+  auto p = load_plan("gpt_tp2.json");
+  const RankProgram plain = derive(p, 0);
+  p.training.recompute = "full";
+  const RankProgram rc = derive(p, 0);
+  // Per micro-batch the backward step gains the 25 forward GEMMs and the 8
+  // forward all-reduces: 2 micro-batches x 25 = 50 GEMMs, x 8 = 16 all-reduces.
+  CHECK(rc.counts().gemms == plain.counts().gemms + 50);
+  CHECK(rc.counts().collectives == plain.counts().collectives + 16);
+  CHECK(of_kind(rc.steps[1].tasks, TaskKind::gemm).front().op == "layers.0/attn/qkv/MatMul");
+}
+
+TEST_CASE("ZeRO-3 gathers a chunk's parameters around each pass and shards the update", "[executor]") {
+  auto p = load_plan("gpt_dp2.json");
+  p.layout.zero = 3;
+  const RankProgram r = derive(p, 0);
+  const std::int64_t all = kEmbed + 4 * kLayer + kHead;
+  REQUIRE(r.steps.size() == 2);  // F0 B0
+  const auto f = of_kind(r.steps[0].tasks, TaskKind::collective);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].coll == CollKind::all_gather);
+  CHECK(f[0].bytes == all * 2);  // the chunk's parameters at bf16
+  const auto b = of_kind(r.steps[1].tasks, TaskKind::collective);
+  REQUIRE(b.size() == 2);
+  CHECK(b[0].coll == CollKind::all_gather);
+  CHECK(b[1].coll == CollKind::reduce_scatter);
+  CHECK(b[1].bytes == all * 4);  // f32 gradients
+  REQUIRE(r.finish.size() == 1);  // no step-end sync: the optimizer on its half
+  CHECK(r.finish[0].elements == all / 2);
+}
+
+TEST_CASE("the fixture plans' programs are sim's schedules", "[executor]") {
+  // The executor follows layout.schedule_steps; planner writes them from
+  // sim::device_orders, so a rank's steps are the simulator's order.
+  for (const char* name : {"gpt_pp2.json", "gpt_dp2_pp2_vp2.json"}) {
+    const auto p = load_plan(name);
+    const auto sched = p.layout.schedule == "interleaved" ? sim::Schedule::interleaved
+                       : p.layout.schedule == "gpipe"     ? sim::Schedule::gpipe
+                                                          : sim::Schedule::one_f_one_b;
+    auto orders = sim::device_orders(sched, p.layout.pp, static_cast<int>(p.training.micro_batches), p.layout.vp);
+    REQUIRE(orders);
+    for (int r = 0; r < p.cluster.devices; ++r) {
+      const RankProgram prog = derive(p, r);
+      const auto& want = (*orders)[static_cast<std::size_t>(prog.pp_rank)];
+      REQUIRE(prog.steps.size() == want.size());
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        CHECK(prog.steps[i].step.kind == (want[i].kind == sim::StepKind::forward ? 'F' : 'B'));
+        CHECK(prog.steps[i].step.micro_batch == want[i].micro_batch);
+        CHECK(prog.steps[i].step.chunk == want[i].chunk);
+      }
+    }
+  }
 }
 
 TEST_CASE("derive_program names a plan op missing from the model", "[executor]") {
