@@ -195,11 +195,13 @@ Result<ReplayResult> replay(const RankProgram& prog, const plan::Plan& p, Commun
       for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // a stopped rank
     auto t = r.step();
     if (!t) return t.error();
-    // Max over ranks of the step and of each component (f32 is exact enough
-    // for seconds: 24 bits of mantissa).
-    std::array<float, kComponents + 1> v{};
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((*t)[i]);
-    PLANNER_TRY_STATUS(world.all_reduce(v.data(), v.size(), DType::f32, runtime::ReduceOp::max));
+    // Max over ranks of the step and of each component: every rank's
+    // doubles gathered as opaque pairs of f32 words, then the max taken here.
+    std::vector<double> all(static_cast<std::size_t>(world.size()) * t->size());
+    PLANNER_TRY_STATUS(world.all_gather(t->data(), all.data(), 2 * t->size(), DType::f32));
+    std::array<double, kComponents + 1> v{};
+    for (std::size_t r = 0; r < static_cast<std::size_t>(world.size()); ++r)
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::max(v[i], all[r * v.size() + i]);
     if (s <= opts.warmup) continue;
     out.step_times_s.push_back(v[kComponents]);
     for (std::size_t i = 0; i < sums.size(); ++i) sums[i] += v[i];
