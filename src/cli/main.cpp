@@ -37,6 +37,10 @@ constexpr CommandSpec kCommands[] = {
      "source <(planner completion bash)", &setup_completion},
     {"calibrate", "Measure a cluster profile: CPU kernels and MPI collectives, or fit nccl-tests output",
      "mpirun -n 2 planner calibrate --backend cpu -o my-cpu.json", &setup_calibrate},
+    {"run", "Execute a plan on MPI ranks (--replay: real GEMMs and collectives at its sharded shapes) and time it",
+     "mpirun -n 8 planner run plan.json --replay --steps 5 -o measured.json", &setup_run},
+    {"compare", "Set a plan's prediction against what planner run measured",
+     "planner compare plan.json measured.json", &setup_compare},
 };
 }  // namespace
 

@@ -45,5 +45,7 @@ Runner setup_report(CLI::App& sub);
 Runner setup_check(CLI::App& sub);
 Runner setup_completion(CLI::App& sub);
 Runner setup_calibrate(CLI::App& sub);
+Runner setup_run(CLI::App& sub);
+Runner setup_compare(CLI::App& sub);
 
 }  // namespace planner::cli

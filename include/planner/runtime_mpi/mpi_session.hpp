@@ -64,6 +64,7 @@ class MpiSession {
   /// finalizes MPI (finalize would wait for the stalled rank forever).
   [[noreturn]] void abort_job(int code);
 
+
  private:
   struct Impl;
   explicit MpiSession(std::unique_ptr<Impl> impl);

@@ -1,0 +1,61 @@
+#pragma once
+/// Replaying a rank's program (program.hpp) for real: GEMMs with OpenBLAS's
+/// cblas_sgemm at the sharded shapes, memory-bound ops as real memory
+/// traffic of the same bytes, the plan's collectives and pipeline transfers
+/// over a runtime::Communicator, then the optimizer step over real parameter,
+/// gradient and state arrays. Every step is timed between barriers; the
+/// step's time is the maximum over ranks (docs/executor.md).
+///
+/// Architecture invariant: no MPI, CUDA or ONNX header; the communicator is
+/// injected (MPI in `planner run`, the in-process fake in unit tests).
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/core/result.hpp"
+#include "planner/executor/program.hpp"
+#include "planner/runtime/communicator.hpp"
+
+namespace planner::executor {
+
+/// `--fault stall:RANK:STEP`: rank RANK sleeps forever when step STEP
+/// (1-based, warm-up steps included) begins, as a stopped process would.
+struct StallSpec {
+  int rank = 0;
+  int step = 1;
+  friend bool operator==(const StallSpec&, const StallSpec&) = default;
+};
+/// Parses "stall:RANK:STEP" (RANK >= 0, STEP >= 1). Errors name the field.
+Result<StallSpec> parse_stall_spec(std::string_view text);
+
+struct ReplayOptions {
+  int steps = 5;   ///< measured steps
+  int warmup = 1;  ///< steps run before, not measured
+  std::optional<StallSpec> stall;
+};
+
+/// What every rank learns at the end (identical on every rank).
+struct ReplayResult {
+  std::vector<double> step_times_s;  ///< per measured step, max over ranks
+  /// Per component, seconds per step: mean over measured steps of the
+  /// maximum over ranks (index = Component).
+  std::array<double, kComponents> components_s{};
+  std::vector<double> peak_rss_bytes;  ///< per rank (getrusage ru_maxrss)
+};
+
+/// Runs `prog` on `world` (size = the plan's devices). Every rank calls it
+/// with its own program. Errors are the communicator's (naming a stalled
+/// rank) or a failed allocation.
+Result<ReplayResult> replay(const RankProgram& prog, const plan::Plan& p, runtime::Communicator& world,
+                            const ReplayOptions& opts);
+
+/// The OpenBLAS build ("OpenBLAS 0.3.21 DYNAMIC_ARCH ... Haswell MAX_THREADS=64").
+std::string blas_config();
+
+/// This process's peak resident set size, bytes.
+double peak_rss_bytes();
+
+}  // namespace planner::executor

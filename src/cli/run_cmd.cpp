@@ -1,0 +1,282 @@
+// mpirun -n N planner run plan.json --replay [--steps S] [--warmup W]
+// [--timeout S] [-o measured.json] [--force] [--json]: each rank derives its
+// program from the plan and the model, replays it (OpenBLAS GEMMs, real
+// collectives over MPI), and rank 0 reports the timed steps
+// (docs/executor.md, measured.json: planner.measured/v1).
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "planner/cli/command.hpp"
+#include "planner/core/io.hpp"
+#include "planner/core/sha256.hpp"
+#include "planner/executor/measured.hpp"
+#include "planner/executor/program.hpp"
+#include "planner/executor/replay.hpp"
+#include "planner/onnx/importer.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/runtime/fault.hpp"
+#include "planner/runtime_mpi/mpi_session.hpp"
+
+namespace planner::cli {
+namespace {
+
+struct RunArgs {
+  std::string plan_file;
+  std::string model;  // default: the plan's model.path
+  bool replay = false;
+  int steps = 5;
+  int warmup = 1;
+  double timeout_s = 300;
+  std::string output;
+  bool force = false;
+  bool json = false;
+  double max_memory_gib = 0;  // 0: MemTotal / ranks on this host
+  std::string fault;
+};
+
+// MemTotal from /proc/meminfo, bytes (0 when unreadable).
+double mem_total_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemTotal:") return kib * 1024.0;
+  return 0;
+}
+
+int ranks_on_this_host(int world) {
+  if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) {
+    const int n = std::atoi(s);
+    if (n > 0) return n;
+  }
+  return world;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+// The model file: --model, else the plan's model.path as given (from the
+// working directory), else next to the plan file.
+std::string model_path(const RunArgs& a, const plan::Plan& p) {
+  if (!a.model.empty()) return a.model;
+  namespace fs = std::filesystem;
+  const fs::path given = p.model.path;
+  if (given.is_absolute() || fs::exists(given)) return given.string();
+  const fs::path beside = fs::path(a.plan_file).parent_path() / given;
+  return fs::exists(beside) ? beside.string() : given.string();
+}
+
+// Everything a rank needs before the first collective; identical on every
+// rank for the same inputs, so every rank fails the same way.
+struct Prepared {
+  plan::Plan plan;
+  std::string plan_sha;
+  executor::RankProgram program;
+  std::optional<executor::StallSpec> stall;
+  std::optional<runtime::FaultSpec> drop;
+};
+
+Result<Prepared> prepare(const RunArgs& a, int rank, int world) {
+  Prepared out;
+  if (!a.replay)
+    return make_error("give --replay: the replay mode (real GEMMs and collectives at the plan's sharded shapes) is "
+                      "the only execution mode");
+  if (a.steps < 1) return make_error("--steps must be at least 1 (got {})", a.steps);
+  if (a.warmup < 0) return make_error("--warmup must be at least 0 (got {})", a.warmup);
+  if (!(a.timeout_s > 0)) return make_error("--timeout must be positive (got {:g})", a.timeout_s);
+  if (!a.fault.empty()) {
+    if (a.fault.rfind("drop:", 0) == 0) {
+      PLANNER_TRY(out.drop, runtime::parse_fault_spec(a.fault));
+    } else {
+      PLANNER_TRY(out.stall, executor::parse_stall_spec(a.fault));
+    }
+  }
+  PLANNER_TRY(std::string text, io::read_file(a.plan_file));
+  out.plan_sha = sha256_hex(text);
+  PLANNER_TRY(out.plan, plan::from_json(text, a.plan_file));
+  const auto& p = out.plan;
+  if (p.cluster.devices != world)
+    return make_error("{}: the plan has {} devices (cluster.devices) but {} ranks were started; run it with mpirun -n {}",
+                      a.plan_file, p.cluster.devices, world, p.cluster.devices);
+  if (!a.output.empty()) {
+    const auto mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
+    PLANNER_TRY_STATUS(io::check_writable(a.output, mode));
+  }
+  const std::string model = model_path(a, p);
+  if (!p.model.sha256.empty()) {
+    PLANNER_TRY(std::string sha, sha256_file(model));
+    if (sha != p.model.sha256)
+      return make_error("{}: SHA-256 {} differs from the plan's model.sha256 {} ({}); give the plan's model with --model",
+                        model, sha.substr(0, 12), p.model.sha256.substr(0, 12), a.plan_file);
+  }
+  onnx::ImportOptions opts;
+  opts.dims = p.model.dims;
+  opts.batch = p.model.batch.value_or(p.training.micro_batch);
+  opts.params_from_inputs = p.model.params_from_inputs;
+  PLANNER_TRY(auto imported, onnx::import_file(model, opts));
+  // The pipeline column of this rank: one program per pipeline coordinate,
+  // its transfers numbered in one deadlock-free order.
+  std::vector<executor::RankProgram> column;
+  for (int s = 0; s < p.layout.pp; ++s) {
+    PLANNER_TRY(auto prog, executor::derive_program(p, imported.graph, executor::with_coordinate(p, rank, "pp", s)));
+    column.push_back(std::move(prog));
+  }
+  if (auto st = executor::order_transfers(column); !st) return make_error("{}: {}", a.plan_file, st.error().message);
+  out.program = std::move(column[static_cast<std::size_t>(executor::coordinate(p, rank, "pp"))]);
+  return out;
+}
+
+std::string gib(double bytes) {
+  if (bytes < 1024.0 * 1024.0 * 1024.0) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0));
+  return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+}
+std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0)); }
+
+int run_replay(const RunArgs& a) {
+  auto session = runtime::MpiSession::init(nullptr, nullptr);
+  if (!session) return fail("run", session.error().message);
+  runtime::MpiSession& s = **session;
+  s.install_crash_reporter("planner run: error: ");
+  const int rank = s.world_rank(), world_size = s.world_size();
+  auto world = s.world(Seconds(a.timeout_s > 0 ? a.timeout_s : 300.0));
+  if (!world) {
+    if (rank == 0) fail("run", world.error().message);
+    return kExitBadInput;
+  }
+  runtime::Communicator& world_comm = **world;
+  // Bad input: every rank finds the same error; rank 0 prints it.
+  auto prepared = prepare(a, rank, world_size);
+  if (!prepared) {
+    if (rank == 0) fail("run", prepared.error().message);
+    world->reset();
+    return kExitBadInput;
+  }
+  auto& pr = *prepared;
+  // Memory: refuse, rather than scale anything down, when a rank's replay
+  // would not fit. Every rank learns the largest need.
+  const double limit = a.max_memory_gib > 0 ? a.max_memory_gib * 1024.0 * 1024.0 * 1024.0
+                                            : mem_total_bytes() / ranks_on_this_host(world_size);
+  float need[2] = {static_cast<float>(pr.program.memory_bytes()), static_cast<float>(rank)};
+  std::vector<float> needs(static_cast<std::size_t>(2 * world_size));
+  if (auto st = world_comm.all_gather(need, needs.data(), 2, runtime::DType::f32); !st) {
+    fmt::print(stderr, "planner run: error: {}\n", st.error().message);
+    s.abort_job(3);
+  }
+  for (int r = 0; r < world_size; ++r) {
+    const double n = needs[static_cast<std::size_t>(2 * r)];
+    if (limit > 0 && n > limit) {
+      if (rank == 0)
+        fail("run", fmt::format("{}: rank {} needs {} for the replay (parameters, gradients, optimizer states and "
+                                "working buffers at the plan's sharded sizes), more than the {} per rank allowed "
+                                "(--max-memory; default: MemTotal / ranks on this host); the replay scales nothing "
+                                "down: replay a plan for a smaller model or on more ranks",
+                                a.plan_file, r, gib(n), gib(limit)));
+      world->reset();
+      return kExitBadInput;
+    }
+  }
+  if (pr.drop) world_comm.set_fault(pr.drop);
+  executor::ReplayOptions ro;
+  ro.steps = a.steps;
+  ro.warmup = a.warmup;
+  ro.stall = pr.stall;
+  auto res = executor::replay(pr.program, pr.plan, world_comm, ro);
+  if (!res) {
+    fmt::print(stderr, "planner run: error: {}\n", res.error().message);
+    s.abort_job(3);
+  }
+  int rc = kExitOk;
+  if (rank == 0) {
+    executor::Measured m;
+    m.plan_path = a.plan_file;
+    m.plan_sha256 = pr.plan_sha;
+    m.ranks = world_size;
+    m.steps = a.steps;
+    m.warmup = a.warmup;
+    m.step_times_s = res->step_times_s;
+    m.step_time_s = executor::median(res->step_times_s);
+    for (int c = 0; c < executor::kComponents; ++c)
+      m.components_s[std::string(executor::component_name(static_cast<executor::Component>(c)))] =
+          res->components_s[static_cast<std::size_t>(c)];
+    m.peak_memory_bytes = res->peak_rss_bytes;
+    m.host = hostname();
+    m.date = utc_now();
+    m.versions = {{"planner", "0.1.0"},
+                  {"mpi", runtime::MpiSession::library_version()},
+                  {"openblas", executor::blas_config()}};
+    const std::string text = executor::to_json(m);
+    if (!a.output.empty()) {
+      const auto mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
+      if (auto st = io::write_file(a.output, text, mode); !st) rc = fail("run", st.error().message);
+    }
+    if (a.json) {
+      fmt::print("{}", text);
+    } else {
+      const auto counts = pr.program.counts();
+      fmt::print("planner run: mode replay, {} ({} ranks: dp={} tp={} pp={} cp={}, {} schedule, {} micro-batches)\n",
+                 a.plan_file, world_size, pr.plan.layout.dp, pr.plan.layout.tp, pr.plan.layout.pp,
+                 pr.plan.layout.cp, pr.plan.layout.schedule, pr.plan.training.micro_batches);
+      fmt::print("rank 0 program: {} steps, {} GEMMs ({:.3g} GFLOP), {} collectives, {} sends, {} receives per step\n",
+                 pr.program.steps.size(), counts.gemms, counts.gemm_flops / 1e9, counts.collectives, counts.sends,
+                 counts.recvs);
+      fmt::print("step time: median {:.6f} s over {} steps after {} warm-up (min {:.6f}, max {:.6f})\n",
+                 m.step_time_s, a.steps, a.warmup,
+                 *std::min_element(m.step_times_s.begin(), m.step_times_s.end()),
+                 *std::max_element(m.step_times_s.begin(), m.step_times_s.end()));
+      for (const auto& [k, v] : m.components_s) fmt::print("  {:<10} {:.6f} s per step (max over ranks)\n", k, v);
+      std::string mem;
+      for (std::size_t r = 0; r < m.peak_memory_bytes.size(); ++r)
+        mem += fmt::format("{}{}", r ? ", " : "", mib(m.peak_memory_bytes[r]));
+      fmt::print("peak memory (RSS) per rank: {}\n", mem);
+      if (!a.output.empty() && rc == kExitOk) fmt::print("wrote {}\n", a.output);
+    }
+  }
+  world->reset();
+  return rc;
+}
+
+}  // namespace
+
+Runner setup_run(CLI::App& sub) {
+  auto a = std::make_shared<RunArgs>();
+  sub.add_option("plan", a->plan_file, "Plan file (planner.plan/v1)")->required();
+  sub.add_flag("--replay", a->replay,
+               "Replay mode: real GEMMs (OpenBLAS) and collectives (MPI) at the plan's sharded shapes");
+  sub.add_option("--model", a->model, "ONNX model (default: the plan's model.path, or beside the plan file)");
+  sub.add_option("--steps", a->steps, "Measured steps")->capture_default_str();
+  sub.add_option("--warmup", a->warmup, "Warm-up steps, not measured")->capture_default_str();
+  sub.add_option("--timeout", a->timeout_s, "Deadline of every communication call, seconds")->capture_default_str();
+  sub.add_option("-o,--output", a->output, "Write the measurements (planner.measured/v1)");
+  sub.add_flag("--force", a->force, "Replace an existing output file");
+  sub.add_flag("--json", a->json, "Print the measurements as JSON");
+  sub.add_option("--max-memory", a->max_memory_gib,
+                 "Per-rank memory limit of the replay, GiB (default: MemTotal / ranks on this host)");
+  sub.add_option("--fault", a->fault, "Test hook: stall:RANK:STEP (the rank sleeps forever) or drop:RANK:N");
+  return [a] { return run_replay(*a); };
+}
+
+}  // namespace planner::cli

@@ -1,0 +1,218 @@
+// Replays a rank's program over a communicator and times it
+// (include/planner/executor/replay.hpp).
+
+#include "planner/executor/replay.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "replay_kernels.hpp"
+
+namespace planner::executor {
+
+using runtime::Communicator;
+using runtime::DType;
+using Clock = std::chrono::steady_clock;
+
+Result<StallSpec> parse_stall_spec(std::string_view text) {
+  const auto bad = [&](std::string_view what) {
+    return make_error("--fault '{}': {} (expected stall:RANK:STEP or drop:RANK:N)", text, what);
+  };
+  if (text.substr(0, 6) != "stall:") return bad("not a stall");
+  const auto rest = text.substr(6);
+  const auto colon = rest.find(':');
+  if (colon == std::string_view::npos) return bad("missing STEP");
+  auto num = [](std::string_view s, int& out) {
+    if (s.empty() || s.size() > 9) return false;
+    out = 0;
+    for (char c : s) {
+      if (c < '0' || c > '9') return false;
+      out = out * 10 + (c - '0');
+    }
+    return true;
+  };
+  StallSpec s;
+  if (!num(rest.substr(0, colon), s.rank)) return bad("RANK is not an integer >= 0");
+  if (!num(rest.substr(colon + 1), s.step) || s.step < 1) return bad("STEP is not an integer >= 1");
+  return s;
+}
+
+std::string blas_config() { return detail::blas_config(); }
+
+double peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) * 1024.0;  // Linux: kilobytes
+}
+
+namespace {
+
+std::size_t words(std::int64_t bytes) { return static_cast<std::size_t>((bytes + 3) / 4); }
+
+class Replayer {
+ public:
+  Replayer(const RankProgram& prog, const plan::Plan& p, Communicator& world) : prog_(prog), p_(p), world_(world) {}
+
+  Status setup() {
+    detail::allocate(buf_, prog_);
+    const int g_max = std::max(1, p_.cluster.devices);
+    comm_a_.assign(words(prog_.max_comm_bytes) + static_cast<std::size_t>(g_max), 1e-3f);
+    comm_b_.assign(comm_a_.size(), 0.0f);  // g * ceil(n / g) <= n + g words
+    send_buf_.assign(std::max<std::size_t>(words(prog_.max_transfer_bytes), 1), 1e-3f);
+    recv_buf_.assign(send_buf_.size(), 0.0f);
+    // Sub-communicators: every rank splits world the same way, in the same order.
+    for (const auto& axes : prog_.groups) {
+      int color = 0;
+      for (const auto& a : p_.layout.mesh) {
+        if (a.size <= 1 || axes.find(a.name) != std::string::npos) continue;
+        color = color * a.size + coordinate(p_, world_.rank(), a.name);
+      }
+      auto c = world_.split(color, world_.rank());
+      if (!c) return c.error();
+      groups_[axes] = std::move(*c);
+    }
+    return {};
+  }
+
+  Result<std::array<double, kComponents + 1>> step() {
+    std::array<double, kComponents + 1> t{};
+    PLANNER_TRY_STATUS(world_.barrier());
+    const auto t0 = Clock::now();
+    for (const auto& sp : prog_.steps)
+      for (const auto& task : sp.tasks) PLANNER_TRY_STATUS(run(task, t));
+    PLANNER_TRY_STATUS(flush_sends(-1, t));
+    for (const auto& task : prog_.finish) PLANNER_TRY_STATUS(run(task, t));
+    t[kComponents] = seconds(t0);
+    return t;
+  }
+
+ private:
+  static double seconds(Clock::time_point since) {
+    return std::chrono::duration<double>(Clock::now() - since).count();
+  }
+
+  Status run(const Task& task, std::array<double, kComponents + 1>& t) {
+    const auto t0 = Clock::now();
+    Status st;
+    switch (task.kind) {
+      case TaskKind::gemm: detail::run_gemm(buf_, task); break;
+      case TaskKind::memory: detail::run_memory(buf_, task); break;
+      case TaskKind::optimizer: {
+        const auto& o = p_.training.optimizer;
+        detail::run_optimizer(buf_, task, prog_.optimizer_states, o.learning_rate, o.beta1, o.beta2, o.epsilon,
+                              o.momentum);
+        break;
+      }
+      case TaskKind::collective: st = collective(task); break;
+      case TaskKind::send: sends_.push_back(&task); break;  // deferred (program.hpp)
+      case TaskKind::recv: {
+        st = flush_sends(task.order, t);
+        if (st.ok())
+          st = world_.recv(recv_buf_.data(), words(task.bytes), DType::f32, peer(task), task.tag);
+        break;
+      }
+    }
+    t[static_cast<std::size_t>(task.component)] += seconds(t0);
+    return st;
+  }
+
+  int peer(const Task& task) const { return with_coordinate(p_, world_.rank(), "pp", task.peer_pp); }
+
+  // Performs the deferred sends ordered before `before` (all when -1).
+  Status flush_sends(std::int64_t before, std::array<double, kComponents + 1>& t) {
+    const auto t0 = Clock::now();
+    bool sent = false;
+    while (!sends_.empty() && (before < 0 || sends_.front()->order < before)) {
+      const Task& s = *sends_.front();
+      sends_.pop_front();
+      PLANNER_TRY_STATUS(world_.send(send_buf_.data(), words(s.bytes), DType::f32, peer(s), s.tag));
+      sent = true;
+    }
+    // From a receive, the time is the receive's; at the end of the step, its own.
+    if (before < 0 && sent) t[static_cast<std::size_t>(Component::pp_comm)] += seconds(t0);
+    return {};
+  }
+
+  Status collective(const Task& task) {
+    const auto it = groups_.find(task.axes);
+    if (it == groups_.end()) return make_error("{}: no communicator for axes '{}'", task.op, task.axes);
+    Communicator& c = *it->second;
+    const auto g = static_cast<std::size_t>(c.size());
+    const std::size_t n = words(task.bytes);
+    if (n == 0) return {};
+    const std::size_t per = (n + g - 1) / g;
+    switch (task.coll) {
+      case CollKind::all_reduce: return c.all_reduce(comm_a_.data(), n, DType::f32);
+      case CollKind::all_gather: return c.all_gather(comm_a_.data(), comm_b_.data(), per, DType::f32);
+      case CollKind::reduce_scatter: return c.reduce_scatter(comm_b_.data(), comm_a_.data(), per, DType::f32);
+      case CollKind::all_to_all: return c.all_to_all(comm_a_.data(), comm_b_.data(), per, DType::f32);
+      case CollKind::broadcast: return c.broadcast(comm_a_.data(), n, DType::f32, 0);
+      case CollKind::send_recv: {
+        // A ring shift: rank 0 receives first, the others send first, so the
+        // blocking calls cannot wait on each other in a circle.
+        const int r = c.rank(), size = c.size();
+        const int next = (r + 1) % size, prev = (r + size - 1) % size;
+        if (r == 0) {
+          PLANNER_TRY_STATUS(c.recv(comm_b_.data(), n, DType::f32, prev, 7));
+          return c.send(comm_a_.data(), n, DType::f32, next, 7);
+        }
+        PLANNER_TRY_STATUS(c.send(comm_a_.data(), n, DType::f32, next, 7));
+        return c.recv(comm_b_.data(), n, DType::f32, prev, 7);
+      }
+    }
+    return {};
+  }
+
+  const RankProgram& prog_;
+  const plan::Plan& p_;
+  Communicator& world_;
+  detail::Buffers buf_;
+  std::vector<float> comm_a_, comm_b_, send_buf_, recv_buf_;
+  std::map<std::string, std::unique_ptr<Communicator>> groups_;
+  std::deque<const Task*> sends_;
+};
+
+}  // namespace
+
+Result<ReplayResult> replay(const RankProgram& prog, const plan::Plan& p, Communicator& world,
+                            const ReplayOptions& opts) {
+  if (opts.steps < 1) return make_error("--steps must be at least 1 (got {})", opts.steps);
+  if (opts.warmup < 0) return make_error("--warmup must be at least 0 (got {})", opts.warmup);
+  Replayer r(prog, p, world);
+  PLANNER_TRY_STATUS(r.setup());
+  ReplayResult out;
+  std::array<double, kComponents> sums{};
+  for (int s = 1; s <= opts.warmup + opts.steps; ++s) {
+    if (opts.stall && opts.stall->rank == world.rank() && opts.stall->step == s)
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // a stopped rank
+    auto t = r.step();
+    if (!t) return t.error();
+    // Max over ranks of the step and of each component: every rank's
+    // doubles gathered as opaque pairs of f32 words, then the max taken here.
+    std::vector<double> all(static_cast<std::size_t>(world.size()) * t->size());
+    PLANNER_TRY_STATUS(world.all_gather(t->data(), all.data(), 2 * t->size(), DType::f32));
+    std::array<double, kComponents + 1> v{};
+    for (std::size_t r = 0; r < static_cast<std::size_t>(world.size()); ++r)
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::max(v[i], all[r * v.size() + i]);
+    if (s <= opts.warmup) continue;
+    out.step_times_s.push_back(v[kComponents]);
+    for (std::size_t i = 0; i < sums.size(); ++i) sums[i] += v[i];
+  }
+  for (std::size_t i = 0; i < sums.size(); ++i) out.components_s[i] = sums[i] / opts.steps;
+  // Peak RSS of every rank: a double as two opaque f32 words per rank.
+  const double mine = peak_rss_bytes();
+  std::vector<double> all(static_cast<std::size_t>(world.size()));
+  PLANNER_TRY_STATUS(world.all_gather(&mine, all.data(), 2, DType::f32));
+  out.peak_rss_bytes = std::move(all);
+  return out;
+}
+
+}  // namespace planner::executor

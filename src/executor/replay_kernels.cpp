@@ -1,0 +1,98 @@
+// The replay's kernels: OpenBLAS GEMMs, streaming memory traffic, the
+// optimizer update (src/executor/replay_kernels.hpp).
+
+#include "replay_kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include <cblas.h>
+
+namespace planner::executor::detail {
+
+namespace {
+// Keeps the reads of run_memory from being optimised away.
+volatile float g_sink = 0.0f;
+}  // namespace
+
+void allocate(Buffers& b, const RankProgram& prog) {
+  // Small non-zero values: no denormals, no overflow in repeated GEMMs.
+  b.gemm.assign(static_cast<std::size_t>(std::max<std::int64_t>(prog.max_gemm_floats, 1)), 1e-3f);
+  const auto mem = static_cast<std::size_t>(std::max(prog.max_memory_bytes / 4.0, 1.0));
+  b.mem_src.assign(mem, 1e-3f);
+  b.mem_dst.assign(mem, 0.0f);
+  const auto n = static_cast<std::size_t>(std::max<std::int64_t>(prog.parameters, 1));
+  b.params.assign(n, 1e-2f);
+  b.grads.assign(n, 1e-4f);
+  b.state.assign(static_cast<std::size_t>(std::max<std::int64_t>(prog.optimizer_elements, 1)) *
+                     static_cast<std::size_t>(std::max(prog.optimizer_states, 1)),
+                 0.0f);
+}
+
+void run_gemm(Buffers& b, const Task& t) {
+  const auto m = static_cast<int>(t.m), n = static_cast<int>(t.n), k = static_cast<int>(t.k);
+  const std::size_t sa = static_cast<std::size_t>(t.m * t.k), sb = static_cast<std::size_t>(t.k * t.n);
+  const std::size_t sc = static_cast<std::size_t>(t.m * t.n);
+  float* a = b.gemm.data();
+  float* bb = a + static_cast<std::size_t>(t.batch) * sa;
+  float* c = bb + static_cast<std::size_t>(t.batch) * sb;
+  for (std::int64_t i = 0; i < t.batch; ++i)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a + static_cast<std::size_t>(i) * sa, k,
+                bb + static_cast<std::size_t>(i) * sb, n, 0.0f, c + static_cast<std::size_t>(i) * sc, n);
+}
+
+void run_memory(Buffers& b, const Task& t) {
+  // Reads: a sum over the source; writes: a fill of the destination.
+  auto left = static_cast<std::size_t>(t.read_bytes / 4.0);
+  float acc = 0.0f;
+  while (left > 0) {
+    const std::size_t n = std::min(left, b.mem_src.size());
+    const float* s = b.mem_src.data();
+    for (std::size_t i = 0; i < n; ++i) acc += s[i];
+    left -= n;
+  }
+  g_sink = acc;
+  left = static_cast<std::size_t>(t.write_bytes / 4.0);
+  const float v = acc * 1e-9f;
+  while (left > 0) {
+    const std::size_t n = std::min(left, b.mem_dst.size());
+    std::fill_n(b.mem_dst.data(), n, v);
+    left -= n;
+  }
+}
+
+void run_optimizer(Buffers& b, const Task& t, int states, double lr, double beta1, double beta2, double eps,
+                   double momentum) {
+  const auto n = static_cast<std::size_t>(std::min<std::int64_t>(t.elements, static_cast<std::int64_t>(b.params.size())));
+  float* p = b.params.data();
+  const float* g = b.grads.data();
+  const auto flr = static_cast<float>(lr);
+  if (states == 2) {  // Adam
+    float* m = b.state.data();
+    float* v = m + n;
+    const auto b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2), e = static_cast<float>(eps);
+    for (std::size_t i = 0; i < n; ++i) {
+      m[i] = b1 * m[i] + (1 - b1) * g[i];
+      v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+      p[i] -= flr * m[i] / (std::sqrt(v[i]) + e);
+    }
+  } else if (states == 1) {  // SGD with momentum
+    float* v = b.state.data();
+    const auto mu = static_cast<float>(momentum);
+    for (std::size_t i = 0; i < n; ++i) {
+      v[i] = mu * v[i] + g[i];
+      p[i] -= flr * v[i];
+    }
+  } else {
+    for (std::size_t i = 0; i < n; ++i) p[i] -= flr * g[i];
+  }
+}
+
+std::string blas_config() {
+  const char* c = openblas_get_config();
+  return c ? std::string(c) : std::string("unknown");
+}
+
+}  // namespace planner::executor::detail

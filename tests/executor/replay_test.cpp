@@ -1,0 +1,96 @@
+// The replay on the in-process fake communicator (n threads): the programs
+// of the fixture plans run to the end, every rank agrees on the step times,
+// and time lands in the components the plan exercises.
+
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "fixtures.hpp"
+#include "planner/executor/replay.hpp"
+#include "planner/runtime/fake_communicator.hpp"
+
+namespace planner::executor {
+namespace {
+
+std::vector<ReplayResult> replay_all(const plan::Plan& p, const ReplayOptions& o) {
+  const int n = p.cluster.devices;
+  std::vector<RankProgram> progs;
+  for (int r = 0; r < n; ++r) {
+    auto prog = derive_program(p, testing::tiny_gpt(), r);
+    if (!prog) FAIL(prog.error().message);
+    progs.push_back(*prog);
+  }
+  // One pipeline column per (dp, tp) coordinate: number its transfers.
+  for (int r = 0; r < n; ++r) {
+    if (coordinate(p, r, "pp") != 0) continue;
+    std::vector<RankProgram> col;
+    for (int s = 0; s < p.layout.pp; ++s) col.push_back(progs[static_cast<std::size_t>(with_coordinate(p, r, "pp", s))]);
+    REQUIRE(order_transfers(col).ok());
+    for (int s = 0; s < p.layout.pp; ++s)
+      progs[static_cast<std::size_t>(with_coordinate(p, r, "pp", s))] = col[static_cast<std::size_t>(s)];
+  }
+  runtime::FakeWorld world(n, Seconds(30));
+  std::vector<Result<ReplayResult>> out(static_cast<std::size_t>(n), Error{"not run"});
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] { out[static_cast<std::size_t>(r)] = replay(progs[static_cast<std::size_t>(r)], p, world.comm(r), o); });
+  for (auto& t : threads) t.join();
+  std::vector<ReplayResult> res;
+  for (auto& r : out) {
+    if (!r) FAIL(r.error().message);
+    res.push_back(*r);
+  }
+  return res;
+}
+
+TEST_CASE("replay: tensor-parallel plan on two fake ranks", "[executor]") {
+  ReplayOptions o;
+  o.steps = 2;
+  o.warmup = 1;
+  const auto res = replay_all(testing::load_plan("gpt_tp2.json"), o);
+  REQUIRE(res.size() == 2);
+  CHECK(res[0].step_times_s.size() == 2);  // warm-up excluded
+  CHECK(res[0].step_times_s == res[1].step_times_s);  // max over ranks, the same everywhere
+  CHECK(res[0].components_s[static_cast<std::size_t>(Component::compute)] > 0);
+  CHECK(res[0].components_s[static_cast<std::size_t>(Component::tp_comm)] > 0);
+  CHECK(res[0].components_s[static_cast<std::size_t>(Component::pp_comm)] == 0);
+  CHECK(res[0].peak_rss_bytes.size() == 2);
+  CHECK(res[0].peak_rss_bytes[1] > 0);
+}
+
+TEST_CASE("replay: interleaved pipeline x data-parallel plan on four fake ranks", "[executor]") {
+  ReplayOptions o;
+  o.steps = 1;
+  o.warmup = 0;
+  const auto res = replay_all(testing::load_plan("gpt_dp2_pp2_vp2.json"), o);
+  REQUIRE(res.size() == 4);
+  CHECK(res[3].step_times_s.size() == 1);
+  CHECK(res[0].components_s[static_cast<std::size_t>(Component::pp_comm)] > 0);
+  CHECK(res[0].components_s[static_cast<std::size_t>(Component::dp_comm)] > 0);
+  CHECK(res[0].components_s[static_cast<std::size_t>(Component::optimizer)] > 0);
+}
+
+TEST_CASE("replay: --steps must be positive", "[executor]") {
+  runtime::FakeWorld world(1);
+  RankProgram prog;
+  ReplayOptions o;
+  o.steps = 0;
+  const auto r = replay(prog, plan::Plan{}, world.comm(0), o);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message == "--steps must be at least 1 (got 0)");
+}
+
+TEST_CASE("parse_stall_spec", "[executor]") {
+  auto s = parse_stall_spec("stall:1:3");
+  REQUIRE(s);
+  CHECK(*s == StallSpec{1, 3});
+  CHECK(parse_stall_spec("stall:1:0").error().message ==
+        "--fault 'stall:1:0': STEP is not an integer >= 1 (expected stall:RANK:STEP or drop:RANK:N)");
+  CHECK(parse_stall_spec("stall:x:2").error().message ==
+        "--fault 'stall:x:2': RANK is not an integer >= 0 (expected stall:RANK:STEP or drop:RANK:N)");
+  CHECK_FALSE(parse_stall_spec("sleep:1:2"));
+}
+
+}  // namespace
+}  // namespace planner::executor
