@@ -15,7 +15,7 @@ expect() {
   local got="${COMPREPLY[*]}"
   if [ "$got" != "$want" ]; then echo "FAIL: '$*' completes to '$got', want '$want'"; fails=$((fails + 1)); fi
 }
-expect "check completion" planner c
+expect "check completion calibrate compare" planner c
 expect "search" planner -q se
 expect "--max-regression" planner check m.onnx --max-r
 expect "--devices" planner search m.onnx --dev
