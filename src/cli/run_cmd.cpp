@@ -25,6 +25,7 @@
 #include "planner/executor/replay.hpp"
 #include "planner/onnx/importer.hpp"
 #include "planner/plan/plan.hpp"
+#include "planner/report/report.hpp"
 #include "planner/runtime/fault.hpp"
 #include "planner/runtime_mpi/mpi_session.hpp"
 
@@ -39,6 +40,7 @@ struct RunArgs {
   int warmup = 1;
   double timeout_s = 300;
   std::string output;
+  std::string trace;  // --trace: measured step beside the predicted timeline
   bool force = false;
   bool json = false;
   double max_memory_gib = 0;  // 0: MemTotal / ranks on this host
@@ -126,6 +128,14 @@ Result<Prepared> prepare(const RunArgs& a, int rank, int world) {
     const auto mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
     PLANNER_TRY_STATUS(io::check_writable(a.output, mode));
   }
+  if (!a.trace.empty()) {
+    const auto mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
+    PLANNER_TRY_STATUS(io::check_writable(a.trace, mode));
+    if (p.prediction.timeline.empty())
+      return make_error("{}: --trace needs the plan's prediction.timeline (write the plan again with planner estimate "
+                        "or planner search)",
+                        a.plan_file);
+  }
   const std::string model = model_path(a, p);
   if (!p.model.sha256.empty()) {
     PLANNER_TRY(std::string sha, sha256_file(model));
@@ -204,6 +214,7 @@ int run_replay(const RunArgs& a) {
   ro.steps = a.steps;
   ro.warmup = a.warmup;
   ro.stall = pr.stall;
+  ro.record = !a.trace.empty();
   auto res = executor::replay(pr.program, pr.plan, world_comm, ro);
   if (!res) {
     fmt::print(stderr, "planner run: error: {}\n", res.error().message);
@@ -229,6 +240,27 @@ int run_replay(const RunArgs& a) {
                   {"mpi", runtime::MpiSession::library_version()},
                   {"openblas", executor::blas_config()}};
     const std::string text = executor::to_json(m);
+    if (!a.trace.empty()) {
+      // Measured spans of the last step per rank, beside the prediction.
+      std::vector<std::vector<report::MeasuredSpan>> ranks;
+      for (const auto& spans : res->spans) {
+        auto& out = ranks.emplace_back();
+        for (const auto& sp : spans) {
+          std::string stream = "compute";
+          if (sp.component == executor::Component::tp_comm) stream = "tp";
+          if (sp.component == executor::Component::pp_comm) stream = "pp";
+          if (sp.component == executor::Component::dp_comm) stream = "dp";
+          const std::string name = sp.component == executor::Component::compute
+                                       ? sp.label
+                                       : fmt::format("{} {}", executor::component_name(sp.component), sp.label);
+          out.push_back(report::MeasuredSpan{sp.start_s, sp.end_s, stream, name});
+        }
+      }
+      const auto mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
+      auto trace = report::chrome_trace_with_measured(pr.plan, ranks, "replay");
+      if (!trace) rc = fail("run", trace.error().message);
+      else if (auto st = io::write_file(a.trace, *trace, mode); !st) rc = fail("run", st.error().message);
+    }
     if (!a.output.empty()) {
       const auto mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
       if (auto st = io::write_file(a.output, text, mode); !st) rc = fail("run", st.error().message);
@@ -271,6 +303,8 @@ Runner setup_run(CLI::App& sub) {
   sub.add_option("--warmup", a->warmup, "Warm-up steps, not measured")->capture_default_str();
   sub.add_option("--timeout", a->timeout_s, "Deadline of every communication call, seconds")->capture_default_str();
   sub.add_option("-o,--output", a->output, "Write the measurements (planner.measured/v1)");
+  sub.add_option("--trace", a->trace,
+                 "Write the last measured step of every rank beside the predicted timeline as a Chrome trace");
   sub.add_flag("--force", a->force, "Replace an existing output file");
   sub.add_flag("--json", a->json, "Print the measurements as JSON");
   sub.add_option("--max-memory", a->max_memory_gib,

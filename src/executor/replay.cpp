@@ -10,6 +10,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -82,15 +83,22 @@ class Replayer {
     return {};
   }
 
-  Result<std::array<double, kComponents + 1>> step() {
+  Result<std::array<double, kComponents + 1>> step(std::vector<MeasuredSpan>* record = nullptr) {
     std::array<double, kComponents + 1> t{};
     PLANNER_TRY_STATUS(world_.barrier());
     const auto t0 = Clock::now();
-    for (const auto& sp : prog_.steps)
+    step_start_ = t0;
+    record_ = record;
+    for (const auto& sp : prog_.steps) {
+      label_ = fmt::format("{}{} c{}", sp.step.kind, sp.step.micro_batch, sp.step.chunk);
       for (const auto& task : sp.tasks) PLANNER_TRY_STATUS(run(task, t));
+    }
+    label_ = "flush";
     PLANNER_TRY_STATUS(flush_sends(-1, t));
+    label_ = "finish";
     for (const auto& task : prog_.finish) PLANNER_TRY_STATUS(run(task, t));
     t[kComponents] = seconds(t0);
+    record_ = nullptr;
     return t;
   }
 
@@ -121,7 +129,21 @@ class Replayer {
       }
     }
     t[static_cast<std::size_t>(task.component)] += seconds(t0);
+    note(t0, task.component);
     return st;
+  }
+
+  // Books [t0, now) to `c` in the recorded spans, extending the last span
+  // when it is of the same component and schedule step.
+  void note(Clock::time_point t0, Component c) {
+    if (!record_) return;
+    const double a = std::chrono::duration<double>(t0 - step_start_).count();
+    const double b = std::chrono::duration<double>(Clock::now() - step_start_).count();
+    if (!record_->empty() && record_->back().component == c && record_->back().label == label_) {
+      record_->back().end_s = b;
+      return;
+    }
+    record_->push_back(MeasuredSpan{a, b, c, label_});
   }
 
   int peer(const Task& task) const { return with_coordinate(p_, world_.rank(), "pp", task.peer_pp); }
@@ -137,7 +159,10 @@ class Replayer {
       sent = true;
     }
     // From a receive, the time is the receive's; at the end of the step, its own.
-    if (before < 0 && sent) t[static_cast<std::size_t>(Component::pp_comm)] += seconds(t0);
+    if (before < 0 && sent) {
+      t[static_cast<std::size_t>(Component::pp_comm)] += seconds(t0);
+      note(t0, Component::pp_comm);
+    }
     return {};
   }
 
@@ -178,9 +203,60 @@ class Replayer {
   std::vector<float> comm_a_, comm_b_, send_buf_, recv_buf_;
   std::map<std::string, std::unique_ptr<Communicator>> groups_;
   std::deque<const Task*> sends_;
+  std::vector<MeasuredSpan>* record_ = nullptr;
+  Clock::time_point step_start_;
+  std::string label_;
 };
 
+// Every rank's text gathered: lengths first, then the texts padded to the
+// longest, both as opaque f32 words.
+Result<std::vector<std::string>> gather_text(Communicator& world, const std::string& mine) {
+  const auto n = static_cast<std::size_t>(world.size());
+  const std::uint32_t len = static_cast<std::uint32_t>(mine.size());
+  std::vector<std::uint32_t> lens(n);
+  PLANNER_TRY_STATUS(world.all_gather(&len, lens.data(), 1, DType::f32));
+  std::size_t longest = 0;
+  for (auto l : lens) longest = std::max<std::size_t>(longest, l);
+  const std::size_t w = (longest + 3) / 4 + 1;
+  std::vector<char> padded(w * 4, '\0');
+  std::copy(mine.begin(), mine.end(), padded.begin());
+  std::vector<char> all(n * w * 4);
+  PLANNER_TRY_STATUS(world.all_gather(padded.data(), all.data(), w, DType::f32));
+  std::vector<std::string> out;
+  for (std::size_t r = 0; r < n; ++r) out.emplace_back(all.data() + r * w * 4, lens[r]);
+  return out;
+}
+
 }  // namespace
+
+std::string encode_spans(const std::vector<MeasuredSpan>& spans) {
+  std::string out;
+  for (const auto& s : spans)
+    out += fmt::format("{:.9f} {:.9f} {} {}\n", s.start_s, s.end_s, component_name(s.component), s.label);
+  return out;
+}
+
+Result<std::vector<MeasuredSpan>> decode_spans(std::string_view text) {
+  std::vector<MeasuredSpan> out;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    MeasuredSpan s;
+    std::string comp;
+    if (!(ls >> s.start_s >> s.end_s >> comp)) return make_error("measured span: malformed line '{}'", line);
+    bool found = false;
+    for (int c = 0; c < kComponents; ++c)
+      if (component_name(static_cast<Component>(c)) == comp) {
+        s.component = static_cast<Component>(c);
+        found = true;
+      }
+    if (!found) return make_error("measured span: unknown component '{}'", comp);
+    std::getline(ls >> std::ws, s.label);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
 
 Result<ReplayResult> replay(const RankProgram& prog, const plan::Plan& p, Communicator& world,
                             const ReplayOptions& opts) {
@@ -193,8 +269,17 @@ Result<ReplayResult> replay(const RankProgram& prog, const plan::Plan& p, Commun
   for (int s = 1; s <= opts.warmup + opts.steps; ++s) {
     if (opts.stall && opts.stall->rank == world.rank() && opts.stall->step == s)
       for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // a stopped rank
-    auto t = r.step();
+    const bool last = s == opts.warmup + opts.steps;
+    std::vector<MeasuredSpan> spans;
+    auto t = r.step(opts.record && last ? &spans : nullptr);
     if (!t) return t.error();
+    if (opts.record && last) {
+      PLANNER_TRY(auto texts, gather_text(world, encode_spans(spans)));
+      for (const auto& text : texts) {
+        PLANNER_TRY(auto sp, decode_spans(text));
+        out.spans.push_back(std::move(sp));
+      }
+    }
     // Max over ranks of the step and of each component: every rank's
     // doubles gathered as opaque pairs of f32 words, then the max taken here.
     std::vector<double> all(static_cast<std::size_t>(world.size()) * t->size());

@@ -87,7 +87,9 @@ std::string span_label(const plan::TimelineSpan& s, bool show_chunk) {
   return s.kind;  // optimizer, bubble
 }
 
-Result<std::string> chrome_trace(const plan::Plan& p) {
+namespace {
+Result<std::string> trace_impl(const plan::Plan& p, const std::vector<std::vector<MeasuredSpan>>* measured,
+                               std::string_view mode) {
   const auto& tl = p.prediction.timeline;
   if (tl.empty())
     return make_error("the plan has no prediction.timeline (write it again with planner estimate --plan FILE -o NEW)");
@@ -140,6 +142,23 @@ Result<std::string> chrome_trace(const plan::Plan& p) {
       }
     for (auto& s : spans) events.push_back(std::move(s));
   }
+  if (measured) {
+    for (std::size_t r = 0; r < measured->size(); ++r) {
+      const int pid = 1000 + static_cast<int>(r);
+      events.push_back(fmt::format(R"({{"name": "process_name", "ph": "M", "pid": {}, "args": {{"name": {}}}}})", pid,
+                                   quote(fmt::format("measured rank {} ({})", r, mode))));
+      events.push_back(fmt::format(
+          R"({{"name": "process_sort_index", "ph": "M", "pid": {}, "args": {{"sort_index": {}}}}})", pid, pid));
+      for (std::size_t si = 0; si < kStreams.size(); ++si)
+        events.push_back(fmt::format(R"({{"name": "thread_name", "ph": "M", "pid": {}, "tid": {}, "args": {{"name": {}}}}})",
+                                     pid, si * kLaneStride, quote(kStreamLabels[si])));
+      for (const auto& s : (*measured)[r])
+        events.push_back(fmt::format(
+            R"({{"name": {}, "cat": {}, "ph": "X", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"measured": true}}}})",
+            quote(s.name), quote(s.stream), pid, stream_index(s.stream) * kLaneStride, micros(s.start_s),
+            micros(s.end_s - s.start_s)));
+    }
+  }
   std::string out = "{\n  \"traceEvents\": [\n";
   for (std::size_t i = 0; i < events.size(); ++i) out += "    " + events[i] + (i + 1 < events.size() ? ",\n" : "\n");
   out += "  ],\n";
@@ -150,6 +169,15 @@ Result<std::string> chrome_trace(const plan::Plan& p) {
       quote(p.model.path), quote(p.cluster.profile), p.cluster.devices, p.prediction.step_time_s);
   out += "}\n";
   return out;
+}
+
+}  // namespace
+
+Result<std::string> chrome_trace(const plan::Plan& p) { return trace_impl(p, nullptr, ""); }
+
+Result<std::string> chrome_trace_with_measured(const plan::Plan& p, const std::vector<std::vector<MeasuredSpan>>& ranks,
+                                               std::string_view mode) {
+  return trace_impl(p, &ranks, mode);
 }
 
 }  // namespace planner::report

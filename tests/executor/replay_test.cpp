@@ -93,4 +93,44 @@ TEST_CASE("parse_stall_spec", "[executor]") {
 }
 
 }  // namespace
+
+TEST_CASE("measured spans round-trip through their text form", "[executor][replay]") {
+  const std::vector<MeasuredSpan> spans{{0.0, 0.001, Component::compute, "F0 c0"},
+                                        {0.001, 0.0015, Component::tp_comm, "B1 c3"},
+                                        {0.002, 0.004, Component::optimizer, "finish"}};
+  const std::string text = encode_spans(spans);
+  CHECK(text == "0.000000000 0.001000000 compute F0 c0\n0.001000000 0.001500000 tp_comm B1 c3\n"
+                "0.002000000 0.004000000 optimizer finish\n");
+  auto back = decode_spans(text);
+  REQUIRE(back.ok());
+  CHECK(*back == spans);
+  CHECK_FALSE(decode_spans("0.1 0.2 warp F0\n").ok());
+  CHECK_FALSE(decode_spans("x\n").ok());
+}
+
+TEST_CASE("replay records the last step's spans of every rank", "[executor][replay]") {
+  // Two ranks of the in-process fake on the data-parallel fixture: each
+  // records compute spans and its gradient sync, gathered to both ranks.
+  ReplayOptions o;
+  o.steps = 1;
+  o.warmup = 0;
+  o.record = true;
+  const auto results = replay_all(testing::load_plan("gpt_dp2.json"), o);
+  REQUIRE(results.size() == 2);
+  for (const auto& r : results) {
+    REQUIRE(r.spans.size() == 2);
+    for (const auto& rank : r.spans) {
+      REQUIRE_FALSE(rank.empty());
+      CHECK(rank.front().label.rfind("F0", 0) == 0);
+      bool dp = false;
+      for (const auto& s : rank) {
+        CHECK(s.end_s >= s.start_s);
+        dp = dp || s.component == Component::dp_comm;
+      }
+      CHECK(dp);
+    }
+  }
+  CHECK(results[0].spans == results[1].spans);
+}
+
 }  // namespace planner::executor

@@ -57,6 +57,29 @@ PY
 done
 expect "compare --json" 0 "$bin" compare gpt_tp2.json m_gpt_tp2.json --json && contains "compare --json" '"error_pct"'
 expect "run --json" 0 mpi 2 run gpt_tp2.json --replay --steps 1 --json && contains "run --json" '"mode": "replay"'
+# --trace: the last measured step of every rank beside the predicted timeline.
+expect "run --trace" 0 mpi 4 run gpt_tp2_pp2.json --replay --steps 2 --warmup 0 --trace trace.json
+python3 - trace.json <<'PY' || { echo "FAIL run --trace: trace.json"; failures=$((failures + 1)); }
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+spans = [e for e in ev if e["ph"] == "X"]
+measured = [e for e in spans if e["pid"] >= 1000]
+predicted = [e for e in spans if e["pid"] < 1000]
+# 4 measured ranks, 2 predicted stages
+assert sorted({e["pid"] for e in measured}) == [1000, 1001, 1002, 1003], {e["pid"] for e in measured}
+assert sorted({e["pid"] for e in predicted}) == [0, 1]
+names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+assert "measured rank 3 (replay)" in names, names
+# every rank ran forward and backward of both micro-batches, and tp all-reduces
+for pid in range(1000, 1004):
+    mine = {e["name"] for e in measured if e["pid"] == pid}
+    for mb in (0, 1):
+        assert any(n.startswith(f"F{mb} ") for n in mine) and any(n.startswith(f"B{mb} ") for n in mine), mine
+    assert any(n.startswith("tp_comm ") for n in mine), mine
+    assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in measured if e["pid"] == pid)
+PY
+expect "run --trace exists" nonzero mpi 4 run gpt_tp2_pp2.json --replay --steps 1 --trace trace.json
+contains "run --trace exists" "trace.json"
 
 # Errors: exit 2 with one line.
 expect "wrong rank count" nonzero mpi 4 run gpt_tp2.json --replay

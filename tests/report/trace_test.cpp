@@ -123,6 +123,41 @@ TEST_CASE("chrome trace: overlapping spans of a stream get another lane", "[repo
   CHECK(lane2 == "pp send/recv #2");
 }
 
+TEST_CASE("chrome trace with measured spans: one process per rank beside the prediction", "[report][trace]") {
+  // Rank 0: forward 0-1 ms on compute, an all-reduce 1-1.5 ms on tp; rank 1:
+  // one send 0.25-2 ms on pp. Times in microseconds in the trace.
+  const std::vector<std::vector<report::MeasuredSpan>> ranks{
+      {{0.0, 1e-3, "compute", "F0 c0"}, {1e-3, 1.5e-3, "tp", "tp_comm F0 c0"}},
+      {{0.25e-3, 2e-3, "pp", "pp_comm flush"}}};
+  auto text = report::chrome_trace_with_measured(report_test::tiny_plan(), ranks, "replay");
+  REQUIRE(text.ok());
+  const json t = json::parse(*text);
+  const json plain = trace_of(report_test::tiny_plan());
+  int predicted = 0, plain_spans = 0;
+  std::map<int, std::string> process;
+  std::vector<json> measured;
+  for (const auto& e : t.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "process_name") process[e.at("pid")] = e.at("args").at("name");
+    if (e.at("ph") != "X") continue;
+    if (e.at("pid").get<int>() >= 1000) measured.push_back(e);
+    else ++predicted;
+  }
+  for (const auto& e : plain.at("traceEvents")) plain_spans += e.at("ph") == "X";
+  CHECK(predicted == plain_spans);  // the prediction is unchanged
+  CHECK(process.at(1000) == "measured rank 0 (replay)");
+  CHECK(process.at(1001) == "measured rank 1 (replay)");
+  REQUIRE(measured.size() == 3);
+  CHECK(measured[0].at("name") == "F0 c0");
+  CHECK(measured[0].at("tid") == 0);  // compute
+  CHECK(measured[0].at("dur").get<double>() == Approx(1000));
+  CHECK(measured[1].at("tid") == 100);  // tp: stream 1 x lane stride 100
+  CHECK(measured[1].at("ts").get<double>() == Approx(1000));
+  CHECK(measured[1].at("dur").get<double>() == Approx(500));
+  CHECK(measured[2].at("pid") == 1001);
+  CHECK(measured[2].at("tid") == 200);  // pp
+  CHECK(measured[2].at("dur").get<double>() == Approx(1750));
+}
+
 TEST_CASE("chrome trace: a plan without a timeline is an error", "[report][trace]") {
   plan::Plan p = report_test::tiny_plan();
   p.prediction.timeline.clear();

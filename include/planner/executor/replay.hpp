@@ -35,6 +35,17 @@ struct ReplayOptions {
   int steps = 5;   ///< measured steps
   int warmup = 1;  ///< steps run before, not measured
   std::optional<StallSpec> stall;
+  /// Record the last measured step's intervals (ReplayResult::spans).
+  bool record = false;
+};
+
+/// One measured interval of a rank's step: consecutive tasks of one
+/// schedule step booked to one component, merged ("F3 c0", "finish").
+struct MeasuredSpan {
+  double start_s = 0, end_s = 0;  ///< from the step's start (after its barrier)
+  Component component = Component::compute;
+  std::string label;
+  friend bool operator==(const MeasuredSpan&, const MeasuredSpan&) = default;
 };
 
 /// What every rank learns at the end (identical on every rank).
@@ -44,7 +55,14 @@ struct ReplayResult {
   /// maximum over ranks (index = Component).
   std::array<double, kComponents> components_s{};
   std::vector<double> peak_rss_bytes;  ///< per rank (getrusage ru_maxrss)
+  /// With ReplayOptions::record: every rank's spans of the last measured
+  /// step, indexed by rank (the same on every rank).
+  std::vector<std::vector<MeasuredSpan>> spans;
 };
+
+/// Spans as text, one per line ("start end component label"), and back.
+std::string encode_spans(const std::vector<MeasuredSpan>& spans);
+Result<std::vector<MeasuredSpan>> decode_spans(std::string_view text);
 
 /// Runs `prog` on `world` (size = the plan's devices). Every rank calls it
 /// with its own program. Errors are the communicator's (naming a stalled

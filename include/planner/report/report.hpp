@@ -35,6 +35,20 @@ std::string span_label(const plan::TimelineSpan& s, bool show_chunk);
 /// timeline. Errors: the plan has no timeline.
 Result<std::string> chrome_trace(const plan::Plan& p);
 
+/// One measured interval of `planner run` on one rank, seconds from the
+/// rank's step start; `stream` is "compute", "tp", "pp" or "dp".
+struct MeasuredSpan {
+  double start_s = 0, end_s = 0;
+  std::string stream;
+  std::string name;
+};
+
+/// chrome_trace() with the measured step of every rank beside the
+/// prediction: process 1000 + r is "measured rank r (stage s)", one thread
+/// per stream. `ranks[r]` are rank r's spans; `mode` names the run's mode.
+Result<std::string> chrome_trace_with_measured(const plan::Plan& p, const std::vector<std::vector<MeasuredSpan>>& ranks,
+                                               std::string_view mode);
+
 /// The memory categories of the report, bottom to top: weights, grads,
 /// optimizer, activations, temporaries, reserve, other.
 std::vector<std::string> memory_categories();
