@@ -309,7 +309,7 @@ Runner setup_run(CLI::App& sub) {
   sub.add_flag("--json", a->json, "Print the measurements as JSON");
   sub.add_option("--max-memory", a->max_memory_gib,
                  "Per-rank memory limit of the replay, GiB (default: MemTotal / ranks on this host)");
-  sub.add_option("--fault", a->fault, "Test hook: stall:RANK:STEP (the rank sleeps forever) or drop:RANK:N");
+  sub.add_option("--fault", a->fault, "Test hook: stall:RANK:STEP (the rank sleeps forever), crash:RANK:STEP (it raises SIGSEGV) or drop:RANK:N");
   return [a] { return run_replay(*a); };
 }
 

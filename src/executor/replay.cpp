@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -25,10 +26,18 @@ using Clock = std::chrono::steady_clock;
 
 Result<StallSpec> parse_stall_spec(std::string_view text) {
   const auto bad = [&](std::string_view what) {
-    return make_error("--fault '{}': {} (expected stall:RANK:STEP or drop:RANK:N)", text, what);
+    return make_error("--fault '{}': {} (expected stall:RANK:STEP, crash:RANK:STEP or drop:RANK:N)", text, what);
   };
-  if (text.substr(0, 6) != "stall:") return bad("not a stall");
-  const auto rest = text.substr(6);
+  StallSpec s;
+  std::string_view rest;
+  if (text.substr(0, 6) == "stall:") {
+    rest = text.substr(6);
+  } else if (text.substr(0, 6) == "crash:") {
+    rest = text.substr(6);
+    s.crash = true;
+  } else {
+    return bad("not a stall or crash");
+  }
   const auto colon = rest.find(':');
   if (colon == std::string_view::npos) return bad("missing STEP");
   auto num = [](std::string_view s, int& out) {
@@ -40,7 +49,6 @@ Result<StallSpec> parse_stall_spec(std::string_view text) {
     }
     return true;
   };
-  StallSpec s;
   if (!num(rest.substr(0, colon), s.rank)) return bad("RANK is not an integer >= 0");
   if (!num(rest.substr(colon + 1), s.step) || s.step < 1) return bad("STEP is not an integer >= 1");
   return s;
@@ -267,8 +275,10 @@ Result<ReplayResult> replay(const RankProgram& prog, const plan::Plan& p, Commun
   ReplayResult out;
   std::array<double, kComponents> sums{};
   for (int s = 1; s <= opts.warmup + opts.steps; ++s) {
-    if (opts.stall && opts.stall->rank == world.rank() && opts.stall->step == s)
+    if (opts.stall && opts.stall->rank == world.rank() && opts.stall->step == s) {
+      if (opts.stall->crash) std::raise(SIGSEGV);  // a rank that dies mid-run
       for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // a stopped rank
+    }
     const bool last = s == opts.warmup + opts.steps;
     std::vector<MeasuredSpan> spans;
     auto t = r.step(opts.record && last ? &spans : nullptr);

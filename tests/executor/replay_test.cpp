@@ -86,9 +86,9 @@ TEST_CASE("parse_stall_spec", "[executor]") {
   REQUIRE(s);
   CHECK(*s == StallSpec{1, 3});
   CHECK(parse_stall_spec("stall:1:0").error().message ==
-        "--fault 'stall:1:0': STEP is not an integer >= 1 (expected stall:RANK:STEP or drop:RANK:N)");
+        "--fault 'stall:1:0': STEP is not an integer >= 1 (expected stall:RANK:STEP, crash:RANK:STEP or drop:RANK:N)");
   CHECK(parse_stall_spec("stall:x:2").error().message ==
-        "--fault 'stall:x:2': RANK is not an integer >= 0 (expected stall:RANK:STEP or drop:RANK:N)");
+        "--fault 'stall:x:2': RANK is not an integer >= 0 (expected stall:RANK:STEP, crash:RANK:STEP or drop:RANK:N)");
   CHECK_FALSE(parse_stall_spec("sleep:1:2"));
 }
 

@@ -106,4 +106,13 @@ has "stalled rank" 3 "planner run: error: rank 1 did not reach barrier #5 within
 if (( $(date +%s) - t0 > 30 )); then echo "FAIL stalled rank: took over 30 s"; failures=$((failures + 1)); fi
 for _ in $(seq 50); do [[ -z $(pgrep -f "^$bin run" || true) ]] && break; sleep 0.1; done
 if [[ -n $(pgrep -f "^$bin run" || true) ]]; then echo "FAIL stalled rank: processes left"; failures=$((failures + 1)); fi
+
+# A rank that crashes mid-step: it names itself, the job dies within the
+# timeout, every rank exits non-zero, nothing is left.
+t0=$(date +%s)
+expect "crashed rank" nonzero mpi 4 run gpt_tp2_pp2.json --replay --steps 3 --fault crash:2:2 --timeout 5
+has "crashed rank" 1 "planner run: error: rank 2 crashed (signal 11: SIGSEGV)"
+if (( $(date +%s) - t0 > 30 )); then echo "FAIL crashed rank: took over 30 s"; failures=$((failures + 1)); fi
+for _ in $(seq 50); do [[ -z $(pgrep -f "^$bin run" || true) ]] && break; sleep 0.1; done
+if [[ -n $(pgrep -f "^$bin run" || true) ]]; then echo "FAIL crashed rank: processes left"; failures=$((failures + 1)); fi
 exit $(( failures > 0 ))

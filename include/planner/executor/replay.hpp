@@ -22,13 +22,16 @@
 namespace planner::executor {
 
 /// `--fault stall:RANK:STEP`: rank RANK sleeps forever when step STEP
-/// (1-based, warm-up steps included) begins, as a stopped process would.
+/// (1-based, warm-up steps included) begins, as a stopped process would;
+/// `crash:RANK:STEP`: it raises SIGSEGV there instead, as a crashing one would.
 struct StallSpec {
   int rank = 0;
   int step = 1;
+  bool crash = false;
   friend bool operator==(const StallSpec&, const StallSpec&) = default;
 };
-/// Parses "stall:RANK:STEP" (RANK >= 0, STEP >= 1). Errors name the field.
+/// Parses "stall:RANK:STEP" or "crash:RANK:STEP" (RANK >= 0, STEP >= 1).
+/// Errors name the field.
 Result<StallSpec> parse_stall_spec(std::string_view text);
 
 struct ReplayOptions {
