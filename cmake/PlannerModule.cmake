@@ -14,8 +14,13 @@ endfunction()
 # registered with catch_discover_tests.
 function(planner_add_test name)
   cmake_parse_arguments(ARG "NEEDS_CLI" "" "SOURCES;DEPS" ${ARGN})
-  add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/catch_main.cpp)
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} Catch2::Catch2)
+  # Catch2's main is compiled once for every test binary (its heaviest part).
+  if(NOT TARGET planner_catch_main)
+    add_library(planner_catch_main STATIC ${PROJECT_SOURCE_DIR}/tests/catch_main.cpp)
+    target_link_libraries(planner_catch_main PUBLIC Catch2::Catch2)
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} planner_catch_main Catch2::Catch2)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(${name} PRIVATE
     PLANNER_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
