@@ -43,6 +43,8 @@ struct SearchArgs {
   int grad_reduce_bytes = 0;
   std::string optimizer = "adam";
   std::string hints_file;
+  CLI::Option* global_batch_opt = nullptr;
+  CLI::Option* threads_opt = nullptr;
 };
 
 std::string why_lost(const plansearch::Scored& alt, const plansearch::Scored& best) {
@@ -66,6 +68,15 @@ std::string why_lost(const plansearch::Scored& alt, const plansearch::Scored& be
 
 int run_search(SearchArgs& a) {
   if (a.devices < 1) return fail("search", fmt::format("--devices must be at least 1 (got {})", a.devices));
+  if (a.devices > estimate::kMaxDevices)
+    return fail("search", fmt::format("--devices {} is above the planner's limit of {} devices", a.devices,
+                                      estimate::kMaxDevices));
+  if (a.global_batch_opt->count() > 0 && a.global_batch < 1)
+    return fail("search", fmt::format("--global-batch must be at least 1 (got {})", a.global_batch));
+  if (a.threads_opt->count() > 0 && a.threads < 1)
+    return fail("search", fmt::format("--threads must be at least 1 (got {})", a.threads));
+  if (a.max_micro_batch < 1)
+    return fail("search", fmt::format("--max-micro-batch must be at least 1 (got {})", a.max_micro_batch));
   if (!(a.max_memory_fraction > 0 && a.max_memory_fraction <= 1))
     return fail("search", fmt::format("--max-memory-fraction must be in (0, 1] (got {})", a.max_memory_fraction));
   if (!(a.time_limit > 0)) return fail("search", "--time-limit must be positive");
@@ -130,6 +141,14 @@ int run_search(SearchArgs& a) {
   }
   space.global_batch = a.global_batch > 0 ? a.global_batch
                                           : static_cast<std::int64_t>(space.fixed.micro_batch.value_or(1)) * a.devices;
+
+  // Every layout runs at least B / (N x largest micro-batch) micro-batches.
+  const std::int64_t largest_mb = space.fixed.micro_batch.value_or(space.max_micro_batch);
+  if (space.global_batch / (static_cast<std::int64_t>(a.devices) * std::max(1, static_cast<int>(largest_mb))) >
+      estimate::kMaxMicroBatches)
+    return fail("search", fmt::format("--global-batch {} needs more than {} micro-batches per step on {} devices "
+                                      "(micro-batch at most {}): above the planner's limit",
+                                      space.global_batch, estimate::kMaxMicroBatches, a.devices, largest_mb));
 
   std::map<int, std::unique_ptr<onnx::ImportedModel>> graphs;
   if (static_batch || opts->batch)
@@ -253,13 +272,13 @@ Runner setup_search(CLI::App& sub) {
   a->import.add_to(sub);
   a->train.add_to(sub);
   sub.add_option("--devices", a->devices, "Number of devices N")->required();
-  sub.add_option("--global-batch", a->global_batch, "Global batch (default: the model's batch x N)");
+  a->global_batch_opt = sub.add_option("--global-batch", a->global_batch, "Global batch (default: the model's batch x N)");
   sub.add_option("--fix", a->fix, "Pin degrees or settings: tp=8,pp=4,dp=..,cp=..,vp=..,mb=..,zero=..,recompute=..,schedule=..,sp=0|1");
   sub.add_option("--framework", a->framework, "megatron | megatron-legacy | deepspeed | fsdp | ddp")->capture_default_str();
   sub.add_option("--max-memory-fraction", a->max_memory_fraction, "Fraction of device memory a plan may use")->capture_default_str();
   sub.add_option("--max-micro-batch", a->max_micro_batch, "Largest micro-batch tried")->capture_default_str();
   sub.add_option("--time-limit", a->time_limit, "Seconds before the search stops with its best plan")->capture_default_str();
-  sub.add_option("--threads", a->threads, "Threads (default: all cores)");
+  a->threads_opt = sub.add_option("--threads", a->threads, "Threads (default: all cores)");
   sub.add_option("--top-k", a->top_k, "Layouts reported (the best and the runners-up)")->capture_default_str();
   sub.add_flag("--json", a->json, "Print the summary as JSON (planner.search/v1)");
   sub.add_option("-o,--output", a->output, "Plan file to write (default plan.json; replaced only with --force)");
