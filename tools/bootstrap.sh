@@ -11,6 +11,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin libopenblas-dev
   coinor-libcbc-dev
   python3
+  clang-16 libclang-rt-16-dev llvm-16   # libFuzzer targets (tools/fuzz.sh); llvm-16: llvm-symbolizer
 )
 
 missing=()
