@@ -534,6 +534,8 @@ def profile_cases():
     c.append(profile_case("profile_newline_in_key", x, "unknown key", why="a key holding a newline"))
     c.append(profile_case("profile_newline_in_string", '"\\n"\n', "expected an object",
                           why="the JSON string \"\\n\" as the whole profile"))
+    c.append(profile_case("profile_syntax_error_after_newline_key", '{"schema_versio\\n": [1, }\n', "not valid JSON",
+                          why="found by fuzz_profile: the parser's path held the key's newline"))
     x = p(); x["device"]["hbm_GBs"] = x["device"].pop("hbm_GBps")
     c.append(profile_case("profile_misspelt_key", x, "device.hbm_GBs: unknown key"))
     x = p(); x["system"] = "SYSTEM"
