@@ -2,6 +2,7 @@
 # Benchmark harness: times planner's heavy paths and prints one JSON document.
 # Usage: tools/bench.sh PATH/TO/planner      (make bench builds the release preset first)
 # Each case runs REPEAT times (default 3); the JSON holds the best and median wall time.
+# The million-op cases run once and also report peak RSS (BENCH_BIG_OPS: op count, 0 skips).
 set -euo pipefail
 BIN=${1:?usage: tools/bench.sh PATH/TO/planner}
 REPEAT=${REPEAT:-3}
@@ -43,6 +44,27 @@ cases+=("$(time_case search_gpt3_175b_1024_a100 5.0 "$BIN" search "$work/gpt3.on
   -o "$work/llama8b.onnx" --force >/dev/null
 cases+=("$(time_case search_llama3_8b_64_h100 10.0 "$BIN" search "$work/llama8b.onnx" --devices 64 --profile h100-sxm5-80gb \
   --global-batch 512 -o "$work/plan_llama.json" --force --json)")
+# Scale: a residual MLP of one million ops (tools/make_big_model.py; weights
+# declared as external data). Run once each (they are slow), wall time and
+# peak RSS from /usr/bin/time; goals 60 s and 8 GiB (issue: reliability).
+# BENCH_BIG_OPS=0 skips them.
+BIG_OPS=${BENCH_BIG_OPS:-1000000}
+# rss_case NAME GOAL_SECONDS CMD...: one run; JSON with the wall time and peak RSS.
+rss_case() {
+  local name=$1 goal=$2; shift 2
+  /usr/bin/time -f '%e %M %U' -o "$work/time.txt" "$@" >"$work/out.txt" 2>"$work/err.txt" \
+    || { echo "bench case $name failed: $(head -c 300 "$work/err.txt")" >&2; exit 1; }
+  local wall rss user; read -r wall rss user <"$work/time.txt"
+  local ok; ok=$(awk -v m="$wall" -v g="$goal" -v r="$rss" 'BEGIN{print (m <= g && r <= 8 * 1048576) ? "true" : "false"}')
+  printf '{"name":"%s","wall_s":%s,"user_s":%s,"peak_rss_kib":%s,"goal_s":%s,"goal_rss_kib":%s,"meets_goal":%s}' \
+    "$name" "$wall" "$user" "$rss" "$goal" $((8 * 1048576)) "$ok"
+}
+if [ "$BIG_OPS" -gt 0 ]; then
+  python3 "$(dirname "$0")/make_big_model.py" --ops "$BIG_OPS" -o "$work/big.onnx" >/dev/null
+  cases+=("$(rss_case "inspect_${BIG_OPS}_ops" 60 "$BIN" inspect "$work/big.onnx")")
+  cases+=("$(rss_case "search_${BIG_OPS}_ops_8_a100" 60 "$BIN" search "$work/big.onnx" --devices 8 \
+    -o "$work/plan_big.json" --force)")
+fi
 "$BIN" inspect "$work/gpt3.onnx" --json >"$work/inspect.json.txt"
 params=$(grep -m1 '"count"' "$work/inspect.json.txt" | tr -dc '0-9')
 printf '{"format":"planner.bench/v1","date":"%s","host":"%s","cores":%s,"repeat":%s,"gpt3_parameters":%s,"cases":[%s]}\n' \

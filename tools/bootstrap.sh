@@ -12,6 +12,7 @@ PACKAGES=(
   coinor-libcbc-dev
   python3
   chromium
+  clang-16 libclang-rt-16-dev llvm-16   # libFuzzer targets (tools/fuzz.sh); llvm-16: llvm-symbolizer
 )
 
 missing=()

@@ -2,9 +2,10 @@
 # tools/fuzz.sh [SECONDS] [TARGET...]
 # Builds the libFuzzer targets (fuzz/, clang-16, ASan+UBSan) in build/fuzz and
 # runs each for SECONDS (default 60), then prints a summary. Targets:
-# fuzz_onnx_import (the ONNX importer) and fuzz_profile (the profile reader).
+# fuzz_onnx_import (the ONNX importer), fuzz_profile (the profile reader) and
+# fuzz_plan (the plan reader).
 #
-# Seeds: tests/bad_inputs (and its fuzz_found/), models/, cost_profiles/, and
+# Seeds: tests/bad_inputs (and its fuzz_found/), models/, cost_profiles/, fuzz/seeds/, and
 # the third-party models in shared/models/real or ../shared/models/real when
 # present. The growing corpus lives in build/fuzz/corpus/<target>; crashes,
 # timeouts and OOMs in build/fuzz/artifacts/<target>/. Reproduce one with
@@ -22,7 +23,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SECS=${1:-60}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_onnx_import fuzz_profile)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_onnx_import fuzz_profile fuzz_plan)
 BUILD=${FUZZ_BUILD_DIR:-$ROOT/build/fuzz}
 CC_=${FUZZ_CC:-clang-16}
 CXX_=${FUZZ_CXX:-clang++-16}
@@ -32,14 +33,18 @@ if ! command -v "$CXX_" >/dev/null; then
   echo "fuzz: $CXX_ not found; install clang-16 and libclang-rt-16-dev" >&2
   exit 2
 fi
+t_build=$(date +%s)
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   CC=$CC_ CXX=$CXX_ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DPLANNER_FUZZ=ON -DPLANNER_BUILD_TESTS=OFF \
-    -DPLANNER_ENABLE_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    -DPLANNER_ENABLE_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 fi
 if ! cmake --build "$BUILD" --target "${TARGETS[@]}"; then
   echo "fuzz: build failed (does the top-level CMakeLists.txt add_subdirectory(fuzz) when PLANNER_FUZZ is ON?)" >&2
   exit 2
 fi
+echo "fuzz: build of ${TARGETS[*]} took $(( $(date +%s) - t_build )) s"
 
 # Symbolized stack traces: llvm-16's symbolizer, else any llvm-symbolizer on PATH.
 if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ]; then
@@ -66,6 +71,10 @@ seed_files() {
       find "$ROOT/tests/bad_inputs" -type f -name '*.json'
       [ -d "$ROOT/tests/bad_inputs/fuzz_found/profile" ] && find "$ROOT/tests/bad_inputs/fuzz_found/profile" -type f
       find "$ROOT/cost_profiles" -type f -name '*.json'
+      ;;
+    fuzz_plan)
+      find "$ROOT/fuzz/seeds/plan" -type f
+      [ -d "$ROOT/tests/bad_inputs/fuzz_found/plan" ] && find "$ROOT/tests/bad_inputs/fuzz_found/plan" -type f
       ;;
   esac
   return 0

@@ -7,12 +7,13 @@ the tiny encoder below (no onnx package), profiles as JSON text.
 Each case is a folder tests/bad_inputs/<case>/ with
   cmd      shell fragment run by tests/bad_inputs/run.sh in an empty temp
            folder holding copies of the case's input files; `planner` runs the
-           binary under test, `profile_check` the profile-reader checker
+           binary under test
   setup    (optional) shell fragment run there first (sparse files, FIFOs)
   expect   line 1: the exit status; line 2: a substring the one-line error on
            stderr must contain (for status 0: a substring of stdout);
            optional line 3 "names: TEXT": the error must also contain TEXT
-           (by default the first input file's name, for status 2)
+           (by default the first input file's name, for status 2);
+           optional "creates: FILE": the file a successful command writes
   inputs   every other file
 
 Usage:
@@ -228,10 +229,10 @@ def profile_text(p):
 # The cases.
 
 class Case:
-    def __init__(self, name, cmd, status, substring, files=None, setup=None, names=None, why=""):
+    def __init__(self, name, cmd, status, substring, files=None, setup=None, names=None, why="", creates=None):
         self.name, self.cmd, self.status, self.substring = name, cmd, status, substring
         self.files = files or {}
-        self.setup, self.names, self.why = setup, names, why
+        self.setup, self.names, self.why, self.creates = setup, names, why, creates
 
 
 def onnx_case(name, data, substring, status=2, cmd=None, fname=None, **kw):
@@ -239,12 +240,20 @@ def onnx_case(name, data, substring, status=2, cmd=None, fname=None, **kw):
     return Case(name, cmd or "planner inspect %s" % fname, status, substring, files={fname: data}, **kw)
 
 
+# Profiles are read by `planner estimate --profile FILE` on the base model
+# (x is [2,4]: the batch is static, so the micro-batch is 2). The base profile
+# has no attention table, so the cases ask for unfused attention.
+ESTIMATE_BASE = "planner estimate model.onnx --devices 1 --micro-batch 2 --global-batch 2"
+
+
 def profile_case(name, text, substring, status=2, **kw):
     if isinstance(text, dict):
         text = profile_text(text)
     if isinstance(text, str):
         text = text.encode("utf-8")
-    return Case(name, "profile_check p.json", status, substring, files={"p.json": text}, **kw)
+    kw.setdefault("names", "p.json" if status else None)
+    return Case(name, ESTIMATE_BASE + " --attention unfused --profile p.json", status, substring,
+                files={"p.json": text, "model.onnx": base_model()}, **kw)
 
 
 def model_case(name, args, substring, **kw):
@@ -470,7 +479,7 @@ def model_cmd_cases():
 def profile_cases():
     c = []
     p = base_profile
-    c.append(profile_case("valid_profile", p(), "ok", status=0, why="the base profile the others mutate"))
+    c.append(profile_case("valid_profile", p(), "step time", status=0, why="the base profile the others mutate"))
     c.append(profile_case("profile_empty", b"", "not valid JSON"))
     c.append(profile_case("profile_random_bytes", bytes(random.Random(11).getrandbits(8) for _ in range(2048)),
                           "not valid JSON"))
@@ -492,6 +501,8 @@ def profile_cases():
     c.append(profile_case("profile_zero_devices", x, "interconnect.levels[0].devices_per_group.value: must be > 0"))
     x = p(); x["interconnect"]["levels"][1]["nics_per_node"] = sv(1e300)
     c.append(profile_case("profile_huge_count", x, "interconnect.levels[1].nics_per_node.value: must be a whole number"))
+    x = p(); x["device"]["hbm_GBps"] = sv(None)
+    c.append(profile_case("profile_null_number", x, "device.hbm_GBps.value: expected a number"))
     x = p(); x["device"]["peak_tflops"]["bf16"] = sv(12345.678)
     c.append(profile_case("profile_infinite", profile_text(x).replace("12345.678", "1e999"),
                           "device.peak_tflops.bf16.value: number is not finite"))
@@ -523,6 +534,8 @@ def profile_cases():
     c.append(profile_case("profile_newline_in_key", x, "unknown key", why="a key holding a newline"))
     c.append(profile_case("profile_newline_in_string", '"\\n"\n', "expected an object",
                           why="the JSON string \"\\n\" as the whole profile"))
+    c.append(profile_case("profile_syntax_error_after_newline_key", '{"schema_versio\\n": [1, }\n', "not valid JSON",
+                          why="found by fuzz_profile: the parser's path held the key's newline"))
     x = p(); x["device"]["hbm_GBs"] = x["device"].pop("hbm_GBps")
     c.append(profile_case("profile_misspelt_key", x, "device.hbm_GBs: unknown key"))
     x = p(); x["system"] = "SYSTEM"
@@ -548,8 +561,114 @@ def profile_cases():
 
 # --------------------------------------------------------------------------
 
+def layout_cases():
+    """Device counts, degrees and batches for `estimate` and `search`."""
+    c = []
+    files = {"model.onnx": base_model()}
+
+    def est(name, args, substring, status=2, names="", **kw):
+        return Case(name, "planner estimate model.onnx " + args, status, substring, files=dict(files),
+                    names=names if status else None, **kw)
+
+    def srch(name, args, substring, status=2, names="", **kw):
+        if status == 0:
+            kw.setdefault("creates", "plan.json")
+        return Case(name, "planner search model.onnx -o plan.json " + args, status, substring, files=dict(files),
+                    names=names if status else None, **kw)
+
+    c.append(est("estimate_devices_zero", "--devices 0 --micro-batch 2 --global-batch 2", "--devices must be at least 1 (got 0)"))
+    c.append(est("estimate_devices_negative", "--devices -4 --micro-batch 2 --global-batch 2",
+                 "--devices must be at least 1 (got -4)"))
+    c.append(est("estimate_devices_1e9", "--devices 1000000000 --micro-batch 2 --global-batch 2000000000",
+                 "--devices 1000000000 is above the planner's limit",
+                 why="10^9 devices: used to run for minutes in the estimate"))
+    c.append(est("estimate_degrees_not_dividing", "--devices 8 --tp 3 --micro-batch 2 --global-batch 16",
+                 "--devices 8 is not divisible by tp*pp*cp = 3*1*1 = 3"))
+    c.append(est("estimate_degrees_product", "--devices 8 --tp 2 --dp 3 --micro-batch 2 --global-batch 12",
+                 "dp*tp*pp*cp = 3*2*1*1 = 6 but --devices is 8"))
+    c.append(est("estimate_global_batch_not_dividing", "--devices 4 --micro-batch 2 --global-batch 12",
+                 "--global-batch 12 is not divisible by micro-batch * dp = 2 * 4 = 8"))
+    c.append(est("estimate_global_batch_zero", "--devices 1 --micro-batch 2 --global-batch 0",
+                 "--global-batch must be at least 1 (got 0)"))
+    c.append(est("estimate_micro_batches_above_limit", "--devices 1 --micro-batch 2 --global-batch 4294967296",
+                 "above the planner's limit", why="2^31 micro-batches per step: the pipeline simulation would hold them all"))
+    c.append(Case("estimate_output_exists", "planner estimate model.onnx --devices 1 --micro-batch 2 --global-batch 2 "
+                  "-o plan.json", 2, "--force", files=dict(files, **{"plan.json": b"keep me\n"}), names="plan.json",
+                  why="an existing plan file is left untouched without --force"))
+    c.append(Case("estimate_output_folder_force", "planner estimate model.onnx --devices 1 --micro-batch 2 "
+                  "--global-batch 2 -o out.json --force", 2, "not a regular file", files=dict(files),
+                  setup="mkdir out.json", names="out.json", why="--force replaces files, never a folder"))
+    c.append(srch("search_devices_zero", "--devices 0", "--devices must be at least 1 (got 0)"))
+    c.append(srch("search_devices_negative", "--devices -1", "--devices must be at least 1 (got -1)"))
+    c.append(srch("search_devices_1e9", "--devices 1000000000", "--devices 1000000000 is above the planner's limit",
+                  why="10^9 devices: used to grow past 9 GiB of memory"))
+    c.append(srch("search_fix_degrees_not_dividing", "--devices 8 --fix tp=3", "no layout of 8 devices"))
+    c.append(srch("search_global_batch_not_dividing", "--devices 8 --global-batch 12 --fix dp=8",
+                  "no layout of 8 devices", why="12 sequences cannot be split over 8 data-parallel replicas"))
+    c.append(srch("search_global_batch_zero", "--devices 8 --global-batch 0", "--global-batch must be at least 1 (got 0)",
+                  why="used to be taken as 'not given'"))
+    c.append(srch("search_global_batch_huge", "--devices 8 --global-batch 9223372036854775807",
+                  "above the planner's limit", why="2^63-1 sequences"))
+    c.append(srch("search_threads_negative", "--devices 8 --threads -2", "--threads must be at least 1 (got -2)"))
+    c.append(Case("search_output_exists", "planner search model.onnx --devices 2 -o plan.json", 2, "--force",
+                  files=dict(files, **{"plan.json": b"keep me\n"}), names="plan.json"))
+    # ---- valid edge cases: odd device counts
+    for n in (3, 7):
+        c.append(est("valid_estimate_devices_%d" % n, "--devices %d --micro-batch 2 --global-batch %d" % (n, 2 * n),
+                     "step time", status=0))
+        c.append(srch("valid_search_devices_%d" % n, "--devices %d" % n, "best layout", status=0))
+    return c
+
+
+# Plan cases: the setup makes a 2-layer GPT and a plan for it (tp 2, pp 2 on 4
+# devices) with `planner estimate -o`, then edits the plan as a person would.
+PLAN_SETUP = """"$PLANNER" model gpt --layers 2 --hidden 32 --heads 2 --seq 8 --vocab 50 -o model.onnx >/dev/null
+"$PLANNER" estimate model.onnx --devices 4 --tp 2 --pp 2 --micro-batch 1 --global-batch 8 -o plan.json >/dev/null
+python3 - <<'EDIT'
+import json
+text = open("plan.json").read()
+p = json.loads(text)
+%s
+open("plan.json", "w").write(text if p is None else json.dumps(p, indent=2))
+EDIT
+"""
+
+
+def plan_cases():
+    c = []
+
+    def plan(name, edit, substring, status=2, why=""):
+        return Case(name, "planner estimate --plan plan.json", status, substring, setup=PLAN_SETUP % edit,
+                    names="plan.json" if status else None, why=why)
+
+    c.append(plan("plan_wrong_degrees", 'p["layout"]["tp"] = 3', "dp*tp*pp*cp = 1*3*2*1 = 6 but cluster.devices is 4",
+                  why="tp edited from 2 to 3"))
+    c.append(plan("plan_devices_1e9", 'p["cluster"]["devices"] = 10**9', "cluster.devices is 1000000000"))
+    c.append(plan("plan_degree_string", 'p["layout"]["tp"] = "2"', "layout.tp: expected an integer"))
+    c.append(plan("plan_degree_zero", 'p["layout"]["pp"] = 0', "layout.pp: must be >= 1"))
+    c.append(plan("plan_unknown_op", 'name = p["layout"]["chunks"][0]["ops"][0]\n'
+                  'p = None\ntext = text.replace(json.dumps(name), json.dumps("no/such/op"))',
+                  "'no/such/op' is not an op of model.onnx",
+                  why="an op renamed everywhere in the plan (chunks and strategies agree), so only the model can tell"))
+    c.append(plan("plan_unknown_strategy_op", 'p["layout"]["strategies"][0]["ops"][0] = "no/such/op"',
+                  "'no/such/op' is not an op of any chunk"))
+    c.append(plan("plan_format_v2", 'p["format"] = "planner.plan/v2"', "format 'planner.plan/v2' is not supported"))
+    c.append(plan("plan_format_missing", 'del p["format"]', "format: missing required field"))
+    c.append(plan("plan_global_batch_not_dividing", 'p["training"]["global_batch"] = 9',
+                  "training.global_batch: 9 != micro_batch * dp * micro_batches"))
+    c.append(plan("plan_chunk_layers", 'p["layout"]["chunks"][0]["last_layer"] = 99', "pipeline chunks",
+                  why="a chunk's layer range past the model's layers: the error must name the plan"))
+    c.append(plan("plan_schedule_unknown", 'p["layout"]["schedule"] = "zigzag"', "layout.schedule: 'zigzag'"))
+    c.append(plan("plan_overrides_negative", 'p["cluster"]["overrides"] = "gpus_per_node=-4"', "-4"))
+    c.append(plan("plan_infinite_number", 'p = None\ntext = text.replace(\'"global_batch": 8\', \'"global_batch": 1e999\')',
+                  "training.global_batch: number is not finite"))
+    c.append(plan("plan_truncated", 'p = None\ntext = text[: len(text) // 2]', "syntax error"))
+    c.append(plan("valid_plan_rescored", "pass", "step time", status=0, why="the unedited plan re-scores"))
+    return c
+
+
 def all_cases():
-    return onnx_cases() + model_cmd_cases() + profile_cases()
+    return onnx_cases() + model_cmd_cases() + profile_cases() + layout_cases() + plan_cases()
 
 
 def write_case(root, case):
@@ -564,6 +683,8 @@ def write_case(root, case):
         f.write("%d\n%s\n" % (case.status, case.substring))
         if case.names is not None:
             f.write("names: %s\n" % case.names)
+        if case.creates:
+            f.write("creates: %s\n" % case.creates)
         if case.why:
             f.write("why: %s\n" % case.why)
     for name, data in case.files.items():

@@ -33,6 +33,7 @@ struct EstimateArgs {
   std::string framework = "megatron";
   bool json = false;
   bool exact = false;
+  CLI::Option* devices_opt = nullptr;
   CLI::Option* micro_batch_opt = nullptr;
   CLI::Option* global_batch_opt = nullptr;
   std::string hints_file;
@@ -40,7 +41,23 @@ struct EstimateArgs {
   std::string output;    // -o: write the estimate as a plan file
   std::string trace;     // --trace: write the step as a Chrome trace
   bool force = false;
+  /// With --plan: the op names of the plan's chunks, as "layout.chunks[i].ops[j]" -> name.
+  std::vector<std::pair<std::string, std::string>> plan_ops;
 };
+
+// A plan names the ops of the model it was made for: every name must be an op
+// of the model imported now, and every op of the model must be in the plan.
+Status check_plan_ops(const EstimateArgs& a, const graph::OpGraph& g) {
+  if (a.plan_ops.empty()) return {};
+  for (const auto& [where, name] : a.plan_ops)
+    if (!g.find_op(name))
+      return make_error("{}: {}: '{}' is not an op of {} (a plan for another model, or edited by hand?)", a.plan_in,
+                        where, name, a.model);
+  if (a.plan_ops.size() != g.ops().size())
+    return make_error("{}: layout.chunks: the plan places {} ops, {} has {}", a.plan_in, a.plan_ops.size(), a.model,
+                      g.ops().size());
+  return {};
+}
 
 // Fills the layout, training settings, model binding and (unless given on
 // the command line) the profile from a plan file.
@@ -64,6 +81,10 @@ Status load_plan(EstimateArgs& a) {
   c.tp_splits_batch = l.tp_splits_batch;
   // The plan's own cut of the layers into chunks.
   c.layers_per_chunk.clear();
+  a.plan_ops.clear();
+  for (std::size_t i = 0; i < l.chunks.size(); ++i)
+    for (std::size_t j = 0; j < l.chunks[i].ops.size(); ++j)
+      a.plan_ops.emplace_back(fmt::format("layout.chunks[{}].ops[{}]", i, j), l.chunks[i].ops[j]);
   bool all_layers = !l.chunks.empty();
   for (const auto& ch : l.chunks) {
     if (ch.last_layer < ch.first_layer) all_layers = false;
@@ -99,6 +120,9 @@ Status load_plan(EstimateArgs& a) {
       } catch (...) {
         return make_error("{}: cluster.overrides: cannot read '{}'", a.plan_in, item);
       }
+      if ((key == "gpus_per_node" && a.train.gpus_per_node < 1) ||
+          (key == "inter_node_GBps" && !(a.train.inter_node_GBps > 0)))
+        return make_error("{}: cluster.overrides: '{}' must be positive", a.plan_in, item);
     }
   }
   for (const auto& [name, v] : p.model.dims) a.import.dims.push_back(fmt::format("{}={}", name, v));
@@ -108,9 +132,12 @@ Status load_plan(EstimateArgs& a) {
 
 int run_estimate(EstimateArgs& a, const CLI::App& sub) {
   auto& c = a.config;
+  // With --plan the layout comes from the plan file: its errors name it.
+  auto fail_layout = [&](const std::string& m) { return fail("estimate", a.plan_in.empty() ? m : a.plan_in + ": " + m); };
   if (!a.plan_in.empty()) {
     if (auto st = load_plan(a); !st) return fail("estimate", st.error().message);
-  } else if (a.model.empty() || c.devices < 1 || a.micro_batch_opt->count() == 0 || a.global_batch_opt->count() == 0) {
+  } else if (a.model.empty() || a.devices_opt->count() == 0 || a.micro_batch_opt->count() == 0 ||
+             a.global_batch_opt->count() == 0) {
     return fail("estimate", "give MODEL.onnx --devices N --micro-batch b --global-batch B, or --plan FILE");
   }
   if (!a.hints_file.empty()) {
@@ -125,14 +152,17 @@ int run_estimate(EstimateArgs& a, const CLI::App& sub) {
     if (auto st = io::check_writable(a.output, mode); !st) return fail("estimate", st.error().message);
   if (!a.trace.empty())
     if (auto st = io::check_writable(a.trace, mode); !st) return fail("estimate", st.error().message);
-  if (c.tp < 1 || c.pp < 1 || c.cp < 1) return fail("estimate", "--tp, --pp and --cp must be at least 1");
-  if (c.devices < 1) return fail("estimate", fmt::format("--devices must be at least 1 (got {})", c.devices));
+  if (c.devices < 1) return fail_layout(fmt::format("--devices must be at least 1 (got {})", c.devices));
+  if (c.devices > estimate::kMaxDevices)
+    return fail_layout(fmt::format("--devices {} is above the planner's limit of {} devices", c.devices,
+                                        estimate::kMaxDevices));
+  if (c.tp < 1 || c.pp < 1 || c.cp < 1) return fail_layout("--tp, --pp and --cp must be at least 1");
   if (a.dp > 0) {
     c.dp = a.dp;
   } else {
     const int mp = c.tp * c.pp * c.cp;
     if (c.devices % mp != 0)
-      return fail("estimate", fmt::format("--devices {} is not divisible by tp*pp*cp = {}*{}*{} = {}", c.devices, c.tp, c.pp,
+      return fail_layout(fmt::format("--devices {} is not divisible by tp*pp*cp = {}*{}*{} = {}", c.devices, c.tp, c.pp,
                                           c.cp, mp));
     c.dp = c.devices / mp;
   }
@@ -151,7 +181,7 @@ int run_estimate(EstimateArgs& a, const CLI::App& sub) {
   auto profile = a.train.load();
   if (!profile) return fail("estimate", profile.error().message);
   c.devices_per_node = profile->devices_per_node > 0 ? profile->devices_per_node : 8;
-  if (auto st = estimate::validate(c); !st) return fail("estimate", st.error().message);
+  if (auto st = estimate::validate(c); !st) return fail_layout(st.error().message);
   // Megatron-LM, NeMo and Megatron-DeepSpeed run fused kernels (bias-GeLU,
   // SwiGLU, RMSNorm, rotary, bias-dropout-add); PyTorch eager does not.
   const bool fused = c.framework == estimate::Framework::megatron || c.framework == estimate::Framework::megatron_legacy ||
@@ -172,6 +202,7 @@ int run_estimate(EstimateArgs& a, const CLI::App& sub) {
   auto m = onnx::import_file(a.model, *opts);
   if (!m) return fail("estimate", m.error().message);
   log_step(sub, "imported " + a.model, t0);
+  if (auto st = check_plan_ops(a, m->graph); !st) return fail("estimate", st.error().message);
   for (auto id : m->graph.graph_inputs) {
     const auto& t = m->graph.tensor(id);
     if (t.role != graph::TensorRole::input || !t.batch_axis || *t.batch_axis >= static_cast<int>(t.shape.size())) continue;
@@ -187,7 +218,7 @@ int run_estimate(EstimateArgs& a, const CLI::App& sub) {
   progress.set("estimating " + estimate::describe(c));
   auto e = estimate::estimate(m->graph, *model, c, true, a.exact ? &exact : nullptr);
   progress.finish();
-  if (!e) return fail("estimate", e.error().message);
+  if (!e) return fail_layout(e.error().message);
   log_step(sub, "estimated " + estimate::describe(c), t0);
   if (verbosity_of(sub) == Verbosity::quiet && !a.json) {
     // --quiet: the report without its notes.
@@ -220,7 +251,7 @@ Runner setup_estimate(CLI::App& sub) {
   sub.add_option("model", a->model, "ONNX model file (with --plan: default the plan's model)");
   a->import.add_to(sub);
   a->train.add_to(sub);
-  sub.add_option("--devices", c.devices, "Number of devices N");
+  a->devices_opt = sub.add_option("--devices", c.devices, "Number of devices N");
   sub.add_option("--hints", a->hints_file, "Fix the strategies of named ops (docs/hints-format.md)");
   sub.add_option("--plan", a->plan_in, "Re-score a plan file (its layout and training; --profile to change the cluster)");
   sub.add_option("-o,--output", a->output, "Also write the estimate as a plan file (replaced only with --force)");

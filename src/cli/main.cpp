@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include <fmt/core.h>
 
@@ -47,7 +48,16 @@ constexpr CommandSpec kCommands[] = {
 std::span<const CommandSpec> commands() { return kCommands; }
 
 int fail(std::string_view cmd, std::string_view message) {
-  fmt::print(stderr, "planner {}: error: {}\n", cmd, message);
+  // One line, whatever the message echoes from the input: control
+  // characters (newline, escape) are written as \xNN.
+  std::string line;
+  line.reserve(message.size());
+  for (char ch : message) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (u < 0x20 || u == 0x7f) line += fmt::format("\\x{:02x}", u);
+    else line += ch;
+  }
+  fmt::print(stderr, "planner {}: error: {}\n", cmd, line);
   return kExitBadInput;
 }
 

@@ -43,13 +43,13 @@ void SearchFlags::add_to(CLI::App& sub, bool devices_required, const std::string
   train.add_to(sub);
   devices_opt = sub.add_option("--devices", devices, "Number of devices N");
   if (devices_required) devices_opt->required();
-  sub.add_option("--global-batch", global_batch, "Global batch (default: the model's batch x N)");
+  global_batch_opt = sub.add_option("--global-batch", global_batch, "Global batch (default: the model's batch x N)");
   sub.add_option("--fix", fix, "Pin degrees or settings: tp=8,pp=4,dp=..,cp=..,vp=..,mb=..,zero=..,recompute=..,schedule=..,sp=0|1");
   sub.add_option("--framework", framework, "megatron | megatron-legacy | deepspeed | fsdp | ddp")->capture_default_str();
   sub.add_option("--max-memory-fraction", max_memory_fraction, memory_help)->capture_default_str();
   sub.add_option("--max-micro-batch", max_micro_batch, "Largest micro-batch tried")->capture_default_str();
   sub.add_option("--time-limit", time_limit, "Seconds before the search stops with its best plan")->capture_default_str();
-  sub.add_option("--threads", threads, "Threads (default: all cores)");
+  threads_opt = sub.add_option("--threads", threads, "Threads (default: all cores)");
   sub.add_option("--top-k", top_k, "Layouts reported (the best and the runners-up)")->capture_default_str();
   sub.add_option("--hints", hints_file, "Fix the strategies of named ops; the search chooses the rest (docs/hints-format.md)");
   sub.add_option("--optimizer", optimizer, "adam | sgd (momentum) | sgd-plain")->capture_default_str();
@@ -61,6 +61,13 @@ void SearchFlags::add_to(CLI::App& sub, bool devices_required, const std::string
 
 Result<SearchSetup> prepare_search(const SearchFlags& a) {
   if (a.devices < 1) return make_error("--devices must be at least 1 (got {})", a.devices);
+  if (a.devices > estimate::kMaxDevices)
+    return make_error("--devices {} is above the planner's limit of {} devices", a.devices, estimate::kMaxDevices);
+  if (a.global_batch_opt && a.global_batch_opt->count() > 0 && a.global_batch < 1)
+    return make_error("--global-batch must be at least 1 (got {})", a.global_batch);
+  if (a.threads_opt && a.threads_opt->count() > 0 && a.threads < 1)
+    return make_error("--threads must be at least 1 (got {})", a.threads);
+  if (a.max_micro_batch < 1) return make_error("--max-micro-batch must be at least 1 (got {})", a.max_micro_batch);
   if (!(a.max_memory_fraction > 0 && a.max_memory_fraction <= 1))
     return make_error("--max-memory-fraction must be in (0, 1] (got {})", a.max_memory_fraction);
   if (!(a.time_limit > 0)) return Error{"--time-limit must be positive"};
@@ -120,6 +127,13 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
   }
   space.global_batch = a.global_batch > 0 ? a.global_batch
                                           : static_cast<std::int64_t>(space.fixed.micro_batch.value_or(1)) * a.devices;
+  // Every layout runs at least B / (N x largest micro-batch) micro-batches.
+  const std::int64_t largest_mb = space.fixed.micro_batch.value_or(space.max_micro_batch);
+  if (space.global_batch / (static_cast<std::int64_t>(a.devices) * std::max(1, static_cast<int>(largest_mb))) >
+      estimate::kMaxMicroBatches)
+    return make_error("--global-batch {} needs more than {} micro-batches per step on {} devices (micro-batch at most "
+                      "{}): above the planner's limit",
+                      space.global_batch, estimate::kMaxMicroBatches, a.devices, largest_mb);
 
   std::map<int, std::unique_ptr<onnx::ImportedModel>> graphs;
   if (static_batch || opts.batch)

@@ -473,9 +473,20 @@ Result<ClusterProfile> parse_profile(std::string_view text, std::string_view ori
     PathTracker where;
     json::sax_parse(text.begin(), text.end(), &where, nlohmann::detail::input_format_t::json, /*strict=*/true);
     std::string path = where.path().empty() ? "(top level)" : where.path();
+    // The path holds keys as written and the parser's message the bytes it
+    // last read: escape control characters, so the error stays one line.
+    auto one_line = [](const std::string& m) {
+      std::string out;
+      for (char ch : m) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c < 0x20 || c == 0x7F) out += fmt::format("\\x{:02x}", c);
+        else out += ch;
+      }
+      return Error{std::move(out)};
+    };
     if (where.error_id() == 406)
-      return make_error("{}: {}: number is not finite (a literal like 1e999 overflows to infinity)", origin, path);
-    return make_error("{}: {}: not valid JSON: {}", origin, path, where.message());
+      return one_line(fmt::format("{}: {}: number is not finite (a literal like 1e999 overflows to infinity)", origin, path));
+    return one_line(fmt::format("{}: {}: not valid JSON: {}", origin, path, where.message()));
   }
   ClusterProfile out;
   Reader r(std::string(origin), out.sources);

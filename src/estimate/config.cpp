@@ -50,6 +50,8 @@ Status validate(const ParallelConfig& c) {
                                                             {"--vp", c.vp}}};
   for (const auto& [name, v] : degrees)
     if (v < 1) return Error{fmt::format("{} must be at least 1 (got {})", name, v)};
+  if (c.devices > kMaxDevices)
+    return Error{fmt::format("--devices {} is above the planner's limit of {} devices", c.devices, kMaxDevices)};
   const long long product = 1LL * c.dp * c.tp * c.pp * c.cp;
   if (product != c.devices)
     return Error{fmt::format("dp*tp*pp*cp = {}*{}*{}*{} = {} but --devices is {}", c.dp, c.tp, c.pp, c.cp, product,
@@ -63,6 +65,9 @@ Status validate(const ParallelConfig& c) {
   if (c.global_batch % per_step != 0)
     return Error{fmt::format("--global-batch {} is not divisible by micro-batch * dp = {} * {} = {}", c.global_batch,
                                   c.micro_batch, c.dp, per_step)};
+  if (c.micro_batches() > kMaxMicroBatches)
+    return Error{fmt::format("--global-batch {} / (micro-batch * dp = {}) = {} micro-batches per step is above the "
+                             "planner's limit of {}", c.global_batch, per_step, c.micro_batches(), kMaxMicroBatches)};
   if (c.devices_per_node < 1)
     return Error{fmt::format("--gpus-per-node must be at least 1 (got {})", c.devices_per_node)};
   if (c.zero < 0 || c.zero > 3) return Error{fmt::format("--zero must be 0, 1, 2 or 3 (got {})", c.zero)};

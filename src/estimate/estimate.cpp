@@ -260,33 +260,7 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
       else if (!op.layer && pos == layers - 1) post += t;
       else layer_time[static_cast<std::size_t>(pos)] += t;
     }
-    std::vector<double> prefix(static_cast<std::size_t>(layers) + 1, 0.0);
-    for (int i = 0; i < layers; ++i) prefix[static_cast<std::size_t>(i) + 1] = prefix[static_cast<std::size_t>(i)] + layer_time[static_cast<std::size_t>(i)];
-    const int C = L.chunks;
-    const double inf = std::numeric_limits<double>::infinity();
-    // best[k][i]: slowest chunk when the first i layers form k chunks.
-    std::vector<std::vector<double>> best(static_cast<std::size_t>(C) + 1, std::vector<double>(static_cast<std::size_t>(layers) + 1, inf));
-    std::vector<std::vector<int>> cut(static_cast<std::size_t>(C) + 1, std::vector<int>(static_cast<std::size_t>(layers) + 1, 0));
-    best[0][0] = 0;
-    for (int k = 1; k <= C; ++k)
-      for (int i = k; i <= layers - (C - k); ++i)
-        for (int j = k - 1; j < i; ++j) {
-          if (best[static_cast<std::size_t>(k) - 1][static_cast<std::size_t>(j)] == inf) continue;
-          double chunk = prefix[static_cast<std::size_t>(i)] - prefix[static_cast<std::size_t>(j)];
-          if (k == 1) chunk += pre;
-          if (k == C) chunk += post;
-          const double v = std::max(best[static_cast<std::size_t>(k) - 1][static_cast<std::size_t>(j)], chunk);
-          if (v < best[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)]) {
-            best[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)] = v;
-            cut[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)] = j;
-          }
-        }
-    sizes.assign(static_cast<std::size_t>(C), 0);
-    for (int k = C, i = layers; k >= 1; --k) {
-      const int j = cut[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)];
-      sizes[static_cast<std::size_t>(k) - 1] = i - j;
-      i = j;
-    }
+    sizes = balanced_chunk_sizes(layer_time, pre, post, L.chunks);
   }
   std::vector<int> chunk_of_pos;
   if (sizes.empty()) {
@@ -303,6 +277,75 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
     L.chunk_of_op[id.value] = current;
   }
   return L;
+}
+
+std::vector<int> balanced_chunk_sizes(const std::vector<double>& layer_time, double pre, double post, int chunks) {
+  const int layers = static_cast<int>(layer_time.size());
+  std::vector<double> prefix(static_cast<std::size_t>(layers) + 1, 0.0);
+  for (int i = 0; i < layers; ++i) prefix[static_cast<std::size_t>(i) + 1] = prefix[static_cast<std::size_t>(i)] + layer_time[static_cast<std::size_t>(i)];
+  const int C = chunks;
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[k][i]: slowest chunk when the first i layers form k chunks.
+  std::vector<std::vector<double>> best(static_cast<std::size_t>(C) + 1, std::vector<double>(static_cast<std::size_t>(layers) + 1, inf));
+  std::vector<std::vector<int>> cut(static_cast<std::size_t>(C) + 1, std::vector<int>(static_cast<std::size_t>(layers) + 1, 0));
+  best[0][0] = 0;
+  // For chunk k ending at layer i, over the previous cut j:
+  //   A(j) = best[k-1][j]  is nondecreasing in j (k-1 < C: no head term;
+  //          more layers never make the best cut of k-1 chunks faster),
+  //   B(j) = the last chunk's time  is nonincreasing in j,
+  // so max(A, B) falls while A < B and rises after: binary search finds
+  // the first j with A(j) >= B(j) (O(log L) instead of a scan of all j;
+  // 250,000 layers took hours). The earliest cut among equal values is
+  // kept, as the exhaustive scan did:
+  //   j < j*:  value B(j), least at j*-1, earliest j with B(j) == B(j*-1);
+  //   j >= j*: value A(j), least (and earliest) at j*.
+  for (int k = 1; k <= C; ++k) {
+    const auto& A = best[static_cast<std::size_t>(k) - 1];
+    for (int i = k; i <= layers - (C - k); ++i) {
+      auto B = [&](int j) {
+        double chunk = prefix[static_cast<std::size_t>(i)] - prefix[static_cast<std::size_t>(j)];
+        if (k == 1) chunk += pre;
+        if (k == C) chunk += post;
+        return chunk;
+      };
+      // k == 1: only j = 0 (no layers before the first chunk).
+      const int lo = k - 1, hi = k == 1 ? 0 : i - 1;
+      int a = lo, b = hi + 1;  // first j in [lo, hi] with A(j) >= B(j), else hi + 1
+      while (a < b) {
+        const int m = a + (b - a) / 2;
+        if (A[static_cast<std::size_t>(m)] >= B(m)) b = m;
+        else a = m + 1;
+      }
+      const int js = a;
+      double v = inf;
+      int at = lo;
+      if (js > lo) {
+        const double vb = B(js - 1);  // > A(js - 1): the value there
+        int x = lo, y = js - 1;       // earliest j with B(j) <= vb (B is nonincreasing)
+        while (x < y) {
+          const int m = x + (y - x) / 2;
+          if (B(m) <= vb) y = m;
+          else x = m + 1;
+        }
+        v = vb;
+        at = x;
+      }
+      if (js <= hi && A[static_cast<std::size_t>(js)] < v) {
+        v = A[static_cast<std::size_t>(js)];
+        at = js;
+      }
+      best[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)] = v;
+      cut[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)] = at;
+    }
+  }
+  std::vector<int> sizes;
+  sizes.assign(static_cast<std::size_t>(C), 0);
+  for (int k = C, i = layers; k >= 1; --k) {
+    const int j = cut[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)];
+    sizes[static_cast<std::size_t>(k) - 1] = i - j;
+    i = j;
+  }
+  return sizes;
 }
 
 double local_fraction(const Layout& L, const graph::OpGraph& g, TensorId t) {

@@ -49,6 +49,13 @@ struct Layout {
 Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
                             const ShardingSolver* solver = nullptr);
 
+/// The balanced cut of layers into `chunks` pipeline chunks: layer i takes
+/// layer_time[i], the first chunk also `pre` (embedding), the last `post`
+/// (head, loss); minimises the slowest chunk, ties to the earliest cut.
+/// Layers per chunk, each >= 1. Requires: 1 <= chunks <= layers, times >= 0.
+/// O(chunks x layers x log layers).
+std::vector<int> balanced_chunk_sizes(const std::vector<double>& layer_time, double pre, double post, int chunks);
+
 /// Local share (0..1] of tensor `t` on one device under the chosen layouts
 /// (1 when the tensor has no layout: replicated).
 double local_fraction(const Layout& L, const graph::OpGraph& g, graph::TensorId t);

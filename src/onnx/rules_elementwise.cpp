@@ -19,6 +19,12 @@ namespace {
 
 using I64 = std::int64_t;
 
+// A double as int64 when it is a value int64 holds (the cast is undefined otherwise).
+std::optional<I64> to_int(double f) {
+  if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0)) return std::nullopt;
+  return static_cast<I64>(f);
+}
+
 // --- unary ------------------------------------------------------------------
 
 std::optional<Values> eval_unary(std::string_view op, const Values& v, int elem) {
@@ -44,13 +50,16 @@ std::optional<Values> eval_unary(std::string_view op, const Values& v, int elem)
     else if (op == "Log") y = std::log(x);
     else return std::nullopt;
     if (fl) r.f.push_back(y);
+    else if (!v.is_float && (op == "Neg" || op == "Abs") && v.i[k] == std::numeric_limits<I64>::min())
+      return std::nullopt;  // -INT64_MIN overflows
     else if (!v.is_float && (op == "Identity" || op == "Neg" || op == "Abs" || op == "Not" || op == "Sign" ||
                              op == "Relu" || op == "Floor" || op == "Ceil" || op == "Round"))
       r.i.push_back(op == "Identity" || op == "Floor" || op == "Ceil" || op == "Round" ? v.i[k]
                     : op == "Neg" ? -v.i[k]
                     : op == "Abs" ? (v.i[k] < 0 ? -v.i[k] : v.i[k])
-                    : static_cast<I64>(y));
-    else r.i.push_back(static_cast<I64>(y));
+                    : static_cast<I64>(y));  // Not, Sign, Relu of an int64: 0, +-1 or the value itself
+    else if (auto yi = to_int(y)) r.i.push_back(*yi);
+    else return std::nullopt;
   }
   return r;
 }
@@ -74,12 +83,17 @@ RuleStatus rule_bool_unary(RuleCtx& c) {
 
 // --- binary -------------------------------------------------------------------
 
-I64 int_pow(I64 b, I64 e) {
+// Integer results that overflow int64 are not tracked (nullopt: the value
+// is unknown), never computed with undefined behaviour (found by
+// fuzz_onnx_import: a Mul of 768 and -8.6e18).
+std::optional<I64> int_pow(I64 b, I64 e) {
   if (e < 0) return 0;
   I64 r = 1;
-  for (I64 k = 0; k < e && k < 64; ++k) r *= b;
+  for (I64 k = 0; k < e && k < 64; ++k)
+    if (__builtin_mul_overflow(r, b, &r)) return std::nullopt;
   return r;
 }
+
 
 /// One scalar step of a binary op; integers keep integer semantics.
 std::optional<double> eval_float(std::string_view op, double a, double b) {
@@ -103,20 +117,22 @@ std::optional<double> eval_float(std::string_view op, double a, double b) {
 }
 
 std::optional<I64> eval_int(std::string_view op, I64 a, I64 b, bool fmod_mode) {
-  if (op == "Add" || op == "Sum") return a + b;
-  if (op == "Sub") return a - b;
-  if (op == "Mul") return a * b;
-  if (op == "Div") return b == 0 ? std::optional<I64>{} : a / b;
+  I64 r = 0;
+  if (op == "Add" || op == "Sum") return __builtin_add_overflow(a, b, &r) ? std::nullopt : std::optional<I64>{r};
+  if (op == "Sub") return __builtin_sub_overflow(a, b, &r) ? std::nullopt : std::optional<I64>{r};
+  if (op == "Mul") return __builtin_mul_overflow(a, b, &r) ? std::nullopt : std::optional<I64>{r};
+  const bool min_by_minus_one = a == std::numeric_limits<I64>::min() && b == -1;  // overflows a / b and a % b
+  if (op == "Div") return b == 0 || min_by_minus_one ? std::optional<I64>{} : a / b;
   if (op == "Pow") return int_pow(a, b);
   if (op == "Mod") {
-    if (b == 0) return std::nullopt;
+    if (b == 0 || min_by_minus_one) return std::nullopt;
     I64 m = a % b;
     if (!fmod_mode && m != 0 && ((m < 0) != (b < 0))) m += b;  // Python-style sign
     return m;
   }
   if (op == "Max") return std::max(a, b);
   if (op == "Min") return std::min(a, b);
-  if (auto f = eval_float(op, static_cast<double>(a), static_cast<double>(b))) return static_cast<I64>(*f);
+  if (auto f = eval_float(op, static_cast<double>(a), static_cast<double>(b))) return to_int(*f);
   return std::nullopt;
 }
 
@@ -255,10 +271,12 @@ RuleStatus rule_clip(RuleCtx& c) {
     if (!m || m->size() != 1) return RuleStatus::ok;
     hi = m->d(0);
   }
+  if (!(lo <= hi)) return RuleStatus::ok;  // std::clamp needs lo <= hi: values not tracked
   Values r = *v;
   for (std::size_t k = 0; k < r.size(); ++k) {
     if (r.is_float) r.f[k] = std::clamp(r.f[k], lo, hi);
-    else r.i[k] = static_cast<I64>(std::clamp(static_cast<double>(r.i[k]), lo, hi));
+    else if (auto clamped = to_int(std::clamp(static_cast<double>(r.i[k]), lo, hi))) r.i[k] = *clamped;
+    else return RuleStatus::ok;  // a bound beyond int64: the values are not tracked
   }
   c.set_values(0, std::move(r));
   return RuleStatus::ok;

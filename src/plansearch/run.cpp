@@ -109,7 +109,16 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   Bytes smallest_peak(std::numeric_limits<double>::infinity());
   std::string smallest_item;
   std::map<std::string, int> failure_counts;
-  const int threads = std::max(1, options.threads);
+  // Each estimate in flight holds its own per-op tables (lowered sharding,
+  // layouts, times): about 0.2 KB per op (a million-op model: 2.4 GB after
+  // import, 2.6 GB with one estimate in flight). At most kConcurrentOps
+  // ops' worth run at once (16 estimates of a million ops, about 3 GB), so
+  // a larger graph on many cores stays within memory; results do not
+  // depend on the thread count.
+  constexpr std::size_t kConcurrentOps = 16'000'000;
+  const int threads = std::max(
+      1, std::min(options.threads, static_cast<int>(std::min<std::size_t>(
+                                       1024, kConcurrentOps / std::max<std::size_t>(1, g1->num_ops())))));
   std::size_t next = 0;
   Seconds unexplored_bound(std::numeric_limits<double>::infinity());
   while (next < live.size()) {

@@ -12,11 +12,19 @@
 namespace planner::plansearch {
 namespace {
 
+// The divisors of n up to 2^30, ascending: O(sqrt n) trial divisions (a
+// linear scan took seconds per call for n near 10^9).
 std::vector<int> divisors(std::int64_t n) {
-  std::vector<int> d;
-  for (std::int64_t i = 1; i <= n && i <= (1LL << 30); ++i)
-    if (n % i == 0) d.push_back(static_cast<int>(i));
-  return d;
+  std::vector<int> small, large;
+  constexpr std::int64_t kCap = std::int64_t{1} << 30;
+  for (std::int64_t i = 1; i * i <= n; ++i) {
+    if (n % i != 0) continue;
+    if (i <= kCap) small.push_back(static_cast<int>(i));
+    const std::int64_t j = n / i;
+    if (j != i && j <= kCap) large.push_back(static_cast<int>(j));
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
 }
 
 Result<int> parse_int(std::string_view key, std::string_view v) {
@@ -138,12 +146,13 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
         if (s.global_batch % dp != 0) continue;
         const std::int64_t per_replica = s.global_batch / dp;
         std::vector<int> mbs;
-        for (int mb : divisors(per_replica))
-          if (mb <= s.max_micro_batch) mbs.push_back(mb);
+        for (int mb = 1; mb <= s.max_micro_batch && mb <= per_replica; ++mb)
+          if (per_replica % mb == 0) mbs.push_back(mb);
         if (fx.micro_batch) mbs = {*fx.micro_batch};
         for (int mb : mbs) {
           if (mb < 1 || per_replica % mb != 0) continue;
           const std::int64_t m = per_replica / mb;
+          if (m > estimate::kMaxMicroBatches) continue;  // validate() refuses it
           // Schedules: 1F1B (v = 1), interleaved with v chunks per device.
           std::vector<std::pair<sim::Schedule, int>> scheds;
           if (pp == 1) {

@@ -170,3 +170,12 @@ TEST_CASE("null peak means the device lacks the precision", "[cluster]") {
   CHECK(original->content_hash == compact->content_hash);
   CHECK(p->content_hash != original->content_hash);
 }
+
+TEST_CASE("a JSON syntax error after a key holding a newline is one line", "[cluster][profile]") {
+  // Found by fuzz_profile: the parser's path echoed the key "schema_versio<LF>" raw.
+  auto r = planner::cluster::parse_profile("{\"schema_versio\\n\": [1, }", "p.json");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find('\n') == std::string::npos);
+  INFO(r.error().message);
+  CHECK(r.error().message.rfind("p.json: schema_versio\\x0a", 0) == 0);
+}

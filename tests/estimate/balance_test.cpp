@@ -3,7 +3,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <limits>
+#include <random>
+
 #include "estimate/estimate_fixtures.hpp"
+#include "../../src/estimate/internal.hpp"
 
 using namespace planner;
 using namespace estimate_test;
@@ -50,4 +54,62 @@ TEST_CASE("a balanced cut gives the head's stage fewer layers", "[estimate][stag
     return s;
   };
   CHECK(slowest(balanced) < slowest(even));
+}
+
+namespace {
+// The exhaustive dynamic programme the balanced cut used before its binary
+// search (O(C L^2)): the reference the fast one must equal exactly.
+std::vector<int> exhaustive_cut(const std::vector<double>& layer_time, double pre, double post, int C) {
+  const int layers = static_cast<int>(layer_time.size());
+  std::vector<double> prefix(layer_time.size() + 1, 0.0);
+  for (int i = 0; i < layers; ++i) prefix[i + 1] = prefix[i] + layer_time[i];
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(C + 1, std::vector<double>(layers + 1, inf));
+  std::vector<std::vector<int>> cut(C + 1, std::vector<int>(layers + 1, 0));
+  best[0][0] = 0;
+  for (int k = 1; k <= C; ++k)
+    for (int i = k; i <= layers - (C - k); ++i)
+      for (int j = k - 1; j < i; ++j) {
+        if (best[k - 1][j] == inf) continue;
+        double chunk = prefix[i] - prefix[j];
+        if (k == 1) chunk += pre;
+        if (k == C) chunk += post;
+        const double v = std::max(best[k - 1][j], chunk);
+        if (v < best[k][i]) best[k][i] = v, cut[k][i] = j;
+      }
+  std::vector<int> sizes(C, 0);
+  for (int k = C, i = layers; k >= 1; --k) sizes[k - 1] = i - cut[k][i], i = cut[k][i];
+  return sizes;
+}
+}  // namespace
+
+TEST_CASE("the balanced cut equals the exhaustive programme, ties included", "[estimate][stages]") {
+  // Times from a small set (0, 1, 2, 3, 0.1) so that equal chunk times and
+  // zero-time layers (ties, plateaus) are common; pre and post likewise.
+  std::mt19937 rng(12345);
+  const double values[] = {0.0, 1.0, 2.0, 3.0, 0.1};
+  int compared = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    const int layers = 1 + static_cast<int>(rng() % 12);
+    const int C = 1 + static_cast<int>(rng() % std::min(layers, 5));
+    std::vector<double> t(layers);
+    for (auto& x : t) x = values[rng() % 5];
+    const double pre = values[rng() % 5] * 2, post = values[rng() % 5] * 3;
+    const auto fast = estimate::detail::balanced_chunk_sizes(t, pre, post, C);
+    INFO("trial " << trial << " layers " << layers << " chunks " << C);
+    REQUIRE(fast == exhaustive_cut(t, pre, post, C));
+    ++compared;
+  }
+  CHECK(compared == 4000);
+  // By hand: six layers of 1 and a head of 3, 2 chunks; first chunk j layers:
+  //   j=3: max(3, 3+3) = 6;  j=4: max(4, 2+3) = 5;  j=5: max(5, 1+3) = 5
+  // least worst 5, earliest cut: 4 + 2.
+  CHECK(estimate::detail::balanced_chunk_sizes({1, 1, 1, 1, 1, 1}, 0, 3, 2) == std::vector<int>{4, 2});
+}
+
+TEST_CASE("the balanced cut of 250,000 layers takes no quadratic time", "[estimate][stages]") {
+  std::vector<double> t(250000, 1.0);
+  const auto sizes = estimate::detail::balanced_chunk_sizes(t, 0, 0, 8);
+  // 250,000 / 8 = 31,250 layers per chunk.
+  CHECK(sizes == std::vector<int>(8, 31250));
 }

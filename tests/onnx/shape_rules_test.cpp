@@ -2,6 +2,8 @@
 // are worked out by hand from the ONNX operator specs in the comments.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "onnx/model_builder.hpp"
 #include "planner/graph/graph.hpp"
 
@@ -418,4 +420,32 @@ TEST_CASE("Gather of known values with out-of-range indices keeps its shape", "[
   m.node("Gather", {"wpe", "pos"}, {"pe"});
   m.output("pe");
   CHECK(shape_of(imported(m), "pe") == Shape{12, 4});
+}
+
+TEST_CASE("int64 arithmetic that overflows is not tracked, never undefined", "[onnx][rules]") {
+  // Found by fuzz_onnx_import (UBSan: 768 * -8574572219831681022). An int64
+  // result that overflows leaves the value unknown. Wrapped, 2^62 x 4 would
+  // be 0 and ConstantOfShape would silently make a [0] tensor; unknown, the
+  // shape cannot be determined and the error names the op.
+  constexpr std::int64_t big = 4611686018427387904;  // 2^62
+  constexpr std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+  const std::vector<std::pair<const char*, std::vector<const char*>>> cases = {
+      {"Mul", {"big", "four"}},  // 2^64
+      {"Add", {"big", "big3"}},  // 2^62 + 1.5 x 2^62
+      {"Pow", {"two", "sixty_four"}},  // 2^64
+      {"Neg", {"low"}},          // -(-2^63)
+      {"Abs", {"low"}},
+  };
+  for (const auto& [op, inputs] : cases) {
+    ModelBuilder m(13);
+    m.init_i64("big", {1}, {big}).init_i64("four", {1}, {4}).init_i64("big3", {1}, {6917529027641081856});
+    m.init_i64("two", {1}, {2}).init_i64("sixty_four", {1}, {64}).init_i64("low", {1}, {lowest});
+    m.node(op, std::vector<std::string>(inputs.begin(), inputs.end()), {"v"}, "arith");
+    m.node("ConstantOfShape", {"v"}, {"c"}, "fill");
+    m.output("c");
+    auto r = import_model(m);
+    INFO(op);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message.find("op 'fill' (ConstantOfShape)") != std::string::npos);
+  }
 }

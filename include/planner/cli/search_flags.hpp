@@ -38,6 +38,8 @@ struct SearchFlags {
   std::string optimizer = "adam";
   std::string hints_file;
   CLI::Option* devices_opt = nullptr;
+  CLI::Option* global_batch_opt = nullptr;
+  CLI::Option* threads_opt = nullptr;
 
   /// Adds the flags to `app` (the importer's and training flags included);
   /// `devices_required`: --devices must be given (search; check needs it

@@ -53,6 +53,14 @@ std::string_view framework_name(Framework f);
 /// Parses framework_name(); the error lists the names.
 Result<Framework> parse_framework(std::string_view s);
 
+/// Largest device count the planner models (2^20; the largest clusters have
+/// about 10^5). Beyond it the mesh and collective tables grow without use.
+inline constexpr int kMaxDevices = 1 << 20;
+/// Largest number of micro-batches per step (2^20): the pipeline simulation
+/// holds every forward and backward of every micro-batch, so memory grows
+/// with it (2^24 micro-batches on 4 stages take 1.6 GB and 6 s).
+inline constexpr std::int64_t kMaxMicroBatches = std::int64_t{1} << 20;
+
 /// The layout of one training step.
 struct ParallelConfig {
   int devices = 1;
