@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "planner/cluster/collective.hpp"
 #include "planner/cluster/profile.hpp"
 #include "internal.hpp"
 
@@ -320,19 +321,6 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
   return dev;
 }
 
-/// The JSON key of a collective's own table (collective_name()).
-std::string_view collective_key(Collective c) {
-  switch (c) {
-    case Collective::all_reduce: return "all_reduce";
-    case Collective::all_gather: return "all_gather";
-    case Collective::reduce_scatter: return "reduce_scatter";
-    case Collective::all_to_all: return "all_to_all";
-    case Collective::send_recv: return "send_recv";
-    case Collective::broadcast: return "broadcast";
-  }
-  return "?";
-}
-
 Result<Level> read_level(const Reader& r, const json& l, const std::string& path, bool last) {
   PLANNER_TRY_STATUS(r.object(l, path));
   Level level;
@@ -376,7 +364,7 @@ Result<Level> read_level(const Reader& r, const json& l, const std::string& path
   // Per-collective tables (written by planner calibrate): optional, one per
   // collective name; absent ones fall back to the ring table.
   for (std::size_t i = 0; i < kCollectiveCount; ++i) {
-    auto name = collective_key(static_cast<Collective>(i));
+    auto name = collective_name(static_cast<Collective>(i));  // the JSON key of its own table
     if (!eff->contains(name)) continue;
     PLANNER_TRY(CollectiveOverride t, r.collective_table(*eff, ep, name));
     level.per_collective[i] = std::move(t);
