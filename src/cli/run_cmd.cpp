@@ -200,7 +200,7 @@ int run_real_mode(const RunArgs& a, runtime::MpiSession& s, runtime::Communicato
     // The real mode times whole steps; it does not split them into components.
     for (int c = 0; c < executor::kComponents; ++c)
       m.components_s[std::string(executor::component_name(static_cast<executor::Component>(c)))] = 0.0;
-    m.peak_memory_bytes.assign(static_cast<std::size_t>(world_size), executor::peak_rss_bytes());
+    m.peak_memory_bytes = res->peak_rss_bytes;
     m.host = hostname();
     m.date = utc_now();
     m.versions = {{"planner", "0.1.0"},
@@ -223,7 +223,12 @@ int run_real_mode(const RunArgs& a, runtime::MpiSession& s, runtime::Communicato
                    res->losses[i]);
       for (const auto& c : res->checked)
         fmt::print("check step {}: loss {:.6f} vs reference {:.6f}; max relative error {:.2e} ({}) <= {:.0e}: ok\n",
-                   c.step, c.loss, c.reference_loss, c.max_rel_error, c.worst, ro.tolerance);
+                   c.step, c.loss, c.reference_loss, c.max_rel_error,
+                   c.max_rel_error == 0 ? "every value bit-identical" : c.worst, ro.tolerance);
+      std::string mem;
+      for (std::size_t r = 0; r < m.peak_memory_bytes.size(); ++r)
+        mem += fmt::format("{}{}", r ? ", " : "", mib(m.peak_memory_bytes[r]));
+      fmt::print("peak memory (RSS) per rank: {}\n", mem);
       fmt::print("step time: median {:.6f} s over {} steps after {} warm-up\n", m.step_time_s, a.steps, a.warmup);
       if (!a.output.empty() && rc == kExitOk) fmt::print("wrote {}\n", a.output);
     }

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/executor/replay.hpp"
 #include "planner/runtime_cpu/elementwise.hpp"
 #include "planner/runtime_cpu/interpreter.hpp"
 #include "planner/runtime_cpu/rng.hpp"
@@ -784,6 +785,11 @@ Result<RealResult> run_real(const plan::Plan& p, const RankProgram& prog, const 
       return out;
     }
   }
+  // Peak RSS of every rank (as the replay reports it).
+  float mine = static_cast<float>(peak_rss_bytes());
+  std::vector<float> all(static_cast<std::size_t>(world.size()));
+  PLANNER_TRY_STATUS(world.all_gather(&mine, all.data(), 1, runtime::DType::f32));
+  out.peak_rss_bytes.assign(all.begin(), all.end());
   return out;
 }
 

@@ -60,6 +60,7 @@ struct RealResult {
   std::vector<double> losses;        ///< per step (warm-up included), mean over the global batch
   std::vector<double> step_times_s;  ///< per measured step, max over ranks
   std::vector<CheckedStep> checked;  ///< rank 0 with check
+  std::vector<double> peak_rss_bytes;  ///< per rank (getrusage ru_maxrss), after the last step
   /// Non-empty: --check failed (every rank learns it; rank 0 has the text).
   std::string check_failure;
 };
