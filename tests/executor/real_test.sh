@@ -72,8 +72,12 @@ m = json.load(open(sys.argv[1]))
 assert m["format"] == "planner.measured/v1" and m["mode"] == "real", m
 assert m["ranks"] == int(sys.argv[2]) and m["steps"] == 3 and m["warmup"] == 1
 assert len(m["step_times_s"]) == 3 and all(t > 0 for t in m["step_times_s"])
+assert m["components_s"] == {} and len(m["peak_memory_bytes"]) == m["ranks"]
 PY
 done
+# compare reads a real measurement: the step time is compared, the
+# components (not split in the real mode) show unmeasured.
+expect "compare a real run" 0 "$bin" compare gpt_dp2.json m_gpt_dp2.json && contains "compare" "mode real, 2 ranks"
 # The loss falls under Adam (lr 1e-4 of the plan): step 4 below step 1.
 expect "loss falls" 0 mpi 2 run gpt_pp2.json --steps 3 --warmup 1
 python3 - <<'PY' || { echo "FAIL loss falls"; cat out.txt; failures=$((failures + 1)); }
