@@ -628,7 +628,7 @@ Result<RealResult> run_real(const plan::Plan& p, const RankProgram& prog, const 
       cs.step = step;
       cs.loss = out.losses.back();
       cs.reference_loss = r.loss;
-      cs.max_rel_error = rel_error(static_cast<float>(cs.loss), static_cast<float>(r.loss));
+      cs.max_rel_error = rel_error(cs.loss, r.loss);
       cs.worst = "the loss";
       std::string failure;
       if (cs.max_rel_error > opts.tolerance)

@@ -3,6 +3,7 @@
 #include "real_data.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 
 #include "planner/runtime_cpu/rng.hpp"
@@ -83,9 +84,7 @@ void optimizer_step(const runtime_cpu::OptimizerConfig& c, std::span<float> w, s
   else runtime_cpu::adamw_step(std::get<runtime_cpu::AdamWConfig>(c), w, g, s);
 }
 
-double rel_error(float a, float b) {
-  return std::fabs(static_cast<double>(a) - static_cast<double>(b)) / std::max(std::fabs(static_cast<double>(b)), 1e-6);
-}
+double rel_error(double a, double b) { return std::fabs(a - b) / std::max(std::fabs(b), 1e-6); }
 
 // Which chunk runs each op (index = OpId), -1 for none.
 std::vector<int> chunk_of_ops(const plan::Plan& p, const OpGraph& g) {

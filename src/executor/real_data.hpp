@@ -27,7 +27,7 @@ runtime_cpu::OptimizerConfig optimizer_of(const plan::OptimizerSettings& o);
 void optimizer_step(const runtime_cpu::OptimizerConfig& c, std::span<float> w, std::span<const float> g,
                     runtime_cpu::OptimState& s);
 /// |a - b| / max(|b|, 1e-6).
-double rel_error(float a, float b);
+double rel_error(double a, double b);
 /// Which chunk runs each op (index = OpId), -1 for none.
 std::vector<int> chunk_of_ops(const plan::Plan& p, const graph::OpGraph& g);
 /// Parameters read by the ops of pipeline rank `stage`, sorted by name.

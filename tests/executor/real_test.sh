@@ -55,12 +55,16 @@ est gpt gpt_pp2_vp2 --devices 2 --pp 2 --vp 2 --schedule interleaved --global-ba
 est gpt gpt_dp2_pp2_z2 --devices 4 --pp 2 --global-batch 8 --zero 2 --schedule gpipe
 est gpt gpt_dp2_pp2_z3 --devices 4 --pp 2 --global-batch 8 --zero 3
 est gpt gpt_tp2 --devices 2 --tp 2 --global-batch 4
+"$bin" model llama --layers 4 --hidden 32 --heads 2 --seq 8 --vocab 64 --batch 2 -o llama.onnx >/dev/null || exit 1
+"$bin" model bert --layers 4 --hidden 32 --heads 2 --seq 8 --vocab 64 --batch 2 -o bert.onnx >/dev/null || exit 1
+est llama llama_pp2 --devices 2 --pp 2 --global-batch 8
+est bert bert_dp2_z1 --devices 2 --global-batch 8 --zero 1
 est gpt gpt_pp2_full --devices 2 --pp 2 --global-batch 8 --recompute full
 
 # Healthy runs: --check passes at each of the 3 checked steps.
 for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2 mlp_pp2_gpipe" "4 mlp_dp4_z3" \
          "4 mlp_dp2_pp2_z1" "2 gpt_dp2" "2 gpt_dp2_z3" "2 gpt_pp2" "2 gpt_pp2_gpipe" "2 gpt_pp2_vp2" \
-         "4 gpt_dp2_pp2_z2" "4 gpt_dp2_pp2_z3"; do
+         "4 gpt_dp2_pp2_z2" "4 gpt_dp2_pp2_z3" "2 llama_pp2" "2 bert_dp2_z1"; do
   set -- $c
   expect "check $2 on $1 ranks" 0 mpi "$1" run "$2.json" --check --steps 3 --warmup 1 --timeout 60 -o "m_$2.json" &&
     contains "$2" "planner run: mode real, $2.json ($1 ranks" &&
