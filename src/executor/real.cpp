@@ -48,6 +48,10 @@ Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
   if (l.ep > 1) return no(fmt::format("expert parallelism (layout.ep = {})", l.ep));
   if (l.sequence_parallel) return no("sequence parallelism (layout.sequence_parallel)");
   if (l.tp_splits_batch) return no("a batch split over tp (layout.tp_splits_batch)");
+  if (p.model.batch && *p.model.batch != p.training.micro_batch)
+    return make_error("model.batch {} differs from training.micro_batch {}: the real mode runs the graph as one "
+                      "micro-batch",
+                      *p.model.batch, p.training.micro_batch);
   if (p.training.recompute != "none")
     return no(fmt::format("recomputation (training.recompute = {})", p.training.recompute));
   for (const auto& op : g.ops())
@@ -211,7 +215,7 @@ class Runner {
   /// gathered over dp when sharded. Every member of the dp group calls it.
   Status full_state(std::vector<float>& grad, std::vector<float>& w) {
     grad = grad_full_;
-    if (l().zero >= 1 && dp_ > 1) {
+    if ((l().zero >= 1 || l().distributed_optimizer) && dp_ > 1) {
       grad.assign(static_cast<std::size_t>(padded_), 0.0f);
       PLANNER_TRY_STATUS(dp_comm_->all_gather(grad_shard_.data(), grad.data(), static_cast<std::size_t>(shard_),
                                               runtime::DType::f32));
@@ -439,7 +443,7 @@ class Runner {
 
   Status sync_and_update() {
     const float scale = 1.0f / static_cast<float>(static_cast<std::int64_t>(dp_) * M_);
-    if (l().zero == 0 || dp_ == 1) {
+    if ((l().zero == 0 && !l().distributed_optimizer) || dp_ == 1) {
       if (dp_ > 1)
         PLANNER_TRY_STATUS(dp_comm_->all_reduce(grad_acc_.data(), grad_acc_.size(), runtime::DType::f32,
                                                 runtime::ReduceOp::sum));

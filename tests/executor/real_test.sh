@@ -49,6 +49,7 @@ est mlp mlp_dp4_z3 --devices 4 --global-batch 8 --zero 3
 est mlp mlp_dp2_pp2_z1 --devices 4 --pp 2 --global-batch 8 --zero 1
 est gpt gpt_dp2 --devices 2 --global-batch 8
 est gpt gpt_dp2_z3 --devices 2 --global-batch 8 --zero 3
+est gpt gpt_dp2_do --devices 2 --global-batch 8 --distributed-optimizer
 est gpt gpt_pp2 --devices 2 --pp 2 --global-batch 8
 est gpt gpt_pp2_gpipe --devices 2 --pp 2 --global-batch 8 --schedule gpipe --optimizer sgd
 est gpt gpt_pp2_vp2 --devices 2 --pp 2 --vp 2 --schedule interleaved --global-batch 8
@@ -63,7 +64,7 @@ est gpt gpt_pp2_full --devices 2 --pp 2 --global-batch 8 --recompute full
 
 # Healthy runs: --check passes at each of the 3 checked steps.
 for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2 mlp_pp2_gpipe" "4 mlp_dp4_z3" \
-         "4 mlp_dp2_pp2_z1" "2 gpt_dp2" "2 gpt_dp2_z3" "2 gpt_pp2" "2 gpt_pp2_gpipe" "2 gpt_pp2_vp2" \
+         "4 mlp_dp2_pp2_z1" "2 gpt_dp2" "2 gpt_dp2_z3" "2 gpt_dp2_do" "2 gpt_pp2" "2 gpt_pp2_gpipe" "2 gpt_pp2_vp2" \
          "4 gpt_dp2_pp2_z2" "4 gpt_dp2_pp2_z3" "2 llama_pp2" "2 bert_dp2_z1"; do
   set -- $c
   expect "check $2 on $1 ranks" 0 mpi "$1" run "$2.json" --check --steps 3 --warmup 1 --timeout 60 -o "m_$2.json" &&
