@@ -179,7 +179,12 @@ class Runner {
     grads_.clear();
     grad_acc_.assign(static_cast<std::size_t>(padded_), 0.0f);
     loss_sum = 0;
-    for (const auto& sp : prog_.steps) {
+    // A micro-batch's activations and gradients are freed after its last B step here.
+    std::map<int, std::size_t> last_b;
+    for (std::size_t i = 0; i < prog_.steps.size(); ++i)
+      if (prog_.steps[i].step.kind == 'B') last_b[prog_.steps[i].step.micro_batch] = i;
+    for (std::size_t i = 0; i < prog_.steps.size(); ++i) {
+      const auto& sp = prog_.steps[i];
       const auto& st = sp.step;
       const Task* recv = nullptr;
       const Task* send = nullptr;
@@ -205,6 +210,10 @@ class Runner {
         release_weights();
         auto& v = vals(st.micro_batch);
         for (auto id : params_) v[id.value].reset();
+      }
+      if (st.kind == 'B' && last_b[st.micro_batch] == i) {
+        values_.erase(st.micro_batch);
+        grads_.erase(st.micro_batch);
       }
     }
     PLANNER_TRY_STATUS(flush_sends(-1));
