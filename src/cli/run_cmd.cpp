@@ -1,7 +1,9 @@
-// mpirun -n N planner run plan.json --replay [--steps S] [--warmup W]
-// [--timeout S] [-o measured.json] [--force] [--json]: each rank derives its
-// program from the plan and the model, replays it (OpenBLAS GEMMs, real
-// collectives over MPI), and rank 0 reports the timed steps
+// mpirun -n N planner run plan.json [--replay] [--check] [--steps S]
+// [--warmup W] [--timeout S] [-o measured.json] [--force] [--json]: each rank
+// derives its program from the plan and the model; --replay replays it
+// (OpenBLAS GEMMs, real collectives over MPI), without it the model trains
+// for real in fp32 (executor/real.hpp; --check compares every step with the
+// single-device interpreter on rank 0). Rank 0 reports the timed steps
 // (docs/executor.md, measured.json: planner.measured/v1).
 
 #include <unistd.h>
@@ -22,6 +24,7 @@
 #include "planner/core/sha256.hpp"
 #include "planner/executor/measured.hpp"
 #include "planner/executor/program.hpp"
+#include "planner/executor/real.hpp"
 #include "planner/executor/replay.hpp"
 #include "planner/onnx/importer.hpp"
 #include "planner/plan/plan.hpp"
@@ -36,6 +39,7 @@ struct RunArgs {
   std::string plan_file;
   std::string model;  // default: the plan's model.path
   bool replay = false;
+  bool check = false;
   int steps = 5;
   int warmup = 1;
   double timeout_s = 300;
@@ -100,21 +104,24 @@ struct Prepared {
   executor::RankProgram program;
   std::optional<executor::StallSpec> stall;
   std::optional<runtime::FaultSpec> drop;
+  // Real mode: the model at the micro-batch.
+  std::unique_ptr<graph::OpGraph> graph;
 };
 
 Result<Prepared> prepare(const RunArgs& a, int rank, int world) {
   Prepared out;
-  if (!a.replay)
-    return make_error("give --replay: the replay mode (real GEMMs and collectives at the plan's sharded shapes) is "
-                      "the only execution mode");
+  if (a.replay && a.check)
+    return make_error("--check compares a real run with the interpreter; the replay computes no numerics (drop --replay)");
   if (a.steps < 1) return make_error("--steps must be at least 1 (got {})", a.steps);
   if (a.warmup < 0) return make_error("--warmup must be at least 0 (got {})", a.warmup);
   if (!(a.timeout_s > 0)) return make_error("--timeout must be positive (got {:g})", a.timeout_s);
   if (!a.fault.empty()) {
     if (a.fault.rfind("drop:", 0) == 0) {
       PLANNER_TRY(out.drop, runtime::parse_fault_spec(a.fault));
-    } else {
+    } else if (a.replay) {
       PLANNER_TRY(out.stall, executor::parse_stall_spec(a.fault));
+    } else {
+      return make_error("--fault: the real mode takes drop:RANK:N only (got '{}')", a.fault);
     }
   }
   PLANNER_TRY(std::string text, io::read_file(a.plan_file));
@@ -157,6 +164,11 @@ Result<Prepared> prepare(const RunArgs& a, int rank, int world) {
   }
   if (auto st = executor::order_transfers(column); !st) return make_error("{}: {}", a.plan_file, st.error().message);
   out.program = std::move(column[static_cast<std::size_t>(executor::coordinate(p, rank, "pp"))]);
+  if (!a.replay) {
+    if (auto st = executor::real_supported(p, imported.graph); !st)
+      return make_error("{}: {}", a.plan_file, st.error().message);
+    out.graph = std::make_unique<graph::OpGraph>(std::move(imported.graph));
+  }
   return out;
 }
 
@@ -165,6 +177,73 @@ std::string gib(double bytes) {
   return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0));
 }
 std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0)); }
+
+// The real mode: train the plan's model for real; --check against the
+// interpreter on rank 0 (exit 1 when it fails).
+int run_real_mode(const RunArgs& a, runtime::MpiSession& s, runtime::Communicator& world_comm, Prepared& pr) {
+  const int rank = s.world_rank(), world_size = s.world_size();
+  if (pr.drop) world_comm.set_fault(pr.drop);
+  executor::RealOptions ro;
+  ro.steps = a.steps;
+  ro.warmup = a.warmup;
+  ro.check = a.check;
+  auto res = executor::run_real(pr.plan, pr.program, *pr.graph, world_comm, ro);
+  if (!res) {
+    fmt::print(stderr, "planner run: error: {}\n", res.error().message);
+    s.abort_job(3);
+  }
+  if (!res->check_failure.empty()) {
+    if (rank == 0) fail("run", res->check_failure);
+    return 1;
+  }
+  int rc = kExitOk;
+  if (rank == 0) {
+    executor::Measured m;
+    m.mode = "real";
+    m.plan_path = a.plan_file;
+    m.plan_sha256 = pr.plan_sha;
+    m.ranks = world_size;
+    m.steps = a.steps;
+    m.warmup = a.warmup;
+    m.step_times_s = res->step_times_s;
+    m.step_time_s = executor::median(res->step_times_s);
+    // The real mode times whole steps; it does not split them into components
+    // (components_s stays empty; compare shows those rows unmeasured).
+    m.peak_memory_bytes = res->peak_rss_bytes;
+    m.host = hostname();
+    m.date = utc_now();
+    m.versions = {{"planner", "0.1.0"},
+                  {"mpi", runtime::MpiSession::library_version()},
+                  {"openblas", executor::blas_config()}};
+    const std::string text = executor::to_json(m);
+    if (!a.output.empty()) {
+      const auto mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
+      if (auto st = io::write_file(a.output, text, mode); !st) rc = fail("run", st.error().message);
+    }
+    if (a.json) {
+      fmt::print("{}", text);
+    } else {
+      const auto& l = pr.plan.layout;
+      fmt::print("planner run: mode real, {} ({} ranks: dp={} pp={} zero={}, {} schedule, {} micro-batches, {})\n",
+                 a.plan_file, world_size, l.dp, l.pp, l.zero, l.schedule, pr.plan.training.micro_batches,
+                 pr.plan.training.optimizer.name);
+      for (std::size_t i = 0; i < res->losses.size(); ++i)
+        fmt::print("step {}{}: loss {:.6f}\n", i + 1, static_cast<int>(i) < a.warmup ? " (warm-up)" : "",
+                   res->losses[i]);
+      for (const auto& c : res->checked)
+        fmt::print("check step {}: loss {:.6f} vs reference {:.6f}; max relative error {:.2e} ({}) <= {:.0e}: ok\n",
+                   c.step, c.loss, c.reference_loss, c.max_rel_error,
+                   c.max_rel_error == 0 ? "every value bit-identical" : c.worst, ro.tolerance);
+      std::string mem;
+      for (std::size_t r = 0; r < m.peak_memory_bytes.size(); ++r)
+        mem += fmt::format("{}{}", r ? ", " : "", mib(m.peak_memory_bytes[r]));
+      fmt::print("peak memory (RSS) per rank: {}\n", mem);
+      fmt::print("step time: median {:.6f} s over {} steps after {} warm-up\n", m.step_time_s, a.steps, a.warmup);
+      if (!a.output.empty() && rc == kExitOk) fmt::print("wrote {}\n", a.output);
+    }
+  }
+  return rc;
+}
 
 int run_replay(const RunArgs& a) {
   auto session = runtime::MpiSession::init(nullptr, nullptr);
@@ -186,6 +265,11 @@ int run_replay(const RunArgs& a) {
     return kExitBadInput;
   }
   auto& pr = *prepared;
+  if (!a.replay) {
+    const int rc = run_real_mode(a, s, world_comm, pr);
+    world->reset();
+    return rc;
+  }
   // Memory: refuse, rather than scale anything down, when a rank's replay
   // would not fit. Every rank learns the largest need.
   const double limit = a.max_memory_gib > 0 ? a.max_memory_gib * 1024.0 * 1024.0 * 1024.0
@@ -297,7 +381,10 @@ Runner setup_run(CLI::App& sub) {
   auto a = std::make_shared<RunArgs>();
   sub.add_option("plan", a->plan_file, "Plan file (planner.plan/v1)")->required();
   sub.add_flag("--replay", a->replay,
-               "Replay mode: real GEMMs (OpenBLAS) and collectives (MPI) at the plan's sharded shapes");
+               "Replay mode: real GEMMs (OpenBLAS) and collectives (MPI) at the plan's sharded shapes (default: the real mode, "
+               "the model trained in fp32)");
+  sub.add_flag("--check", a->check,
+               "Real mode: compare every step (up to 3) with the single-device interpreter on rank 0 (exit 1 if off)");
   sub.add_option("--model", a->model, "ONNX model (default: the plan's model.path, or beside the plan file)");
   sub.add_option("--steps", a->steps, "Measured steps")->capture_default_str();
   sub.add_option("--warmup", a->warmup, "Warm-up steps, not measured")->capture_default_str();

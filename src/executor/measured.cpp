@@ -117,7 +117,8 @@ Result<Measured> measured_from_json(std::string_view text, std::string_view sour
                                     "step_time_s", "components_s", "peak_memory_bytes", "host", "date", "versions"}));
   Measured m;
   PLANNER_TRY(m.mode, r.str(j, "", "mode"));
-  if (m.mode != "replay") return r.fail("mode", fmt::format("unknown mode '{}' (expected replay)", m.mode));
+  if (m.mode != "replay" && m.mode != "real")
+    return r.fail("mode", fmt::format("unknown mode '{}' (expected replay or real)", m.mode));
   PLANNER_TRY_STATUS(r.keys(j["plan"], "plan", {"path", "sha256"}));
   PLANNER_TRY(m.plan_path, r.str(j["plan"], "plan", "path"));
   PLANNER_TRY(m.plan_sha256, r.str(j["plan"], "plan", "sha256"));

@@ -219,6 +219,20 @@ Tensor* Interpreter::parameter(std::string_view name) {
   return &std::get<Tensor>(*values_[it->second.value]);
 }
 
+Status Interpreter::set_input(std::string_view name, Value v) {
+  for (graph::TensorId id : g_->graph_inputs) {
+    const graph::Tensor& t = g_->tensor(id);
+    if (t.name != name || t.role != graph::TensorRole::input || t.values) continue;
+    const bool is_float = std::holds_alternative<Tensor>(v);
+    if (is_float != (t.dtype == graph::DType::f32) || value_shape(v) != t.shape)
+      return make_error("input '{}': the value given is {} {}, the graph's {} {}", t.name, is_float ? "f32" : "int64",
+                        shape_str(value_shape(v)), graph::dtype_name(t.dtype), shape_str(t.shape));
+    values_[id.value] = std::move(v);
+    return Status::success();
+  }
+  return make_error("'{}' is not a graph input", name);
+}
+
 const Value* Interpreter::value(graph::TensorId id) const {
   return id.value < values_.size() && values_[id.value] ? &*values_[id.value] : nullptr;
 }

@@ -24,7 +24,7 @@ inline constexpr const char* kMeasuredFormat = "planner.measured/v1";
 
 struct Measured {
   std::string format = kMeasuredFormat;
-  std::string mode = "replay";  ///< what ran: "replay"
+  std::string mode = "replay";  ///< what ran: "replay" or "real" (real: components_s empty, not split)
   std::string plan_path;
   std::string plan_sha256;      ///< SHA-256 of the plan file's bytes
   int ranks = 1;

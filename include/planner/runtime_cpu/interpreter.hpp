@@ -71,6 +71,10 @@ class Interpreter {
   std::vector<std::string> parameter_names() const;
   /// A parameter's current values (tests perturb them); nullptr if unknown.
   Tensor* parameter(std::string_view name);
+  /// Replaces the drawn value of the graph input `name` (a caller that feeds
+  /// its own rows, e.g. one micro-batch of a larger batch). Errors name the
+  /// input: unknown, or another shape or dtype than the graph's.
+  Status set_input(std::string_view name, Value v);
   /// The value of a tensor after forward(); nullptr if not computed.
   const Value* value(graph::TensorId id) const;
   graph::TensorId loss_tensor() const { return loss_; }

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# `mpirun planner run` in the real mode (no --replay) with --check, end to
+# end (docs/executor.md, "Real mode and --check").
+# Usage: real_test.sh PLANNER_BIN MPIEXEC
+# Models: an mlp (4 Gemm layers, width 32) and a gpt (4 layers, hidden 32,
+# 2 heads, sequence 8, vocabulary 64), both at micro-batch 2; plans forced
+# with `planner estimate`. --check compares 3 steps with the interpreter on
+# rank 0 (relative error <= 1e-5 on the loss, every gradient and weight).
+set -u
+bin=$1
+mpiexec=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+export OPENBLAS_NUM_THREADS=1
+failures=0
+mpi() { local n=$1; shift; timeout -s KILL 120 "$mpiexec" --oversubscribe --mca btl self,vader -n "$n" "$bin" "$@"; }
+
+expect() {  # name want_rc command... ; output in out.txt
+  local name=$1 want=$2
+  shift 2
+  "$@" >out.txt 2>&1
+  local rc=$?
+  if [[ $rc != "$want" ]]; then
+    echo "FAIL $name: exit $rc (want $want)"; cat out.txt; failures=$((failures + 1)); return 1
+  fi
+  echo "ok   $name (exit $rc)"
+}
+contains() {  # name text: out.txt contains text
+  if ! grep -qF -- "$2" out.txt; then echo "FAIL $1: no '$2'"; cat out.txt; failures=$((failures + 1)); fi
+}
+count() {  # name n regex: lines matching regex
+  local got
+  got=$(grep -cE -- "$3" out.txt)
+  if [[ $got != "$2" ]]; then echo "FAIL $1: $got lines match '$3' (want $2)"; cat out.txt; failures=$((failures + 1)); fi
+}
+
+"$bin" model mlp --layers 4 --width 32 --batch 2 -o mlp.onnx >/dev/null || exit 1
+"$bin" model gpt --layers 4 --hidden 32 --heads 2 --seq 8 --vocab 64 --batch 2 -o gpt.onnx >/dev/null || exit 1
+est() { local m=$1 o=$2; shift 2; "$bin" estimate "$m.onnx" --profile a100-sxm4-80gb --micro-batch 2 "$@" -o "$o.json" >/dev/null || exit 1; }
+# global batch = micro-batch 2 x dp x micro-batches
+est mlp mlp_dp2 --devices 2 --global-batch 8
+est mlp mlp_dp2_z1 --devices 2 --global-batch 8 --zero 1 --optimizer sgd
+est mlp mlp_dp2_z2 --devices 2 --global-batch 8 --zero 2
+est mlp mlp_dp2_z3 --devices 2 --global-batch 8 --zero 3 --optimizer sgd-plain
+est mlp mlp_pp2 --devices 2 --pp 2 --global-batch 8
+est mlp mlp_pp2_gpipe --devices 2 --pp 2 --global-batch 8 --schedule gpipe
+est mlp mlp_dp4_z3 --devices 4 --global-batch 8 --zero 3
+est mlp mlp_dp2_pp2_z1 --devices 4 --pp 2 --global-batch 8 --zero 1
+est gpt gpt_dp2 --devices 2 --global-batch 8
+est gpt gpt_dp2_z3 --devices 2 --global-batch 8 --zero 3
+est gpt gpt_dp2_do --devices 2 --global-batch 8 --distributed-optimizer
+est gpt gpt_pp2 --devices 2 --pp 2 --global-batch 8
+est gpt gpt_pp2_gpipe --devices 2 --pp 2 --global-batch 8 --schedule gpipe --optimizer sgd
+est gpt gpt_pp2_vp2 --devices 2 --pp 2 --vp 2 --schedule interleaved --global-batch 8
+est gpt gpt_dp2_pp2_z2 --devices 4 --pp 2 --global-batch 8 --zero 2 --schedule gpipe
+est gpt gpt_dp2_pp2_z3 --devices 4 --pp 2 --global-batch 8 --zero 3
+est gpt gpt_tp2 --devices 2 --tp 2 --global-batch 4
+"$bin" model llama --layers 4 --hidden 32 --heads 2 --seq 8 --vocab 64 --batch 2 -o llama.onnx >/dev/null || exit 1
+"$bin" model bert --layers 4 --hidden 32 --heads 2 --seq 8 --vocab 64 --batch 2 -o bert.onnx >/dev/null || exit 1
+est llama llama_pp2 --devices 2 --pp 2 --global-batch 8
+est bert bert_dp2_z1 --devices 2 --global-batch 8 --zero 1
+est gpt gpt_pp2_full --devices 2 --pp 2 --global-batch 8 --recompute full
+
+# Healthy runs: --check passes at each of the 3 checked steps.
+for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2 mlp_pp2_gpipe" "4 mlp_dp4_z3" \
+         "4 mlp_dp2_pp2_z1" "2 gpt_dp2" "2 gpt_dp2_z3" "2 gpt_dp2_do" "2 gpt_pp2" "2 gpt_pp2_gpipe" "2 gpt_pp2_vp2" \
+         "4 gpt_dp2_pp2_z2" "4 gpt_dp2_pp2_z3" "2 llama_pp2" "2 bert_dp2_z1"; do
+  set -- $c
+  expect "check $2 on $1 ranks" 0 mpi "$1" run "$2.json" --check --steps 3 --warmup 1 --timeout 60 -o "m_$2.json" &&
+    contains "$2" "planner run: mode real, $2.json ($1 ranks" &&
+    count "$2" 3 '^check step [123]: loss [0-9.]+ vs reference [0-9.]+; max relative error .* <= 1e-05: ok$' &&
+    count "$2" 4 '^step [1-4]'
+  python3 - "m_$2.json" "$1" <<'PY' || { echo "FAIL $2: measured.json"; failures=$((failures + 1)); }
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["format"] == "planner.measured/v1" and m["mode"] == "real", m
+assert m["ranks"] == int(sys.argv[2]) and m["steps"] == 3 and m["warmup"] == 1
+assert len(m["step_times_s"]) == 3 and all(t > 0 for t in m["step_times_s"])
+assert m["components_s"] == {} and len(m["peak_memory_bytes"]) == m["ranks"]
+PY
+done
+# compare reads a real measurement: the step time is compared, the
+# components (not split in the real mode) show unmeasured.
+expect "compare a real run" 0 "$bin" compare gpt_dp2.json m_gpt_dp2.json && contains "compare" "mode real, 2 ranks"
+# The loss falls under Adam (lr 1e-4 of the plan): step 4 below step 1.
+expect "loss falls" 0 mpi 2 run gpt_pp2.json --steps 3 --warmup 1
+python3 - <<'PY' || { echo "FAIL loss falls"; cat out.txt; failures=$((failures + 1)); }
+import re
+losses = [float(x) for x in re.findall(r"^step \d.*: loss ([0-9.]+)$", open("out.txt").read(), re.M)]
+assert len(losses) == 4 and losses[3] < losses[0], losses
+PY
+
+# A rank drops its share of the first gradient all-reduce (world collective
+# #1 of a pure dp plan): --check names the first tensor off, exit 1.
+expect "drop fault fails --check" 1 mpi 2 run mlp_dp2.json --check --steps 2 --fault drop:1:1
+contains "drop fault" "planner run: error: --check failed at step 1: gradient of '"
+expect "drop fault fails --check (ZeRO-1 reduce-scatter)" 1 mpi 2 run mlp_dp2_z1.json --check --fault drop:0:1
+contains "drop fault zero1" "planner run: error: --check failed at step 1: gradient of '"
+# Without --check the same fault runs to the end (nothing compares).
+expect "drop fault without --check" 0 mpi 2 run mlp_dp2.json --steps 1 --fault drop:1:1
+
+# Layouts the real mode cannot run: exit 2, one line naming what, and --replay.
+expect "tp refused" 2 mpi 2 run gpt_tp2.json --check
+contains "tp refused" "planner run: error: gpt_tp2.json: the real mode cannot run tensor parallelism (layout.tp = 2) yet"
+contains "tp refused" "--replay can time this plan"
+expect "recompute refused" 2 mpi 2 run gpt_pp2_full.json
+contains "recompute refused" "the real mode cannot run recomputation (training.recompute = full) yet"
+expect "--check with --replay" 2 mpi 2 run gpt_dp2.json --replay --check
+contains "--check with --replay" "planner run: error: --check compares a real run with the interpreter"
+expect "stall fault in the real mode" 2 mpi 2 run gpt_dp2.json --fault stall:1:1
+contains "stall fault" "planner run: error: --fault: the real mode takes drop:RANK:N only (got 'stall:1:1')"
+expect "exists without --force" 2 mpi 2 run gpt_dp2.json -o m_gpt_dp2.json
+contains "exists without --force" "planner run: error: m_gpt_dp2.json: file exists; pass --force to replace it"
+exit $(( failures > 0 ))
