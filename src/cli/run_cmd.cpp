@@ -112,6 +112,8 @@ Result<Prepared> prepare(const RunArgs& a, int rank, int world) {
   Prepared out;
   if (a.replay && a.check)
     return make_error("--check compares a real run with the interpreter; the replay computes no numerics (drop --replay)");
+  if (!a.replay && !a.trace.empty())
+    return make_error("--trace times the parts of a step, which only the replay measures: add --replay");
   if (a.steps < 1) return make_error("--steps must be at least 1 (got {})", a.steps);
   if (a.warmup < 0) return make_error("--warmup must be at least 0 (got {})", a.warmup);
   if (!(a.timeout_s > 0)) return make_error("--timeout must be positive (got {:g})", a.timeout_s);

@@ -78,6 +78,8 @@ for pid in range(1000, 1004):
     assert any(n.startswith("tp_comm ") for n in mine), mine
     assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in measured if e["pid"] == pid)
 PY
+expect "run --trace without --replay" nonzero mpi 4 run gpt_tp2_pp2.json --trace t2.json
+contains "run --trace without --replay" "only the replay measures: add --replay"
 expect "run --trace exists" nonzero mpi 4 run gpt_tp2_pp2.json --replay --steps 1 --trace trace.json
 contains "run --trace exists" "trace.json"
 
