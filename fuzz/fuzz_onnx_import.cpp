@@ -15,18 +15,8 @@
 #include <cstdlib>
 #include <string_view>
 
-namespace {
-/// PLANNER_FUZZ_ONE_LINE=0 turns the one-line-error check off (to look past
-/// known multi-line messages for deeper bugs).
-bool check_one_line() {
-  static const bool on = [] {
-    const char* v = std::getenv("PLANNER_FUZZ_ONE_LINE");
-    return !(v && v[0] == '0');
-  }();
-  return on;
-}
-}  // namespace
 
+#include "fuzz_oracle.hpp"
 #include "planner/graph/graph.hpp"
 #include "planner/onnx/importer.hpp"
 
@@ -47,9 +37,7 @@ const planner::onnx::ImportOptions& options() {
 }
 
 [[noreturn]] void violated(const char* what, std::string_view detail) {
-  std::fprintf(stderr, "fuzz_onnx_import: invariant violated: %s: %.*s\n", what, static_cast<int>(detail.size()),
-               detail.data());
-  std::abort();
+  fuzz_oracle::violated("fuzz_onnx_import", what, detail);
 }
 
 bool bad_number(double x) { return !std::isfinite(x) || x < 0; }
@@ -63,9 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto r = planner::onnx::import_bytes(bytes, kLabel, "/nonexistent/planner-fuzz", options());
   if (!r) {
     const std::string& m = r.error().message;
-    if (check_one_line() && m.find('\n') != std::string::npos) violated("error message spans lines", m);
-    if (m.size() <= kLabel.size() + 2 || m.compare(0, kLabel.size(), kLabel) != 0)
-      violated("error message does not start with the label", m);
+    fuzz_oracle::check_error("fuzz_onnx_import", m, kLabel);
     return 0;
   }
   const auto& g = r->graph;

@@ -14,24 +14,13 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz_oracle.hpp"
 #include "planner/plan/plan.hpp"
 
 namespace {
 
-/// PLANNER_FUZZ_ONE_LINE=0 turns the one-line-error check off (to look past
-/// known multi-line messages for deeper bugs).
-bool check_one_line() {
-  static const bool on = [] {
-    const char* v = std::getenv("PLANNER_FUZZ_ONE_LINE");
-    return !(v && v[0] == '0');
-  }();
-  return on;
-}
-
 [[noreturn]] void violated(const char* what, std::string_view detail = {}) {
-  std::fprintf(stderr, "fuzz_plan: invariant violated: %s %.*s\n", what, static_cast<int>(detail.size()),
-               detail.data());
-  std::abort();
+  fuzz_oracle::violated("fuzz_plan", what, detail);
 }
 
 }  // namespace
@@ -42,9 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto r = planner::plan::from_json(text, kSource);
   if (!r) {
     const std::string& m = r.error().message;
-    if (check_one_line() && m.find('\n') != std::string::npos) violated("error message spans lines:", m);
-    if (m.size() <= kSource.size() + 2 || m.compare(0, kSource.size(), kSource) != 0)
-      violated("error message does not start with the source:", m);
+    fuzz_oracle::check_error("fuzz_plan", m, kSource);
     return 0;
   }
   if (auto st = planner::plan::validate(*r); !st) violated("accepted plan does not validate:", st.error().message);

@@ -13,26 +13,14 @@
 #include <cstdlib>
 #include <string_view>
 
-namespace {
-/// PLANNER_FUZZ_ONE_LINE=0 turns the one-line-error check off (to look past
-/// known multi-line messages for deeper bugs).
-bool check_one_line() {
-  static const bool on = [] {
-    const char* v = std::getenv("PLANNER_FUZZ_ONE_LINE");
-    return !(v && v[0] == '0');
-  }();
-  return on;
-}
-}  // namespace
 
+#include "fuzz_oracle.hpp"
 #include "planner/cluster/profile.hpp"
 
 namespace {
 
 [[noreturn]] void violated(const char* what, std::string_view detail = {}) {
-  std::fprintf(stderr, "fuzz_profile: invariant violated: %s %.*s\n", what, static_cast<int>(detail.size()),
-               detail.data());
-  std::abort();
+  fuzz_oracle::violated("fuzz_profile", what, detail);
 }
 
 void check_table(const planner::cluster::EfficiencyTable& t, const char* what) {
@@ -58,9 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto r = planner::cluster::parse_profile(text, kOrigin);
   if (!r) {
     const std::string& m = r.error().message;
-    if (check_one_line() && m.find('\n') != std::string::npos) violated("error message spans lines:", m);
-    if (m.size() <= kOrigin.size() + 2 || m.compare(0, kOrigin.size(), kOrigin) != 0)
-      violated("error message does not start with the origin:", m);
+    fuzz_oracle::check_error("fuzz_profile", m, kOrigin);
     return 0;
   }
   const auto& d = r->device;
