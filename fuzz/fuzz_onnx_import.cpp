@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <string_view>
 
-
 #include "fuzz_oracle.hpp"
 #include "planner/graph/graph.hpp"
 #include "planner/onnx/importer.hpp"

@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <string_view>
 
-
 #include "fuzz_oracle.hpp"
 #include "planner/cluster/profile.hpp"
 
