@@ -75,7 +75,7 @@ Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
     } else if (t.role == graph::TensorRole::input && !t.values) {
       if (t.shape.empty() && l.dp * p.training.micro_batches > 1)
         return make_error("graph input '{}' is a scalar: the real mode splits inputs along their first axis", t.name);
-      if (!graph::is_floating(t.dtype) && !index_bound(g, TensorId{i}))
+      if (!graph::is_floating(t.dtype) && !runtime_cpu::index_bound(g, TensorId{i}))
         return make_error("integer input '{}' indexes no Gather table or loss classes, so its range is unknown",
                           t.name);
     }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 
 #include "planner/runtime_cpu/rng.hpp"
 
@@ -33,41 +32,6 @@ Tensor init_parameter(std::uint64_t seed, const graph::Tensor& t) {
   if (scale)
     for (auto& v : w.data) v += 1.0f;
   return w;
-}
-
-// The smallest table an integer input indexes (the interpreter's rule):
-// a Gather's data along its axis or the loss's class count, followed through
-// shape-only ops.
-std::optional<std::int64_t> index_bound(const OpGraph& g, TensorId input) {
-  std::optional<std::int64_t> bound;
-  std::deque<TensorId> todo{input};
-  std::vector<bool> seen(g.num_tensors(), false);
-  while (!todo.empty()) {
-    const TensorId t = todo.front();
-    todo.pop_front();
-    if (seen[t.value]) continue;
-    seen[t.value] = true;
-    for (graph::OpId oid : g.tensor(t).consumers) {
-      const graph::Op& op = g.op(oid);
-      const auto slot = std::find(op.inputs.begin(), op.inputs.end(), std::optional<TensorId>(t)) - op.inputs.begin();
-      std::optional<std::int64_t> b;
-      if (op.type == "Gather" && slot == 1 && op.inputs[0]) {
-        const auto& data = g.tensor(*op.inputs[0]).shape;
-        const std::int64_t a = op.attr_int("axis").value_or(0);
-        const auto r = static_cast<std::int64_t>(data.size());
-        if (a >= -r && a < r) b = data[static_cast<std::size_t>(a < 0 ? a + r : a)];
-      } else if (op.type == "SoftmaxCrossEntropyLoss" && slot == 1 && op.inputs[0]) {
-        const auto& scores = g.tensor(*op.inputs[0]).shape;
-        if (scores.size() >= 2) b = scores[1];
-      } else if ((op.type == "Reshape" || op.type == "Flatten" || op.type == "Squeeze" || op.type == "Unsqueeze" ||
-                  op.type == "Identity") &&
-                 slot == 0 && !op.outputs.empty() && op.outputs[0]) {
-        todo.push_back(*op.outputs[0]);
-      }
-      if (b) bound = bound ? std::min(*bound, *b) : *b;
-    }
-  }
-  return bound;
 }
 
 runtime_cpu::OptimizerConfig optimizer_of(const plan::OptimizerSettings& o) {
@@ -121,7 +85,7 @@ std::map<std::uint32_t, Value> draw_global_inputs(const OpGraph& g, std::uint64_
     if (!full.empty()) full[0] *= chunks;
     if (t.dtype == graph::DType::f32) out[id.value] = runtime_cpu::normal_tensor(seed, t.name, full, 0.0f, 1.0f);
     else if (!graph::is_floating(t.dtype))
-      out[id.value] = runtime_cpu::uniform_indices(seed, t.name, full, index_bound(g, id).value_or(1));
+      out[id.value] = runtime_cpu::uniform_indices(seed, t.name, full, runtime_cpu::index_bound(g, id).value_or(1));
   }
   return out;
 }

@@ -20,8 +20,6 @@ inline constexpr float kStddev = 0.02f;  // the interpreter's default (Interpret
 /// A parameter by the interpreter's rule: "*.bias" of rank 1 zeros, other
 /// rank-1 parameters ones, the rest normal(0, 0.02), all keyed by name.
 runtime_cpu::Tensor init_parameter(std::uint64_t seed, const graph::Tensor& t);
-/// The smallest table an integer input indexes (the interpreter's rule).
-std::optional<std::int64_t> index_bound(const graph::OpGraph& g, graph::TensorId input);
 /// The plan's optimizer as a runtime_cpu config (adam: AdamW; sgd_momentum; sgd).
 runtime_cpu::OptimizerConfig optimizer_of(const plan::OptimizerSettings& o);
 void optimizer_step(const runtime_cpu::OptimizerConfig& c, std::span<float> w, std::span<const float> g,

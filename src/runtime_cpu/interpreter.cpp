@@ -33,7 +33,9 @@ Result<TensorId> find_loss(const OpGraph& g) {
   return *only;
 }
 
-/// Smallest table an integer input indexes, followed through shape-only ops.
+
+}  // namespace
+
 std::optional<std::int64_t> index_bound(const OpGraph& g, TensorId input) {
   std::optional<std::int64_t> bound;
   std::deque<TensorId> todo{input};
@@ -65,8 +67,6 @@ std::optional<std::int64_t> index_bound(const OpGraph& g, TensorId input) {
   }
   return bound;
 }
-
-}  // namespace
 
 Result<Interpreter> Interpreter::create(const graph::OpGraph& g, const InterpreterOptions& opt) {
   Interpreter it(g);

@@ -53,6 +53,12 @@ struct StepResult {
   std::map<std::string, Tensor> weights;
 };
 
+/// The smallest table an integer input indexes: a Gather's data along its
+/// axis or a SoftmaxCrossEntropyLoss's class count, followed through
+/// shape-only ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity); nullopt
+/// when it indexes nothing. Synthetic ids and labels are drawn below it.
+std::optional<std::int64_t> index_bound(const graph::OpGraph& g, graph::TensorId input);
+
 class Interpreter {
  public:
   /// Checks that every op has a kernel, every constant its values and the
