@@ -358,9 +358,10 @@ int run_replay(const RunArgs& a) {
       fmt::print("planner run: mode replay, {} ({} ranks: dp={} tp={} pp={} cp={}, {} schedule, {} micro-batches)\n",
                  a.plan_file, world_size, pr.plan.layout.dp, pr.plan.layout.tp, pr.plan.layout.pp,
                  pr.plan.layout.cp, pr.plan.layout.schedule, pr.plan.training.micro_batches);
-      fmt::print("rank 0 program: {} steps, {} GEMMs ({:.3g} GFLOP), {} collectives, {} sends, {} receives per step\n",
-                 pr.program.steps.size(), counts.gemms, counts.gemm_flops / 1e9, counts.collectives, counts.sends,
-                 counts.recvs);
+      fmt::print("rank 0 program: {} steps, {} GEMMs ({:.3g} GFLOP), {:.3g} GB memory-bound traffic, {} collectives, "
+                 "{} sends, {} receives per step\n",
+                 pr.program.steps.size(), counts.gemms, counts.gemm_flops / 1e9, counts.memory_bytes / 1e9,
+                 counts.collectives, counts.sends, counts.recvs);
       fmt::print("step time: median {:.6f} s over {} steps after {} warm-up (min {:.6f}, max {:.6f})\n",
                  m.step_time_s, a.steps, a.warmup,
                  *std::min_element(m.step_times_s.begin(), m.step_times_s.end()),

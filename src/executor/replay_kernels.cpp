@@ -44,22 +44,37 @@ void run_gemm(Buffers& b, const Task& t) {
 }
 
 void run_memory(Buffers& b, const Task& t) {
-  // Reads: a sum over the source; writes: a fill of the destination.
-  auto left = static_cast<std::size_t>(t.read_bytes / 4.0);
-  float acc = 0.0f;
-  while (left > 0) {
-    const std::size_t n = std::min(left, b.mem_src.size());
-    const float* s = b.mem_src.data();
-    for (std::size_t i = 0; i < n; ++i) acc += s[i];
-    left -= n;
+  // The bytes both read and written move as a copy source -> destination;
+  // the reads beyond that are copies into an L1-sized scratch block (only
+  // the source side reaches memory), the writes beyond it are zero fills.
+  // glibc's memcpy/memset pick the host's widest vector loads and stores at
+  // run time, as the framework kernels a replay stands for are vectorised.
+  // (A plain `acc += s[i]` read loop is one dependent scalar add per element,
+  // about 3 GB/s; a scalar fill about 15 GB/s: both far below the triad
+  // rate the cost model prices memory-bound ops at.)
+  const auto chunk_of = [](double left, std::size_t cap) {
+    return static_cast<std::size_t>(std::min(left, static_cast<double>(cap)));
+  };
+  const double both = std::min(t.read_bytes, t.write_bytes);
+  const std::size_t cap = b.mem_src.size() * sizeof(float);
+  for (double left = both; left >= 1.0;) {
+    const std::size_t n = chunk_of(left, cap);
+    std::memcpy(b.mem_dst.data(), b.mem_src.data(), n);
+    left -= static_cast<double>(n);
   }
-  g_sink = acc;
-  left = static_cast<std::size_t>(t.write_bytes / 4.0);
-  const float v = acc * 1e-9f;
-  while (left > 0) {
-    const std::size_t n = std::min(left, b.mem_dst.size());
-    std::fill_n(b.mem_dst.data(), n, v);
-    left -= n;
+  constexpr std::size_t kScratch = 16 * 1024;
+  alignas(64) static thread_local unsigned char scratch[kScratch];
+  for (double left = t.read_bytes - both; left >= 1.0;) {
+    const std::size_t n = chunk_of(left, cap);
+    const auto* src = reinterpret_cast<const unsigned char*>(b.mem_src.data());
+    for (std::size_t off = 0; off < n; off += kScratch) std::memcpy(scratch, src + off, std::min(kScratch, n - off));
+    left -= static_cast<double>(n);
+  }
+  g_sink = static_cast<float>(scratch[0]);
+  for (double left = t.write_bytes - both; left >= 1.0;) {
+    const std::size_t n = chunk_of(left, cap);
+    std::memset(b.mem_dst.data(), 0, n);
+    left -= static_cast<double>(n);
   }
 }
 
