@@ -182,10 +182,7 @@ int run_estimate(EstimateArgs& a, const CLI::App& sub) {
   if (!profile) return fail("estimate", profile.error().message);
   c.devices_per_node = profile->devices_per_node > 0 ? profile->devices_per_node : 8;
   if (auto st = estimate::validate(c); !st) return fail_layout(st.error().message);
-  // Megatron-LM, NeMo and Megatron-DeepSpeed run fused kernels (bias-GeLU,
-  // SwiGLU, RMSNorm, rotary, bias-dropout-add); PyTorch eager does not.
-  const bool fused = c.framework == estimate::Framework::megatron || c.framework == estimate::Framework::megatron_legacy ||
-                     c.framework == estimate::Framework::deepspeed;
+  const bool fused = estimate::fuses_elementwise(c.framework);
   auto model = a.train.cost_model(*profile, fused);
   if (!model) return fail("estimate", model.error().message);
 

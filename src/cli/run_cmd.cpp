@@ -22,6 +22,7 @@
 #include "planner/cli/command.hpp"
 #include "planner/core/io.hpp"
 #include "planner/core/sha256.hpp"
+#include "planner/estimate/config.hpp"
 #include "planner/executor/measured.hpp"
 #include "planner/executor/program.hpp"
 #include "planner/executor/real.hpp"
@@ -160,8 +161,12 @@ Result<Prepared> prepare(const RunArgs& a, int rank, int world) {
   // The pipeline column of this rank: one program per pipeline coordinate,
   // its transfers numbered in one deadlock-free order.
   std::vector<executor::RankProgram> column;
+  PLANNER_TRY(auto framework, estimate::parse_framework(p.training.framework));
+  executor::ProgramOptions popts;
+  popts.fuse_elementwise = estimate::fuses_elementwise(framework);
   for (int s = 0; s < p.layout.pp; ++s) {
-    PLANNER_TRY(auto prog, executor::derive_program(p, imported.graph, executor::with_coordinate(p, rank, "pp", s)));
+    PLANNER_TRY(auto prog,
+                executor::derive_program(p, imported.graph, executor::with_coordinate(p, rank, "pp", s), popts));
     column.push_back(std::move(prog));
   }
   if (auto st = executor::order_transfers(column); !st) return make_error("{}: {}", a.plan_file, st.error().message);

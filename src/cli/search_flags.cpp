@@ -148,9 +148,7 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
     }
     return &it->second->graph;
   };
-  const bool fused = setup.framework == estimate::Framework::megatron ||
-                     setup.framework == estimate::Framework::megatron_legacy ||
-                     setup.framework == estimate::Framework::deepspeed;
+  const bool fused = estimate::fuses_elementwise(setup.framework);
   std::map<cost::RecomputePolicy, std::unique_ptr<cost::ProfileCostModel>> models;
   auto model_for = [&](cost::RecomputePolicy rc) -> Result<const cost::CostModel*> {
     auto it = models.find(rc);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "internal.hpp"
+#include "planner/graph/analysis.hpp"
 
 namespace planner::cost {
 namespace {
@@ -76,19 +77,6 @@ OpTime unshaped_op_time(const graph::Op& op, const graph::OpGraph& g, const OpSc
                           detail::gemm_time_unshaped(bwd, p, ctx), detail::memory_time(bytes.backward, ctx), bk, ctx);
 }
 
-// An elementwise op fused with its neighbour: the tensor between them has
-// that one consumer, the same number of elements as the consumer's output,
-// and both ops are elementwise.
-bool fusible_edge(const graph::Tensor& t, const graph::OpGraph& g) {
-  if (!t.producer || t.consumers.size() != 1 || !graph::is_floating(t.dtype)) return false;
-  const auto& p = g.op(*t.producer);
-  const auto& c = g.op(t.consumers.front());
-  if (p.op_class != OpClass::elementwise || c.op_class != OpClass::elementwise) return false;
-  if (p.fused_group || c.fused_group) return false;
-  const auto* out = g.output(c, 0);
-  return out && out->numel() == t.numel();
-}
-
 OpTime memory_bound_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s,
                             const ComputeContext& ctx) {
   auto bytes = detail::scaled_bytes(op, g, ctx.precision(), s.bytes);
@@ -100,9 +88,9 @@ OpTime memory_bound_op_time(const graph::Op& op, const graph::OpGraph& g, const 
     double fused = 0;
     bool all_out_fused = !op.outputs.empty();
     for (const auto& in : op.inputs)
-      if (in && fusible_edge(g.tensor(*in), g)) fused += bytes_at(g.tensor(*in), p).value * s.bytes;
+      if (in && graph::fusible_elementwise_edge(g.tensor(*in), g)) fused += bytes_at(g.tensor(*in), p).value * s.bytes;
     for (const auto& out : op.outputs) {
-      if (out && fusible_edge(g.tensor(*out), g)) fused += bytes_at(g.tensor(*out), p).value * s.bytes;
+      if (out && graph::fusible_elementwise_edge(g.tensor(*out), g)) fused += bytes_at(g.tensor(*out), p).value * s.bytes;
       else all_out_fused = false;
     }
     const double keep = std::max(0.0, 1.0 - fused / bytes.forward.value);

@@ -26,6 +26,10 @@ std::string_view framework_name(Framework f) {
   return "?";
 }
 
+bool fuses_elementwise(Framework f) {
+  return f == Framework::megatron || f == Framework::megatron_legacy || f == Framework::deepspeed;
+}
+
 Result<Framework> parse_framework(std::string_view s) {
   for (const auto& [k, n] : kFrameworks)
     if (n == s) return k;

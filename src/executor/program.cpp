@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/graph/analysis.hpp"
 #include "planner/layout/mesh.hpp"
 #include "planner/layout/tensor_layout.hpp"
 
@@ -156,7 +157,8 @@ struct UnitRef {
 
 class Deriver {
  public:
-  Deriver(const plan::Plan& p, const graph::OpGraph& g, int rank) : p_(p), g_(g), rank_(rank) {}
+  Deriver(const plan::Plan& p, const graph::OpGraph& g, int rank, const ProgramOptions& o)
+      : p_(p), g_(g), rank_(rank), options_(o) {}
 
   Result<RankProgram> run() {
     const auto& l = p_.layout;
@@ -326,6 +328,21 @@ class Deriver {
     }
   }
 
+  // The share of an elementwise op's traffic left when the framework fuses
+  // elementwise chains: the tensors it shares with a fused neighbour stay in
+  // registers (the cost model's rule, cost/compute.cpp).
+  double fused_keep(const graph::Op& op) const {
+    if (!options_.fuse_elementwise || op.op_class != graph::OpClass::elementwise) return 1.0;
+    const double total = op.cost.forward_bytes_read.value + op.cost.forward_bytes_written.value;
+    if (total <= 0) return 1.0;
+    double fused = 0;
+    for (const auto& in : op.inputs)
+      if (in && graph::fusible_elementwise_edge(g_.tensor(*in), g_)) fused += g_.tensor(*in).bytes().value;
+    for (const auto& out : op.outputs)
+      if (out && graph::fusible_elementwise_edge(g_.tensor(*out), g_)) fused += g_.tensor(*out).bytes().value;
+    return std::max(0.0, 1.0 - fused / total);
+  }
+
   Result<std::pair<std::vector<Task>, std::vector<Task>>> chunk_tasks(const plan::Chunk& ch, std::int64_t& params) {
     std::vector<Task> fwd, recompute;
     std::vector<std::vector<Task>> bwd_by_op;
@@ -346,12 +363,13 @@ class Deriver {
         Task t;
         t.kind = TaskKind::memory;
         t.op = op.name;
-        t.read_bytes = op.cost.forward_bytes_read.value * frac;
-        t.write_bytes = op.cost.forward_bytes_written.value * frac;
+        const double keep = fused_keep(op);
+        t.read_bytes = op.cost.forward_bytes_read.value * frac * keep;
+        t.write_bytes = op.cost.forward_bytes_written.value * frac * keep;
         if (t.read_bytes + t.write_bytes > 0) fwd.push_back(t);
         prog_.max_memory_bytes = std::max(prog_.max_memory_bytes, std::max(t.read_bytes, t.write_bytes));
-        t.read_bytes = op.cost.backward_bytes_read.value * frac;
-        t.write_bytes = op.cost.backward_bytes_written.value * frac;
+        t.read_bytes = op.cost.backward_bytes_read.value * frac * keep;
+        t.write_bytes = op.cost.backward_bytes_written.value * frac * keep;
         if (t.read_bytes + t.write_bytes > 0) bwd.push_back(t);
         prog_.max_memory_bytes = std::max(prog_.max_memory_bytes, std::max(t.read_bytes, t.write_bytes));
       }
@@ -534,6 +552,7 @@ class Deriver {
   const plan::Plan& p_;
   const graph::OpGraph& g_;
   int rank_;
+  ProgramOptions options_;
   RankProgram prog_;
   layout::DeviceMesh mesh_;
   std::int64_t act_bytes_ = 2;
@@ -557,10 +576,11 @@ int with_coordinate(const plan::Plan& p, int rank, std::string_view name, int va
   return rank + (value - coordinate(p, rank, name)) * a->stride;
 }
 
-Result<RankProgram> derive_program(const plan::Plan& p, const graph::OpGraph& g, int rank) {
+Result<RankProgram> derive_program(const plan::Plan& p, const graph::OpGraph& g, int rank,
+                                   const ProgramOptions& options) {
   if (rank < 0 || rank >= p.cluster.devices)
     return make_error("rank {} is outside the plan's {} devices", rank, p.cluster.devices);
-  return Deriver(p, g, rank).run();
+  return Deriver(p, g, rank, options).run();
 }
 
 Status order_transfers(std::vector<RankProgram>& programs) {

@@ -1,5 +1,7 @@
 #include "planner/graph/graph.hpp"
 
+#include "planner/graph/analysis.hpp"
+
 #include <algorithm>
 #include <queue>
 
@@ -224,6 +226,16 @@ GraphTotals totals(const OpGraph& g) {
     if (!op.cost.known) ++t.unknown_ops[op_kind(op)];
   }
   return t;
+}
+
+bool fusible_elementwise_edge(const Tensor& t, const OpGraph& g) {
+  if (!t.producer || t.consumers.size() != 1 || !is_floating(t.dtype)) return false;
+  const auto& p = g.op(*t.producer);
+  const auto& c = g.op(t.consumers.front());
+  if (p.op_class != OpClass::elementwise || c.op_class != OpClass::elementwise) return false;
+  if (p.fused_group || c.fused_group) return false;
+  const auto* out = g.output(c, 0);
+  return out && out->numel() == t.numel();
 }
 
 }  // namespace planner::graph

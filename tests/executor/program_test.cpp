@@ -271,3 +271,46 @@ TEST_CASE("derive_program names a plan op missing from the model", "[executor]")
 
 }  // namespace
 }  // namespace planner::executor
+
+namespace planner::executor {
+namespace {
+
+// Forward memory traffic (read + written) of one op in rank 0's first step.
+double forward_traffic(const RankProgram& r, std::string_view op) {
+  double bytes = -1;
+  for (const auto& t : r.steps[0].tasks)
+    if (t.kind == TaskKind::memory && t.op == op) bytes = std::max(bytes, 0.0) + t.read_bytes + t.write_bytes;
+  return bytes;  // -1: no memory task
+}
+
+TEST_CASE("fused elementwise chains: the replay drops the traffic a fusing framework keeps in registers",
+          "[executor]") {
+  const auto p = load_plan("gpt_dp2.json");  // dp = 2: each rank runs the whole model on b s = 64 rows
+  ProgramOptions fuse;
+  fuse.fuse_elementwise = true;
+  auto plain = derive_program(p, tiny_gpt(), 0);
+  auto fused = derive_program(p, tiny_gpt(), 0, fuse);
+  REQUIRE(plain);
+  REQUIRE(fused);
+  // GELU (modelgen): Div(x, sqrt 2) -> Erf -> Add(., 1) -> Mul(x, .) -> Mul(., 0.5)
+  // on [b s, 4h] = [64, 256] f32: 65,536 B per tensor. x (fc1's bias Add) has
+  // two consumers, so it stays in memory; the four tensors between the five
+  // ops have one elementwise consumer each and stay in registers.
+  constexpr double kT = 64.0 * 256 * 4;  // 65,536 B
+  // Erf reads s and writes e, both fused: no traffic left, no task.
+  CHECK(forward_traffic(*plain, "layers.0/mlp/gelu/Erf") == kT + kT);
+  CHECK(forward_traffic(*fused, "layers.0/mlp/gelu/Erf") == -1);
+  // Div reads x (kept) and the 4-byte scalar, writes s (fused):
+  // unfused 65,536 + 4 + 65,536 = 131,076 B; fused 131,076 - 65,536 = 65,540 B.
+  CHECK(forward_traffic(*plain, "layers.0/mlp/gelu/Div") == kT + 4 + kT);
+  CHECK(forward_traffic(*fused, "layers.0/mlp/gelu/Div") == Approx(kT + 4).epsilon(1e-12));
+  // The GEMMs and the memory-bound ops outside elementwise chains are unchanged.
+  CHECK(fused->counts().gemm_flops == plain->counts().gemm_flops);
+  const double ln = forward_traffic(*plain, "layers.0/ln1/LayerNormalization");
+  CHECK(ln > 0);
+  CHECK(forward_traffic(*fused, "layers.0/ln1/LayerNormalization") == ln);
+  CHECK(fused->counts().memory_bytes < plain->counts().memory_bytes);
+}
+
+}  // namespace
+}  // namespace planner::executor

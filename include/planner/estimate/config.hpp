@@ -52,6 +52,10 @@ enum class Framework : std::uint8_t {
 std::string_view framework_name(Framework f);
 /// Parses framework_name(); the error lists the names.
 Result<Framework> parse_framework(std::string_view s);
+/// Megatron-LM, NeMo and Megatron-DeepSpeed run fused kernels (bias-GeLU,
+/// SwiGLU, RMSNorm, rotary, bias-dropout-add); PyTorch eager (ddp, fsdp)
+/// does not. The cost model then prices elementwise chains as fused.
+bool fuses_elementwise(Framework f);
 
 /// Largest device count the planner models (2^20; the largest clusters have
 /// about 10^5). Beyond it the mesh and collective tables grow without use.

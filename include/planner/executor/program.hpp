@@ -133,7 +133,16 @@ struct RankProgram {
 /// op: an op of the plan missing from the graph, a layout that does not parse
 /// or does not fit the tensor, a collective kind or axis unknown.
 /// Requires: plan validated; graph annotated (ops::annotate) and analysed.
-Result<RankProgram> derive_program(const plan::Plan& p, const graph::OpGraph& g, int rank);
+/// How the replay stands in for the framework the plan names.
+struct ProgramOptions {
+  /// The framework fuses elementwise chains (estimate::fuses_elementwise):
+  /// an elementwise op's memory task drops the traffic of the tensors it
+  /// shares with a fused neighbour (graph::fusible_elementwise_edge), as the
+  /// cost model does.
+  bool fuse_elementwise = false;
+};
+Result<RankProgram> derive_program(const plan::Plan& p, const graph::OpGraph& g, int rank,
+                                   const ProgramOptions& options = {});
 
 /// The mesh coordinate of `rank` on axis `name` (0 when the plan has no such axis).
 int coordinate(const plan::Plan& p, int rank, std::string_view name);

@@ -18,6 +18,13 @@ void find_attention(OpGraph& g);
 /// Requires: ops are in topological order.
 void find_repeated_blocks(OpGraph& g);
 
+/// True when a framework that fuses elementwise chains (Megatron's and
+/// DeepSpeed's fused kernels) keeps tensor `t` in registers: its producer
+/// and its only consumer are elementwise ops outside any fused pattern, `t`
+/// is floating point and has as many elements as the consumer's output.
+/// The cost model and the replay executor drop such tensors' traffic.
+bool fusible_elementwise_edge(const Tensor& t, const OpGraph& g);
+
 /// Both of the above.
 inline void analyze(OpGraph& g) {
   find_attention(g);
