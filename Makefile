@@ -28,11 +28,15 @@ test: build
 asan:
 	$(MAKE) test PRESET=asan
 
-# Benchmarks (release build), JSON on stdout and in build/release/bench.json.
+# Benchmarks (release build), JSON on stdout and in build/release/bench.json;
+# the executor's predicted-vs-measured table in build/release/bench-executor.json
+# and docs/validation-executor.md (BENCH_EXECUTOR=0 skips it).
 bench: bootstrap
 	cmake --preset release >/dev/null
 	cmake --build --preset release -j $(JOBS)
 	bash tools/bench.sh build/release/planner | tee build/release/bench.json
+	if [ "$${BENCH_EXECUTOR:-1}" != 0 ]; then bash tools/bench_executor.sh build/release/planner \
+	  --doc docs/validation-executor.md | tee build/release/bench-executor.json; fi
 
 # Regenerates the bundled shape-only models from `planner model`.
 models: build
