@@ -158,6 +158,36 @@ class MpiCommunicator final : public Communicator {
   Status recv(void* buf, std::size_t count, DType dtype, int peer, int tag) override {
     return p2p(CallKind::recv, buf, count, dtype, peer, tag);
   }
+  bool async_sends() const override { return true; }
+  Status send_async(const void* buf, std::size_t count, DType dtype, int peer, int tag) override {
+    const auto n = ++p2p_calls_;
+    PLANNER_TRY_STATUS(check_failed());
+    PLANNER_TRY_STATUS(check_peer(CallKind::send, n, peer, size(), "peer"));
+    PLANNER_TRY_STATUS(check_buffer(CallKind::send, n, buf, count, "the"));
+    PLANNER_TRY_STATUS(check_count(CallKind::send, n, count));
+    Pending s{MPI_REQUEST_NULL, peer, tag, n};
+    const int rc = MPI_Isend(buf, static_cast<int>(count), mpi_type(dtype), peer, tag, comm_, &s.req);
+    if (rc != MPI_SUCCESS)
+      return fail(make_error("send to rank {} (tag {}){}: {}", world_[peer], tag, where(), mpi_error_text(rc)));
+    pending_.push_back(s);
+    return {};
+  }
+  Status wait_sends() override {
+    PLANNER_TRY_STATUS(check_failed());
+    while (!pending_.empty()) {
+      Pending s = pending_.front();
+      pending_.erase(pending_.begin());
+      if (poll(s.req, MPI_STATUS_IGNORE, CallKind::send, s.n) != Poll::done) {
+        const auto answers = hb_.probe(label_, {world_[s.peer]}, grace());
+        hb_.leave();
+        const auto it = answers.find(world_[s.peer]);
+        return fail(Error{fmt::format("send to rank {} (tag {}){}: rank {} did not receive within {:g} s ({})",
+                                      world_[s.peer], s.tag, where(), world_[s.peer], timeout_.value,
+                                      it == answers.end() ? "stalled or dead" : describe(it->second))});
+      }
+    }
+    return {};
+  }
 
  private:
   std::string where() const { return label_.empty() ? "" : " on " + label_; }
@@ -306,6 +336,13 @@ class MpiCommunicator final : public Communicator {
   std::optional<FaultSpec> fault_;
   std::optional<Error> failed_;
   std::vector<std::byte> zeros_;
+  // Sends posted by send_async, in order: request, peer, tag, call number.
+  struct Pending {
+    MPI_Request req;
+    int peer, tag;
+    std::uint64_t n;
+  };
+  std::vector<Pending> pending_;
 };
 
 }  // namespace

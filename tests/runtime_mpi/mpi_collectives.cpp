@@ -106,6 +106,18 @@ void collectives(Communicator& c, Checker& ck) {
   ck.ok("recv tag 1", c.recv(&x, 1, DType::f32, prev, 1));
   ck.equal<float>("ring", {x, y}, {float(prev), 100.0f + prev});
 
+  // Posted sends do not wait for the receiver: every rank posts 4 MiB (far
+  // above the eager limit, so a blocking send would wait for its receive)
+  // to `next`, then receives from `prev`: a cycle that deadlocks with
+  // blocking sends and completes with send_async.
+  ck.equal<int>("async_sends", {c.async_sends() ? 1 : 0}, {1});
+  const std::size_t big = std::size_t{1} << 20;  // floats
+  std::vector<float> out(big, float(r)), in(big, -1.0f);
+  ck.ok("send_async", c.send_async(out.data(), big, DType::f32, next, 3));
+  ck.ok("recv after send_async", c.recv(in.data(), big, DType::f32, prev, 3));
+  ck.ok("wait_sends", c.wait_sends());
+  ck.equal<float>("send_async ring", {in.front(), in.back()}, {float(prev), float(prev)});
+
   // Arguments checked before MPI sees them (the call still counts).
   std::uint16_t b = 0;
   ck.error("bf16 reduction", c.all_reduce(&b, 1, DType::bf16),

@@ -94,6 +94,19 @@ class Communicator {
   virtual Status send(const void* buf, std::size_t count, DType dtype, int peer, int tag) = 0;
   /// Receives exactly count elements sent by `peer` with `tag`.
   virtual Status recv(void* buf, std::size_t count, DType dtype, int peer, int tag) = 0;
+  /// True when send_async() returns before the receiver matches the send
+  /// (MPI: a posted MPI_Isend; the fake: its sends are buffered). Otherwise
+  /// send_async() is send(), which may wait for the receiver, and a caller
+  /// must order its transfers so that blocking sends cannot deadlock.
+  virtual bool async_sends() const { return false; }
+  /// Posts a send, matched like send(); `buf` must stay unchanged until
+  /// wait_sends() returns. Pipeline stages send this way, as Megatron's
+  /// batched isend/irecv do: the sender goes on computing.
+  virtual Status send_async(const void* buf, std::size_t count, DType dtype, int peer, int tag) {
+    return send(buf, count, dtype, peer, tag);
+  }
+  /// Waits for every send_async() posted so far (the deadline applies).
+  virtual Status wait_sends() { return {}; }
   /// buf on every rank = buf on `root`.
   virtual Status broadcast(void* buf, std::size_t count, DType dtype, int root) = 0;
   /// Returns once every rank has called barrier.
