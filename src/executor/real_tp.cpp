@@ -209,6 +209,19 @@ Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g
     return out;
   }
   const int d = split_in(0);
+  if (type == "Gather" && d >= 0 && split_in(1) < 0) {
+    // A table split along a dim it is not indexed by (tp:h): each rank looks
+    // up its columns. A split along the indexed axis (vocabulary-parallel)
+    // would need masked lookups and is refused below.
+    const int axis = axis_attr(op, "axis", 0, rank_of(in_shape(0)));
+    if (d != axis) {
+      out[0] = TpView::split_at(d < axis ? d : d + rank_of(in_shape(1)) - 1);
+      return out;
+    }
+    return make_error("a vocabulary-parallel lookup (the table split along its indexed axis {}) needs masked "
+                      "lookups, which the real mode does not run",
+                      axis);
+  }
   for (std::size_t i = 1; i < in.size(); ++i)
     if (split_in(i) >= 0 && type != "Split") return make_error("input {} (not the data) is split", i);
   if (in[0] && in[0]->kind == TpView::Kind::partial) return make_error("input 0 is a partial sum");
