@@ -344,7 +344,7 @@ class Runner {
         const auto& x = g_.tensor(*t);
         specs.push_back({tp().out_shape(oid, k), x.dtype, x.values ? &*x.values : nullptr});
       }
-      PLANNER_TRY(auto outs, runtime_cpu::forward_op(op, in, specs));
+      PLANNER_TRY(auto outs, tp().forward(oid, in, specs));
       for (std::size_t k = 0; k < outs.size(); ++k) {
         // tp: a partial sum is all-reduced, a split read whole all-gathered;
         // the op's own output is kept for its backward.
@@ -413,7 +413,7 @@ class Runner {
         in.push_back(t ? port(v, oid, i, keep) : nullptr);
         needs.push_back(t && needs_grad_[t->value]);
       }
-      PLANNER_TRY(auto gin, runtime_cpu::backward_op(op, in, outs, dout, needs));
+      PLANNER_TRY(auto gin, tp().backward(oid, in, outs, dout, needs));
       for (std::size_t k = 0; k < gin.size(); ++k) {
         if (!gin[k]) continue;
         using C = real_detail::TpRank::Contribution;

@@ -211,16 +211,17 @@ Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g
   const int d = split_in(0);
   if (type == "Gather" && d >= 0 && split_in(1) < 0) {
     // A table split along a dim it is not indexed by (tp:h): each rank looks
-    // up its columns. A split along the indexed axis (vocabulary-parallel)
-    // would need masked lookups and is refused below.
+    // up its columns. Split along the indexed axis 0 (vocabulary-parallel):
+    // each rank looks up the ids in its rows, zeros elsewhere, a partial sum
+    // (TpRank::forward).
     const int axis = axis_attr(op, "axis", 0, rank_of(in_shape(0)));
     if (d != axis) {
       out[0] = TpView::split_at(d < axis ? d : d + rank_of(in_shape(1)) - 1);
       return out;
     }
-    return make_error("a vocabulary-parallel lookup (the table split along its indexed axis {}) needs masked "
-                      "lookups, which the real mode does not run",
-                      axis);
+    if (axis != 0) return make_error("a lookup split along its indexed axis {} (only axis 0 is masked)", axis);
+    out[0] = TpView::part();
+    return out;
   }
   for (std::size_t i = 1; i < in.size(); ++i)
     if (split_in(i) >= 0 && type != "Split") return make_error("input {} (not the data) is split", i);
@@ -471,6 +472,68 @@ Result<TpLayout> derive_tp_layout(const plan::Plan& p, const OpGraph& g) {
 }
 
 // ---- TpRank -----------------------------------------------------------------
+
+namespace {
+
+// A vocabulary-parallel Gather: ids outside this rank's rows [lo, lo + n)
+// look up row 0 and are masked out.
+struct Masked {
+  IndexTensor ids;
+  std::vector<bool> keep;
+  std::int64_t row = 1;  // output elements per id
+};
+Masked mask_ids(const IndexTensor& ids, std::int64_t lo, std::int64_t n, const Shape& table) {
+  Masked m{ids, std::vector<bool>(ids.data.size()), 1};
+  for (std::size_t i = 1; i < table.size(); ++i) m.row *= table[i];
+  for (std::size_t i = 0; i < ids.data.size(); ++i) {
+    const std::int64_t id = ids.data[i] - lo;
+    m.keep[i] = id >= 0 && id < n;
+    m.ids.data[i] = m.keep[i] ? id : 0;
+  }
+  return m;
+}
+void zero_masked(std::vector<float>& x, const Masked& m) {
+  for (std::size_t i = 0; i < m.keep.size(); ++i)
+    if (!m.keep[i])
+      std::fill_n(x.begin() + static_cast<std::ptrdiff_t>(i) * m.row, m.row, 0.0f);
+}
+
+}  // namespace
+
+bool TpRank::masked_lookup(OpId o) const {
+  const auto& info = l_.ops[o.value];
+  return g_.op(o).type == "Gather" && info.in[0].view.is_split() && info.out[0].view.kind == TpView::Kind::partial;
+}
+
+Result<std::vector<Value>> TpRank::forward(OpId o, const std::vector<const Value*>& in,
+                                           const std::vector<runtime_cpu::OutputSpec>& specs) const {
+  const auto& op = g_.op(o);
+  if (!masked_lookup(o)) return runtime_cpu::forward_op(op, in, specs);
+  const auto* table = runtime_cpu::as_float(in[0]);
+  const auto* ids = runtime_cpu::as_index(in[1]);
+  if (!table || !ids) return make_error("op '{}': a vocabulary-parallel lookup needs fp32 rows and int64 ids", op.name);
+  const std::int64_t n = table->shape[0];
+  const Masked m = mask_ids(*ids, r_ * n, n, table->shape);
+  const Value local_ids = m.ids;
+  PLANNER_TRY(auto outs, runtime_cpu::forward_op(op, {in[0], &local_ids}, specs));
+  zero_masked(std::get<Tensor>(outs[0]).data, m);
+  return outs;
+}
+
+Result<std::vector<std::optional<Tensor>>> TpRank::backward(OpId o, const std::vector<const Value*>& in,
+                                                            const std::vector<const Value*>& outs,
+                                                            const std::vector<const Tensor*>& dout,
+                                                            const std::vector<bool>& needs) const {
+  const auto& op = g_.op(o);
+  if (!masked_lookup(o) || !dout[0]) return runtime_cpu::backward_op(op, in, outs, dout, needs);
+  const auto& table = std::get<Tensor>(*in[0]);
+  const std::int64_t n = table.shape[0];
+  const Masked m = mask_ids(std::get<IndexTensor>(*in[1]), r_ * n, n, table.shape);
+  const Value local_ids = m.ids;
+  Tensor d = *dout[0];
+  zero_masked(d.data, m);
+  return runtime_cpu::backward_op(op, {in[0], &local_ids}, outs, {&d}, needs);
+}
 
 Shape TpRank::shape(TensorId id) const { return local_shape(g_.tensor(id).shape, l_.stored[id.value], l_.tp); }
 std::int64_t TpRank::numel(TensorId id) const { return runtime_cpu::numel(shape(id)); }

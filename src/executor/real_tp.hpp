@@ -140,6 +140,15 @@ class TpRank {
   /// Folds `partial` (all-reduced over tp) into `whole`. Every tp rank calls
   /// it for the same tensors in the same order.
   Status finalize(std::optional<runtime_cpu::Tensor>& whole, std::optional<runtime_cpu::Tensor>& partial);
+  /// forward_op / backward_op, except for a vocabulary-parallel Gather (the
+  /// table split along its rows): ids outside this rank's rows look up
+  /// zeros, and their gradients are dropped.
+  Result<std::vector<runtime_cpu::Value>> forward(graph::OpId o, const std::vector<const runtime_cpu::Value*>& in,
+                                                  const std::vector<runtime_cpu::OutputSpec>& specs) const;
+  Result<std::vector<std::optional<runtime_cpu::Tensor>>> backward(
+      graph::OpId o, const std::vector<const runtime_cpu::Value*>& in,
+      const std::vector<const runtime_cpu::Value*>& outs, const std::vector<const runtime_cpu::Tensor*>& dout,
+      const std::vector<bool>& needs) const;
   /// Whole values of `params` from this rank's flat shares (flat order =
   /// params, local sizes) into `full` (whole sizes); a tp collective.
   Status gather_full(const std::vector<graph::TensorId>& params, std::span<const float> local,
@@ -148,6 +157,8 @@ class TpRank {
  private:
   const TpLayout& l_;
   const graph::OpGraph& g_;
+  bool masked_lookup(graph::OpId o) const;
+
   int r_;
   runtime::Communicator* comm_;
 };

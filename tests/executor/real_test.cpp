@@ -128,18 +128,18 @@ TEST_CASE("real mode: --check passes on tp and tp x pp plans", "[executor][real]
 }
 
 TEST_CASE("real mode: a plan strategy the kernels cannot run split is refused naming the op", "[executor][real][tp]") {
-  // Vocabulary-parallel embedding: the token table split along the axis it is indexed by.
+  // A LayerNorm split along the hidden axis it normalises (a hand-edited plan).
   auto p = testing::load_plan("gpt_tp2.json");
   for (auto& s : p.layout.strategies)
-    if (s.unit == "embed/tokens/Gather") {
-      s.inputs[0] = "[tp,-]";
-      s.outputs[0] = "[-,-,-]partial(tp)";
+    if (s.unit == "layers.0/ln1/LayerNormalization") {
+      s.inputs[0] = "[-,-,tp]";
+      s.outputs[0] = "[-,-,tp]";
     }
   const auto st = real_supported(p, testing::tiny_gpt());
   REQUIRE_FALSE(st.ok());
-  CHECK_THAT(st.error().message, Catch::StartsWith("the real mode cannot run op 'embed/tokens/Gather' (Gather) under "
-                                                   "tensor parallelism with strategy"));
-  CHECK_THAT(st.error().message, Catch::Contains("vocabulary-parallel"));
+  CHECK(st.error().message ==
+        "the real mode cannot run op 'layers.0/ln1/LayerNormalization' (LayerNormalization) under tensor parallelism "
+        "with strategy ((1,1,1),(1,),(1,)) (replicated): its normalised axis 2 is split");
   // Sequence parallelism: refused as a whole.
   p = testing::load_plan("gpt_tp2.json");
   p.layout.sequence_parallel = true;

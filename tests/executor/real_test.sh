@@ -59,7 +59,7 @@ est gpt gpt_dp2_pp2_z3 --devices 4 --pp 2 --global-batch 8 --zero 3
 est gpt gpt_tp2 --devices 2 --tp 2 --global-batch 4
 # Tensor parallelism: Megatron's column/row pairs and head-split attention
 # (megatron.hints), the mlp's Gemms column-parallel with all-gathers between
-# them. The gpt plans train with SGD: under Adam the attention key bias, whose
+# them, a vocabulary-parallel (tp:v) or hidden-split (tp:h) token embedding. The gpt plans train with SGD: under Adam the attention key bias, whose
 # true gradient is 0 (rounding noise in both runs), takes noise-driven steps
 # as large as the learning rate (docs/executor.md).
 printf 'layers.*/fc/Gemm tp:n\n' > mlp_tp.hints
@@ -86,7 +86,7 @@ est gpt gpt_pp2_full --devices 2 --pp 2 --global-batch 8 --recompute full
 for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2 mlp_pp2_gpipe" "4 mlp_dp4_z3" \
          "4 mlp_dp2_pp2_z1" "2 gpt_dp2" "2 gpt_dp2_z3" "2 gpt_dp2_do" "2 gpt_pp2" "2 gpt_pp2_gpipe" "2 gpt_pp2_vp2" \
          "4 gpt_dp2_pp2_z2" "4 gpt_dp2_pp2_z3" "2 llama_pp2" "2 bert_dp2_z1" "2 gpt_tp2" "2 mlp_tp2" "2 gpt_tp2_meg" \
-         "2 gpt_tp2_head" "4 gpt_tp2_dp2" "4 gpt_tp2_pp2" "4 gpt_tp2_pp2_gpipe" "4 gpt_tp2_dp2_z1" "4 mlp_tp2_dp2_do"; do
+         "2 gpt_tp2_head" "2 gpt_tp2_vocab" "4 gpt_tp2_dp2" "4 gpt_tp2_pp2" "4 gpt_tp2_pp2_gpipe" "4 gpt_tp2_dp2_z1" "4 mlp_tp2_dp2_do"; do
   set -- $c
   expect "check $2 on $1 ranks" 0 mpi "$1" run "$2.json" --check --steps 3 --warmup 1 --timeout 60 -o "m_$2.json" &&
     contains "$2" "planner run: mode real, $2.json ($1 ranks" &&
@@ -130,9 +130,6 @@ expect "drop fault on a tp collective fails --check" 1 mpi 2 run gpt_tp2_meg.jso
 contains "drop fault tp" "planner run: error: --check failed at step 1: gradient of '"
 
 # Layouts the real mode cannot run: exit 2, one line naming what, and --replay.
-expect "vocabulary-parallel embedding refused" 2 mpi 2 run gpt_tp2_vocab.json --check
-contains "vocab refused" "planner run: error: gpt_tp2_vocab.json: the real mode cannot run op 'embed/tokens/Gather' (Gather) under tensor parallelism with strategy ((2,1),(1,1)) (tp:v): a vocabulary-parallel lookup"
-count "vocab refused" 1 "error"
 expect "sequence parallelism refused" 2 mpi 2 run gpt_tp2_sp.json --check
 contains "sp refused" "planner run: error: gpt_tp2_sp.json: the real mode cannot run sequence parallelism (layout.sequence_parallel) yet"
 contains "sp refused" "--replay can time this plan"
