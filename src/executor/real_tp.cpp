@@ -3,6 +3,7 @@
 #include "real_tp.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <set>
 
@@ -221,6 +222,11 @@ Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g
     }
     if (axis != 0) return make_error("a lookup split along its indexed axis {} (only axis 0 is masked)", axis);
     out[0] = TpView::part();
+    return out;
+  }
+  if (type == "SoftmaxCrossEntropyLoss" && d == 1 && split_in(1) < 0 && in.size() == 2 && out.size() == 1 &&
+      op.attr_string("reduction").value_or("mean") == "mean") {
+    out[0] = TpView::rep();  // vocabulary-parallel: TpRank::forward reduces max, sum and target over tp
     return out;
   }
   for (std::size_t i = 1; i < in.size(); ++i)
@@ -500,6 +506,38 @@ void zero_masked(std::vector<float>& x, const Masked& m) {
 
 }  // namespace
 
+bool TpRank::vocab_loss(OpId o) const {
+  return g_.op(o).type == "SoftmaxCrossEntropyLoss" && l_.ops[o.value].in[0].view.is_split();
+}
+
+// Per row of this rank's [N, C/t] logits: the log-sum-exp over all C classes
+// and the target logit (0 where another rank holds the label); two tp
+// all-reduces (max, then sums of exp and targets), in f32 as the
+// communicator reduces.
+Status TpRank::vocab_rows(const Tensor& x, const IndexTensor& labels, std::vector<double>& lse,
+                          std::vector<double>& target) const {
+  const std::int64_t n = x.shape[0], c = x.shape[1], lo = r_ * c;
+  std::vector<float> mx(static_cast<std::size_t>(n)), sums(static_cast<std::size_t>(2 * n), 0.0f);
+  for (std::int64_t i = 0; i < n; ++i)
+    mx[static_cast<std::size_t>(i)] = *std::max_element(x.data.begin() + i * c, x.data.begin() + (i + 1) * c);
+  PLANNER_TRY_STATUS(comm_->all_reduce(mx.data(), mx.size(), runtime::DType::f32, runtime::ReduceOp::max));
+  for (std::int64_t i = 0; i < n; ++i) {
+    double s = 0.0;
+    for (std::int64_t j = 0; j < c; ++j) s += std::exp(static_cast<double>(x[i * c + j]) - mx[static_cast<std::size_t>(i)]);
+    sums[static_cast<std::size_t>(i)] = static_cast<float>(s);
+    const std::int64_t y = labels[i] - lo;
+    if (y >= 0 && y < c) sums[static_cast<std::size_t>(n + i)] = x[i * c + y];
+  }
+  PLANNER_TRY_STATUS(comm_->all_reduce(sums.data(), sums.size(), runtime::DType::f32, runtime::ReduceOp::sum));
+  lse.resize(static_cast<std::size_t>(n));
+  target.resize(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
+    lse[i] = mx[i] + std::log(static_cast<double>(sums[i]));
+    target[i] = sums[static_cast<std::size_t>(n) + i];
+  }
+  return Status::success();
+}
+
 bool TpRank::masked_lookup(OpId o) const {
   const auto& info = l_.ops[o.value];
   return g_.op(o).type == "Gather" && info.in[0].view.is_split() && info.out[0].view.kind == TpView::Kind::partial;
@@ -508,6 +546,25 @@ bool TpRank::masked_lookup(OpId o) const {
 Result<std::vector<Value>> TpRank::forward(OpId o, const std::vector<const Value*>& in,
                                            const std::vector<runtime_cpu::OutputSpec>& specs) const {
   const auto& op = g_.op(o);
+  if (vocab_loss(o)) {
+    const auto* x = runtime_cpu::as_float(in[0]);
+    const auto* y = runtime_cpu::as_index(in[1]);
+    if (!x || !y || x->shape.size() != 2 || y->shape != Shape{x->shape[0]})
+      return make_error("op '{}': a vocabulary-parallel loss needs [N,C] scores and [N] labels", op.name);
+    std::vector<double> lse, target;
+    PLANNER_TRY_STATUS(vocab_rows(*x, *y, lse, target));
+    const auto ig = op.attr_int("ignore_index");
+    double total = 0;
+    std::int64_t kept = 0;
+    for (std::int64_t i = 0; i < x->shape[0]; ++i) {
+      if (ig && (*y)[i] == *ig) continue;
+      total += lse[static_cast<std::size_t>(i)] - target[static_cast<std::size_t>(i)];
+      ++kept;
+    }
+    std::vector<Value> out;
+    out.emplace_back(Tensor(Shape{}, {static_cast<float>(kept == 0 ? 0.0 : total / static_cast<double>(kept))}));
+    return out;
+  }
   if (!masked_lookup(o)) return runtime_cpu::forward_op(op, in, specs);
   const auto* table = runtime_cpu::as_float(in[0]);
   const auto* ids = runtime_cpu::as_index(in[1]);
@@ -525,6 +582,30 @@ Result<std::vector<std::optional<Tensor>>> TpRank::backward(OpId o, const std::v
                                                             const std::vector<const Tensor*>& dout,
                                                             const std::vector<bool>& needs) const {
   const auto& op = g_.op(o);
+  if (vocab_loss(o) && dout[0]) {
+    // d scores[i, j] = dloss / kept (softmax - onehot), on this rank's classes.
+    const auto& x = std::get<Tensor>(*in[0]);
+    const auto& y = std::get<IndexTensor>(*in[1]);
+    std::vector<double> lse, target;
+    PLANNER_TRY_STATUS(vocab_rows(x, y, lse, target));
+    const auto ig = op.attr_int("ignore_index");
+    const std::int64_t n = x.shape[0], c = x.shape[1], lo = r_ * c;
+    std::int64_t kept = 0;
+    for (std::int64_t i = 0; i < n; ++i) kept += !(ig && y[i] == *ig);
+    std::vector<std::optional<Tensor>> g(in.size());
+    Tensor dx(x.shape);
+    if (kept > 0 && needs[0])
+      for (std::int64_t i = 0; i < n; ++i) {
+        if (ig && y[i] == *ig) continue;
+        const double k = static_cast<double>((*dout[0])[0]) / static_cast<double>(kept);
+        for (std::int64_t j = 0; j < c; ++j)
+          dx[i * c + j] = static_cast<float>(
+              k * (std::exp(static_cast<double>(x[i * c + j]) - lse[static_cast<std::size_t>(i)]) -
+                   (j + lo == y[i] ? 1.0 : 0.0)));
+      }
+    if (needs[0]) g[0] = std::move(dx);
+    return g;
+  }
   if (!masked_lookup(o) || !dout[0]) return runtime_cpu::backward_op(op, in, outs, dout, needs);
   const auto& table = std::get<Tensor>(*in[0]);
   const std::int64_t n = table.shape[0];

@@ -141,8 +141,11 @@ class TpRank {
   /// it for the same tensors in the same order.
   Status finalize(std::optional<runtime_cpu::Tensor>& whole, std::optional<runtime_cpu::Tensor>& partial);
   /// forward_op / backward_op, except for a vocabulary-parallel Gather (the
-  /// table split along its rows): ids outside this rank's rows look up
-  /// zeros, and their gradients are dropped.
+  /// table split along its rows: ids outside this rank's rows look up
+  /// zeros, their gradients are dropped) and a vocabulary-parallel
+  /// SoftmaxCrossEntropyLoss (scores split along the classes: the row max,
+  /// the sum of exponentials and the target score all-reduced over tp, the
+  /// loss whole on every rank, each rank the gradient of its classes).
   Result<std::vector<runtime_cpu::Value>> forward(graph::OpId o, const std::vector<const runtime_cpu::Value*>& in,
                                                   const std::vector<runtime_cpu::OutputSpec>& specs) const;
   Result<std::vector<std::optional<runtime_cpu::Tensor>>> backward(
@@ -158,6 +161,9 @@ class TpRank {
   const TpLayout& l_;
   const graph::OpGraph& g_;
   bool masked_lookup(graph::OpId o) const;
+  bool vocab_loss(graph::OpId o) const;
+  Status vocab_rows(const runtime_cpu::Tensor& x, const runtime_cpu::IndexTensor& labels, std::vector<double>& lse,
+                    std::vector<double>& target) const;
 
   int r_;
   runtime::Communicator* comm_;

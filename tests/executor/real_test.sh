@@ -59,13 +59,16 @@ est gpt gpt_dp2_pp2_z3 --devices 4 --pp 2 --global-batch 8 --zero 3
 est gpt gpt_tp2 --devices 2 --tp 2 --global-batch 4
 # Tensor parallelism: Megatron's column/row pairs and head-split attention
 # (megatron.hints), the mlp's Gemms column-parallel with all-gathers between
-# them, a vocabulary-parallel (tp:v) or hidden-split (tp:h) token embedding. The gpt plans train with SGD: under Adam the attention key bias, whose
+# them; a hidden-split token embedding (tp:h) with a column-parallel head
+# all-gathered before the loss; the embedding, head and loss all
+# vocabulary-parallel (tp:v, tp:n, tp:c). The gpt plans train with SGD: under Adam the attention key bias, whose
 # true gradient is 0 (rounding noise in both runs), takes noise-driven steps
 # as large as the learning rate (docs/executor.md).
 printf 'layers.*/fc/Gemm tp:n\n' > mlp_tp.hints
 meg=$here/data/megatron.hints
 { cat "$meg"; echo "lm_head/MatMul tp:n"; echo "embed/tokens/Gather tp:h"; } > gpt_tp_head.hints
-{ cat "$meg"; echo "embed/tokens/Gather tp:v"; } > gpt_tp_vocab.hints
+{ cat "$meg"; echo "embed/tokens/Gather tp:v"; echo "lm_head/MatMul tp:n"; echo "loss/logits/Reshape tp:g2"
+  echo "loss/SoftmaxCrossEntropyLoss tp:c"; } > gpt_tp_vocab.hints
 est mlp mlp_tp2 --devices 2 --tp 2 --global-batch 8 --hints mlp_tp.hints
 est gpt gpt_tp2_meg --devices 2 --tp 2 --global-batch 8 --hints "$meg" --optimizer sgd
 est gpt gpt_tp2_head --devices 2 --tp 2 --global-batch 8 --hints gpt_tp_head.hints --optimizer sgd
