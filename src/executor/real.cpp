@@ -46,7 +46,6 @@ Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
   };
   if (l.cp > 1) return no(fmt::format("context parallelism (layout.cp = {})", l.cp));
   if (l.ep > 1) return no(fmt::format("expert parallelism (layout.ep = {})", l.ep));
-  if (l.sequence_parallel) return no("sequence parallelism (layout.sequence_parallel)");
   if (l.tp_splits_batch) return no("a batch split over tp (layout.tp_splits_batch)");
   if (p.model.batch && *p.model.batch != p.training.micro_batch)
     return make_error("model.batch {} differs from training.micro_batch {}: the real mode runs the graph as one "
@@ -392,11 +391,13 @@ class Runner {
         const auto id = op.outputs[k]->value;
         PLANNER_TRY_STATUS(tp().finalize(gr[id], gp[id]));
         const Tensor* d = gr[id] ? &*gr[id] : nullptr;
-        if (d)
-          if (auto b = tp().out_grad(oid, k, *d)) {
+        if (d) {
+          PLANNER_TRY(auto b, tp().out_grad(oid, k, *d));
+          if (b) {
             out_keep.push_back(std::move(*b));
             d = &out_keep.back();
           }
+        }
         dout.push_back(d);
         const bool raw = !made.empty() && made[id];
         outs.push_back(raw ? &*made[id] : v[id] ? &*v[id] : nullptr);

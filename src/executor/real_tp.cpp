@@ -353,6 +353,18 @@ class Deriver {
           PLANNER_TRY(auto v, parse_view(o, s->outputs[k], g_.tensor(*op.outputs[k])));
           decl.push_back(v);
         }
+      if (p_.layout.sequence_parallel && sequence_region(op, in, decl)) {
+        // Sequence parallelism: the op runs on this rank's sequence block.
+        const Shape& os = g_.tensor(*op.outputs[0]).shape;
+        for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+          if (!op.inputs[i]) continue;
+          const Shape& is = g_.tensor(*op.inputs[i]).shape;
+          const int a = 1 - (rank_of(os) - rank_of(is));
+          in[i] = a >= 0 && is[static_cast<std::size_t>(a)] == os[1] ? TpView::split_at(a) : TpView::rep();
+          info.in[i].view = *in[i];
+        }
+        decl.clear();
+      }
       auto outs = derive_outputs(op, g_, in, decl, l_.tp);
       if (!outs) return refuse(o, outs.error().message);
       for (std::size_t k = 0; k < outs->size(); ++k) {
@@ -367,6 +379,22 @@ class Deriver {
       for (const auto& pt : info.out) info.split = info.split || pt.view.kind != TpView::Kind::replicated;
     }
     return Status::success();
+  }
+
+  // Megatron's sequence-parallel region: element-wise ops and norms the plan
+  // runs whole on [b, s, h] activations (s divisible by tp), reading whole
+  // values or the sequence blocks of an earlier such op.
+  bool sequence_region(const graph::Op& op, const std::vector<std::optional<TpView>>& in,
+                       const std::vector<TpView>& decl) const {
+    if (!elementwise(op.type) && op.type != "LayerNormalization" && op.type != "RMSNormalization") return false;
+    if (op.outputs.size() != 1 || !op.outputs[0]) return false;
+    const Shape& os = g_.tensor(*op.outputs[0]).shape;
+    if (rank_of(os) != 3 || os[1] % l_.tp != 0 || !graph::is_floating(g_.tensor(*op.outputs[0]).dtype)) return false;
+    for (const auto& v : decl)
+      if (v.kind != TpView::Kind::replicated) return false;
+    for (const auto& v : in)
+      if (v && v->kind != TpView::Kind::replicated && *v != TpView::split_at(1)) return false;
+    return true;
   }
 
   // How each tensor is kept: as its producer makes it when every reader
@@ -388,6 +416,10 @@ class Deriver {
       if (t.producer) {
         const TpView m = made_[i];
         if (m.is_split() && !is_output[i] && (reads.empty() || (uniform && reads[0] == m))) v = m;
+        // A partial sum every reader reads as one split: reduce-scatter (sp).
+        if (m.kind == TpView::Kind::partial && !is_output[i] && uniform && reads[0].is_split() &&
+            graph::is_floating(t.dtype))
+          v = reads[0];
       } else if (t.role == graph::TensorRole::parameter && uniform && reads[0].is_split()) {
         v = reads[0];
       }
@@ -641,8 +673,25 @@ Shape TpRank::out_shape(OpId o, std::size_t k) const {
 Result<bool> TpRank::store_output(OpId o, std::size_t k, const Value& made, Value& stored) {
   const auto& port = l_.ops[o.value].out[k];
   const TensorId id = *g_.op(o).outputs[k];
-  if (port.view.kind == TpView::Kind::replicated || l_.stored[id.value].is_split()) return false;
+  if (port.view.kind == TpView::Kind::replicated || port.view == l_.stored[id.value]) return false;
   const auto& x = std::get<Tensor>(made);
+  const TpView& sv = l_.stored[id.value];
+  if (port.view.kind == TpView::Kind::partial && sv.is_split()) {
+    // Reduce-scatter: lay the blocks out rank after rank, then each rank
+    // receives the sum of its block.
+    const auto n = x.shape[static_cast<std::size_t>(sv.dim)];
+    std::vector<float> send;
+    send.reserve(x.data.size());
+    for (int q = 0; q < l_.tp; ++q) {
+      const auto b = std::get<Tensor>(take(x, sv.dim, held_indices(l_.stored_map[id.value], n, l_.tp, q)));
+      send.insert(send.end(), b.data.begin(), b.data.end());
+    }
+    Tensor mine(local_shape(x.shape, sv, l_.tp));
+    PLANNER_TRY_STATUS(comm_->reduce_scatter(send.data(), mine.data.data(), mine.data.size(), runtime::DType::f32,
+                                             runtime::ReduceOp::sum));
+    stored = std::move(mine);
+    return true;
+  }
   if (port.view.kind == TpView::Kind::partial) {
     Tensor sum = x;
     PLANNER_TRY_STATUS(comm_->all_reduce(sum.data.data(), sum.data.size(), runtime::DType::f32, runtime::ReduceOp::sum));
@@ -664,12 +713,27 @@ Result<bool> TpRank::store_output(OpId o, std::size_t k, const Value& made, Valu
   return true;
 }
 
-std::optional<Tensor> TpRank::out_grad(OpId o, std::size_t k, const Tensor& stored) const {
+Result<std::optional<Tensor>> TpRank::out_grad(OpId o, std::size_t k, const Tensor& stored) const {
   const auto& port = l_.ops[o.value].out[k];
   const TensorId id = *g_.op(o).outputs[k];
-  if (!port.view.is_split() || l_.stored[id.value].is_split()) return std::nullopt;
+  const TpView& sv = l_.stored[id.value];
+  if (port.view.kind == TpView::Kind::partial && sv.is_split()) {
+    // Reduce-scattered forward: every addend's gradient is the whole one.
+    std::vector<float> all(stored.data.size() * static_cast<std::size_t>(l_.tp));
+    PLANNER_TRY_STATUS(comm_->all_gather(stored.data.data(), all.data(), stored.data.size(), runtime::DType::f32));
+    const auto& full_shape = g_.tensor(id).shape;
+    Tensor whole(full_shape);
+    const auto n = full_shape[static_cast<std::size_t>(sv.dim)];
+    for (int q = 0; q < l_.tp; ++q) {
+      const auto at = all.begin() + static_cast<std::ptrdiff_t>(stored.data.size()) * q;
+      Tensor block(stored.shape, std::vector<float>(at, at + static_cast<std::ptrdiff_t>(stored.data.size())));
+      put_add(whole, sv.dim, held_indices(l_.stored_map[id.value], n, l_.tp, q), block);
+    }
+    return std::optional<Tensor>(std::move(whole));
+  }
+  if (!port.view.is_split() || sv.is_split()) return std::optional<Tensor>();
   const auto n = stored.shape[static_cast<std::size_t>(port.view.dim)];
-  return std::get<Tensor>(take(stored, port.view.dim, held_indices(port.map, n, l_.tp, r_)));
+  return std::optional<Tensor>(std::get<Tensor>(take(stored, port.view.dim, held_indices(port.map, n, l_.tp, r_))));
 }
 
 TpRank::Contribution TpRank::contribution(OpId o, std::size_t i) const {

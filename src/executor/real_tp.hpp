@@ -130,7 +130,9 @@ class TpRank {
   Result<bool> store_output(graph::OpId o, std::size_t k, const runtime_cpu::Value& made, runtime_cpu::Value& stored);
   /// The gradient of output k of op o in the view the op made it, from the
   /// stored view's gradient (nullopt: use it as it is).
-  std::optional<runtime_cpu::Tensor> out_grad(graph::OpId o, std::size_t k, const runtime_cpu::Tensor& stored) const;
+  /// A reduce-scattered partial sum gets the whole gradient (all-gather).
+  Result<std::optional<runtime_cpu::Tensor>> out_grad(graph::OpId o, std::size_t k,
+                                                      const runtime_cpu::Tensor& stored) const;
   enum class Contribution : std::uint8_t { whole, partial, scatter };
   /// How input i's gradient from op o joins the tensor's gradient: as it is,
   /// as a partial sum, or scattered from a block into a partial sum.
