@@ -140,12 +140,6 @@ TEST_CASE("real mode: a plan strategy the kernels cannot run split is refused na
   CHECK(st.error().message ==
         "the real mode cannot run op 'layers.0/ln1/LayerNormalization' (LayerNormalization) under tensor parallelism "
         "with strategy ((1,1,1),(1,),(1,)) (replicated): its normalised axis 2 is split");
-  // Sequence parallelism: refused as a whole.
-  p = testing::load_plan("gpt_tp2.json");
-  p.layout.sequence_parallel = true;
-  const auto sp = real_supported(p, testing::tiny_gpt());
-  REQUIRE_FALSE(sp.ok());
-  CHECK_THAT(sp.error().message, Catch::Contains("sequence parallelism (layout.sequence_parallel)"));
 }
 
 TEST_CASE("tp views of the Megatron plan", "[executor][real][tp]") {
@@ -181,6 +175,32 @@ TEST_CASE("tp views of the Megatron plan", "[executor][real][tp]") {
   const auto ctx = *g.find_op("layers.0/attn/context/MatMul");
   CHECK(l->ops[ctx.value].out[0].view == TpView::split_at(1));
   CHECK(l->ops[ctx.value].split);
+}
+
+TEST_CASE("tp views under sequence parallelism", "[executor][real][tp]") {
+  // Megatron SP on the same plan: the norms and residual adds run on
+  // sequence blocks ([2,32,64] split on dim 1), the row-parallel outputs are
+  // reduce-scattered into them, the column-parallel inputs all-gathered.
+  using real_detail::TpView;
+  const auto& g = testing::tiny_gpt();
+  auto p = testing::load_plan("gpt_tp2.json");
+  p.layout.sequence_parallel = true;
+  const auto l = real_detail::derive_tp_layout(p, g);
+  REQUIRE(l.ok());
+  const auto out_of = [&](const char* op) { return *g.op(*g.find_op(op)).outputs[0]; };
+  const auto ln1 = *g.find_op("layers.0/ln1/LayerNormalization");
+  CHECK(l->ops[ln1.value].in[0].view == TpView::split_at(1));
+  CHECK(l->ops[ln1.value].in[1].view == TpView::rep());  // its weight: whole, gradient a partial sum
+  CHECK(l->ops[ln1.value].split);
+  CHECK(l->stored[out_of("layers.0/ln1/LayerNormalization").value] == TpView::rep());  // all-gathered for qkv
+  CHECK(l->stored[out_of("layers.0/attn/proj/MatMul").value] == TpView::split_at(1));  // reduce-scattered
+  CHECK(l->stored[out_of("layers.0/attn_residual/Add").value] == TpView::split_at(1));
+  CHECK(l->stored[out_of("layers.0/mlp/fc2/MatMul").value] == TpView::split_at(1));
+  // The embedding output is drawn whole and read by its block.
+  CHECK(l->stored[out_of("embed/tokens/Gather").value] == TpView::rep());
+  CHECK(l->stored[out_of("embed/Add").value] == TpView::split_at(1));
+  // The head reads the final norm's output whole (all-gather).
+  CHECK(l->stored[out_of("final_ln/LayerNormalization").value] == TpView::rep());
 }
 
 TEST_CASE("tp output views of single ops", "[executor][real][tp]") {
