@@ -19,6 +19,7 @@
 #include "planner/runtime_cpu/interpreter.hpp"
 #include "planner/runtime_cpu/rng.hpp"
 #include "real_data.hpp"
+#include "real_tp.hpp"
 
 namespace planner::executor {
 
@@ -39,14 +40,12 @@ constexpr int kTagAct = 0, kTagGrad = 1, kTagCheck = 5;
 Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
   const auto& l = p.layout;
   const auto no = [&](std::string_view what) {
-    return make_error("the real mode cannot run {} yet (it runs data parallelism, ZeRO 0-3 and pipeline "
-                      "parallelism); --replay can time this plan",
+    return make_error("the real mode cannot run {} yet (it runs data, tensor and pipeline parallelism and ZeRO "
+                      "0-3); --replay can time this plan",
                       what);
   };
-  if (l.tp > 1) return no(fmt::format("tensor parallelism (layout.tp = {})", l.tp));
   if (l.cp > 1) return no(fmt::format("context parallelism (layout.cp = {})", l.cp));
   if (l.ep > 1) return no(fmt::format("expert parallelism (layout.ep = {})", l.ep));
-  if (l.sequence_parallel) return no("sequence parallelism (layout.sequence_parallel)");
   if (l.tp_splits_batch) return no("a batch split over tp (layout.tp_splits_batch)");
   if (p.model.batch && *p.model.batch != p.training.micro_batch)
     return make_error("model.batch {} differs from training.micro_batch {}: the real mode runs the graph as one "
@@ -80,6 +79,7 @@ Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
                           t.name);
     }
   }
+  if (l.tp > 1) PLANNER_TRY_STATUS(derive_tp_layout(p, g));
   return Status::success();
 }
 
@@ -98,6 +98,9 @@ class Runner {
     C_ = static_cast<int>(l.chunks.size());
     pp_rank_ = coordinate(p_, rank_, "pp");
     dp_rank_ = coordinate(p_, rank_, "dp");
+    tp_rank_ = coordinate(p_, rank_, "tp");
+    PLANNER_TRY(tpl_, derive_tp_layout(p_, g_));
+    tp_.emplace(tpl_, g_, tp_rank_, &world_);  // its group comes below, after the dp group
     seed_ = p_.training.seed;
     opt_ = optimizer_of(p_.training.optimizer);
     chunk_of_ = chunk_of_ops(p_, g_);
@@ -146,14 +149,14 @@ class Runner {
     std::int64_t off = 0;
     for (auto id : params_) {
       offset_[id.value] = off;
-      off += g_.tensor(id).numel();
+      off += tp().numel(id);
     }
     flat_size_ = off;
     padded_ = (off + dp_ - 1) / dp_ * dp_;
     shard_ = padded_ / dp_;
     flat_w_.assign(static_cast<std::size_t>(padded_), 0.0f);
     for (auto id : params_) {
-      const Tensor w = init_parameter(seed_, g_.tensor(id));
+      const Tensor w = tp().shard(id, init_parameter(seed_, g_.tensor(id)));
       std::copy(w.data.begin(), w.data.end(), flat_w_.begin() + offset_[id.value]);
     }
     // The data-parallel group: the world when it is all of it.
@@ -165,6 +168,13 @@ class Runner {
         dp_comm_ = owned_dp_.get();
       }
     }
+    // The tensor-parallel group, split after the dp group on every rank.
+    runtime::Communicator* tp_comm = &world_;
+    if (l.tp > 1 && l.tp != world_.size()) {
+      PLANNER_TRY(owned_tp_, world_.split(with_coordinate(p_, rank_, "tp", 0), rank_));
+      tp_comm = owned_tp_.get();
+    }
+    tp_.emplace(tpl_, g_, tp_rank_, tp_comm);
     zero3_ = l.zero == 3 && dp_ > 1;
     if (zero3_) shard_w_.assign(flat_w_.begin() + dp_rank_ * shard_, flat_w_.begin() + (dp_rank_ + 1) * shard_);
     if (zero3_) release_weights();
@@ -202,7 +212,7 @@ class Runner {
         if (recv) PLANNER_TRY_STATUS(receive_gradients(st, *recv));
         if (zero3_) PLANNER_TRY_STATUS(gather_weights());
         PLANNER_TRY_STATUS(backward(st));
-        if (send) queue_gradients(st, *send);
+        if (send) PLANNER_TRY_STATUS(queue_gradients(st, *send));
       }
       if (zero3_) {
         // Only the shard stays between uses: drop the gathered weights and
@@ -214,6 +224,8 @@ class Runner {
       if (st.kind == 'B' && last_b[st.micro_batch] == i) {
         values_.erase(st.micro_batch);
         grads_.erase(st.micro_batch);
+        partials_.erase(st.micro_batch);
+        made_.erase(st.micro_batch);
       }
     }
     PLANNER_TRY_STATUS(flush_sends(-1));
@@ -236,10 +248,19 @@ class Runner {
     } else {
       w = flat_w_;
     }
+    if (l().tp > 1) {  // whole tensors from the tp shares (a tp collective each)
+      std::vector<float> local;
+      local.swap(grad);
+      PLANNER_TRY_STATUS(tp().gather_full(params_, local, grad));
+      local.swap(w);
+      PLANNER_TRY_STATUS(tp().gather_full(params_, local, w));
+    }
     return Status::success();
   }
 
-  bool holds_loss() const { return chunk_of_[g_.tensor(*loss_).producer->value] % l().pp == pp_rank_; }
+  bool holds_loss() const {
+    return chunk_of_[g_.tensor(*loss_).producer->value] % l().pp == pp_rank_ && tp_rank_ == 0;
+  }
   int dp_rank() const { return dp_rank_; }
   int pp_rank() const { return pp_rank_; }
   const std::vector<int>& chunk_of() const { return chunk_of_; }
@@ -259,6 +280,23 @@ class Runner {
     if (v.empty()) v.resize(g_.num_tensors());
     return v;
   }
+  // Partial-sum gradients (tp) not yet all-reduced.
+  std::vector<std::optional<Tensor>>& gps(int mb) {
+    auto& v = partials_[mb];
+    if (v.empty()) v.resize(g_.num_tensors());
+    return v;
+  }
+  real_detail::TpRank& tp() { return *tp_; }
+  const real_detail::TpRank& tp() const { return *tp_; }
+  // The value op `o` reads at input port i: the stored one, or its tp block.
+  const Value* port(std::vector<std::optional<Value>>& v, graph::OpId o, std::size_t i, std::vector<Value>& keep) {
+    const TensorId id = *g_.op(o).inputs[i];
+    if (auto b = tp().port_input(o, i, *v[id.value])) {
+      keep.push_back(std::move(*b));
+      return &keep.back();
+    }
+    return &*v[id.value];
+  }
 
   // A tensor made by no op: a parameter, a constant or this chunk's rows of an input.
   Status provide(std::vector<std::optional<Value>>& v, TensorId id, int mb) {
@@ -267,8 +305,8 @@ class Runner {
       const auto it = offset_.find(id.value);
       if (it == offset_.end() || (zero3_ && !gathered_))
         return make_error("parameter '{}' is not held by pipeline rank {}", t.name, pp_rank_);
-      Tensor w(t.shape);
-      std::copy(flat_w_.begin() + it->second, flat_w_.begin() + it->second + t.numel(), w.data.begin());
+      Tensor w(tp().shape(id));
+      std::copy(flat_w_.begin() + it->second, flat_w_.begin() + it->second + w.size(), w.data.begin());
       v[id.value] = std::move(w);
     } else if (t.values) {
       PLANNER_TRY(Value c, runtime_cpu::constant_value(*t.values, t.shape, t.dtype, t.name));
@@ -286,23 +324,41 @@ class Runner {
     for (graph::OpId oid : chunk_ops_[static_cast<std::size_t>(st.chunk)]) {
       const graph::Op& op = g_.op(oid);
       std::vector<const Value*> in;
-      for (const auto& t : op.inputs) {
+      std::vector<Value> keep;
+      keep.reserve(op.inputs.size());
+      for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+        const auto& t = op.inputs[i];
         if (!t) {
           in.push_back(nullptr);
           continue;
         }
         if (!v[t->value] || (g_.tensor(*t).role == graph::TensorRole::parameter && !g_.tensor(*t).producer))
           PLANNER_TRY_STATUS(provide(v, *t, st.micro_batch));
-        in.push_back(&*v[t->value]);
+        in.push_back(port(v, oid, i, keep));
       }
       std::vector<runtime_cpu::OutputSpec> specs;
-      for (const auto& t : op.outputs) {
+      for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+        const auto& t = op.outputs[k];
         if (!t) return make_error("op '{}' ({}): omitted outputs are not supported", op.name, op.type);
         const auto& x = g_.tensor(*t);
-        specs.push_back({x.shape, x.dtype, x.values ? &*x.values : nullptr});
+        specs.push_back({tp().out_shape(oid, k), x.dtype, x.values ? &*x.values : nullptr});
       }
-      PLANNER_TRY(auto outs, runtime_cpu::forward_op(op, in, specs));
-      for (std::size_t k = 0; k < outs.size(); ++k) v[op.outputs[k]->value] = std::move(outs[k]);
+      PLANNER_TRY(auto outs, tp().forward(oid, in, specs));
+      for (std::size_t k = 0; k < outs.size(); ++k) {
+        // tp: a partial sum is all-reduced, a split read whole all-gathered;
+        // the op's own output is kept for its backward.
+        Value stored;
+        PLANNER_TRY(const bool converted, tp().store_output(oid, k, outs[k], stored));
+        auto& slot = v[op.outputs[k]->value];
+        if (converted) {
+          slot = std::move(stored);
+          auto& m = made_[st.micro_batch];
+          if (m.empty()) m.resize(g_.num_tensors());
+          m[op.outputs[k]->value] = std::move(outs[k]);
+        } else {
+          slot = std::move(outs[k]);
+        }
+      }
     }
     if (chunk_of_[g_.tensor(*loss_).producer->value] == st.chunk) {
       const Tensor* x = runtime_cpu::as_float(v[loss_->value] ? &*v[loss_->value] : nullptr);
@@ -321,34 +377,57 @@ class Runner {
       gr[loss_->value] = std::move(one);
     }
     const auto& ops = chunk_ops_[static_cast<std::size_t>(st.chunk)];
+    auto& gp = gps(st.micro_batch);
+    auto& made = made_[st.micro_batch];
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-      const graph::Op& op = g_.op(*it);
+      const graph::OpId oid = *it;
+      const graph::Op& op = g_.op(oid);
       std::vector<const Tensor*> dout;
       std::vector<const Value*> outs;
+      std::vector<Tensor> out_keep;
+      out_keep.reserve(op.outputs.size());
       bool any = false;
-      for (const auto& t : op.outputs) {
-        dout.push_back(gr[t->value] ? &*gr[t->value] : nullptr);
-        outs.push_back(v[t->value] ? &*v[t->value] : nullptr);
+      for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+        const auto id = op.outputs[k]->value;
+        PLANNER_TRY_STATUS(tp().finalize(gr[id], gp[id]));
+        const Tensor* d = gr[id] ? &*gr[id] : nullptr;
+        if (d) {
+          PLANNER_TRY(auto b, tp().out_grad(oid, k, *d));
+          if (b) {
+            out_keep.push_back(std::move(*b));
+            d = &out_keep.back();
+          }
+        }
+        dout.push_back(d);
+        const bool raw = !made.empty() && made[id];
+        outs.push_back(raw ? &*made[id] : v[id] ? &*v[id] : nullptr);
         any = any || dout.back();
       }
       if (!any) continue;
       std::vector<const Value*> in;
+      std::vector<Value> keep;
+      keep.reserve(op.inputs.size());
       std::vector<bool> needs;
-      for (const auto& t : op.inputs) {
+      for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+        const auto& t = op.inputs[i];
         if (t && !v[t->value]) PLANNER_TRY_STATUS(provide(v, *t, st.micro_batch));
-        in.push_back(t ? &*v[t->value] : nullptr);
+        in.push_back(t ? port(v, oid, i, keep) : nullptr);
         needs.push_back(t && needs_grad_[t->value]);
       }
-      PLANNER_TRY(auto gin, runtime_cpu::backward_op(op, in, outs, dout, needs));
+      PLANNER_TRY(auto gin, tp().backward(oid, in, outs, dout, needs));
       for (std::size_t k = 0; k < gin.size(); ++k) {
         if (!gin[k]) continue;
-        auto& slot = gr[op.inputs[k]->value];
+        using C = real_detail::TpRank::Contribution;
+        const C c = tp().contribution(oid, k);
+        if (c == C::scatter) gin[k] = tp().scatter(oid, k, *gin[k]);
+        auto& slot = (c == C::whole ? gr : gp)[op.inputs[k]->value];
         if (slot) runtime_cpu::accumulate(*slot, *gin[k]);
         else slot = std::move(gin[k]);
       }
     }
     // Parameter gradients join the step's accumulator, micro-batch by micro-batch.
     for (auto id : params_) {
+      PLANNER_TRY_STATUS(tp().finalize(gr[id.value], gp[id.value]));
       auto& slot = gr[id.value];
       if (!slot) continue;
       float* dst = grad_acc_.data() + offset_.at(id.value);
@@ -360,7 +439,9 @@ class Runner {
 
   // Transfers: float tensors as their words, integer ones as raw 8-byte words
   // (two f32 words each; send and recv never look at the bits).
-  static std::int64_t words(const graph::Tensor& t) { return t.dtype == graph::DType::f32 ? t.numel() : 2 * t.numel(); }
+  std::int64_t words(TensorId id) const {
+    return g_.tensor(id).dtype == graph::DType::f32 ? tp().numel(id) : 2 * tp().numel(id);
+  }
 
   void queue_activations(const plan::ScheduleStep& st, const Task& send) {
     auto& v = vals(st.micro_batch);
@@ -381,49 +462,54 @@ class Runner {
   Status receive_activations(const plan::ScheduleStep& st, const Task& recv) {
     const auto& list = boundary_[static_cast<std::size_t>(st.chunk - 1)];
     std::int64_t n = 0;
-    for (TensorId id : list) n += words(g_.tensor(id));
+    for (TensorId id : list) n += words(id);
     std::vector<float> buf(static_cast<std::size_t>(n));
     PLANNER_TRY_STATUS(world_.recv(buf.data(), buf.size(), runtime::DType::f32, peer_rank(recv.peer_pp), kTagAct));
     auto& v = vals(st.micro_batch);
     std::int64_t at = 0;
     for (TensorId id : list) {
       const auto& t = g_.tensor(id);
+      const auto shape = tp().shape(id);
+      const auto n = runtime_cpu::numel(shape);
       if (t.dtype == graph::DType::f32) {
-        v[id.value] = Tensor(t.shape, std::vector<float>(buf.begin() + at, buf.begin() + at + t.numel()));
+        v[id.value] = Tensor(shape, std::vector<float>(buf.begin() + at, buf.begin() + at + n));
       } else {
-        IndexTensor ix{t.shape, std::vector<std::int64_t>(static_cast<std::size_t>(t.numel()))};
+        IndexTensor ix{shape, std::vector<std::int64_t>(static_cast<std::size_t>(n))};
         std::memcpy(ix.data.data(), buf.data() + at, ix.data.size() * sizeof(std::int64_t));
         v[id.value] = std::move(ix);
       }
-      at += words(t);
+      at += words(id);
     }
     return Status::success();
   }
 
-  void queue_gradients(const plan::ScheduleStep& st, const Task& send) {
+  Status queue_gradients(const plan::ScheduleStep& st, const Task& send) {
     auto& gr = grs(st.micro_batch);
+    auto& gp = gps(st.micro_batch);
     std::vector<float> buf;
     for (TensorId id : grad_boundary_[static_cast<std::size_t>(st.chunk - 1)]) {
+      PLANNER_TRY_STATUS(tp().finalize(gr[id.value], gp[id.value]));
       if (gr[id.value]) buf.insert(buf.end(), gr[id.value]->data.begin(), gr[id.value]->data.end());
-      else buf.resize(buf.size() + static_cast<std::size_t>(g_.tensor(id).numel()), 0.0f);
+      else buf.resize(buf.size() + static_cast<std::size_t>(tp().numel(id)), 0.0f);
     }
     sends_.push_back({send.order, peer_rank(send.peer_pp), kTagGrad, std::move(buf)});
+    return Status::success();
   }
 
   Status receive_gradients(const plan::ScheduleStep& st, const Task& recv) {
     const auto& list = grad_boundary_[static_cast<std::size_t>(st.chunk)];
     std::int64_t n = 0;
-    for (TensorId id : list) n += g_.tensor(id).numel();
+    for (TensorId id : list) n += tp().numel(id);
     std::vector<float> buf(static_cast<std::size_t>(n));
     PLANNER_TRY_STATUS(world_.recv(buf.data(), buf.size(), runtime::DType::f32, peer_rank(recv.peer_pp), kTagGrad));
     auto& gr = grs(st.micro_batch);
     std::int64_t at = 0;
     for (TensorId id : list) {
-      const auto& t = g_.tensor(id);
-      Tensor x(t.shape, std::vector<float>(buf.begin() + at, buf.begin() + at + t.numel()));
+      const auto n_id = tp().numel(id);
+      Tensor x(tp().shape(id), std::vector<float>(buf.begin() + at, buf.begin() + at + n_id));
       if (gr[id.value]) runtime_cpu::accumulate(*gr[id.value], x);
       else gr[id.value] = std::move(x);
-      at += t.numel();
+      at += n_id;
     }
     return Status::success();
   }
@@ -489,7 +575,7 @@ class Runner {
   const RankProgram& prog_;
   const OpGraph& g_;
   runtime::Communicator& world_;
-  int rank_ = 0, dp_ = 1, M_ = 1, C_ = 1, pp_rank_ = 0, dp_rank_ = 0;
+  int rank_ = 0, dp_ = 1, M_ = 1, C_ = 1, pp_rank_ = 0, dp_rank_ = 0, tp_rank_ = 0;
   std::uint64_t seed_ = 0;
   runtime_cpu::OptimizerConfig opt_;
   std::vector<int> chunk_of_;
@@ -504,10 +590,13 @@ class Runner {
   bool zero3_ = false, gathered_ = true;
   runtime_cpu::OptimState state_;
   runtime::Communicator* dp_comm_ = nullptr;
-  std::unique_ptr<runtime::Communicator> owned_dp_;
+  std::unique_ptr<runtime::Communicator> owned_dp_, owned_tp_;
+  real_detail::TpLayout tpl_;
+  std::optional<real_detail::TpRank> tp_;
   std::map<std::uint32_t, Value> inputs_;
   std::map<int, std::vector<std::optional<Value>>> values_;
-  std::map<int, std::vector<std::optional<Tensor>>> grads_;
+  std::map<int, std::vector<std::optional<Tensor>>> grads_, partials_;
+  std::map<int, std::vector<std::optional<Value>>> made_;  // tp: outputs as made, when stored converted
   std::deque<PendingSend> sends_;
 };
 
@@ -656,9 +745,12 @@ Result<RealResult> run_real(const plan::Plan& p, const RankProgram& prog, const 
             const auto& mine = kind == 0 ? stage_grad[static_cast<std::size_t>(s)] : stage_w[static_cast<std::size_t>(s)];
             const auto& theirs = kind == 0 ? r.gradients.at(name) : r.weights.at(name);
             const char* what = kind == 0 ? "gradient" : "weight";
+            double scale = 0;  // tp: norm-wise (real_data.hpp)
+            if (p.layout.tp > 1)
+              for (float b : theirs.data) scale = std::max(scale, static_cast<double>(std::fabs(b)));
             for (std::int64_t i = 0; i < theirs.size(); ++i) {
               const float a = mine[static_cast<std::size_t>(off + i)], b = theirs[i];
-              const double e = rel_error(a, b);
+              const double e = rel_error(a, b, scale);
               if (!(e <= cs.max_rel_error)) {
                 cs.max_rel_error = std::isnan(e) ? INFINITY : e;
                 cs.worst = fmt::format("{} of '{}'", what, name);

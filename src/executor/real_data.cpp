@@ -48,7 +48,9 @@ void optimizer_step(const runtime_cpu::OptimizerConfig& c, std::span<float> w, s
   else runtime_cpu::adamw_step(std::get<runtime_cpu::AdamWConfig>(c), w, g, s);
 }
 
-double rel_error(double a, double b) { return std::fabs(a - b) / std::max(std::fabs(b), 1e-6); }
+double rel_error(double a, double b, double scale) {
+  return std::fabs(a - b) / std::max({std::fabs(b), scale, 1e-6});
+}
 
 // Which chunk runs each op (index = OpId), -1 for none.
 std::vector<int> chunk_of_ops(const plan::Plan& p, const OpGraph& g) {

@@ -24,8 +24,10 @@ runtime_cpu::Tensor init_parameter(std::uint64_t seed, const graph::Tensor& t);
 runtime_cpu::OptimizerConfig optimizer_of(const plan::OptimizerSettings& o);
 void optimizer_step(const runtime_cpu::OptimizerConfig& c, std::span<float> w, std::span<const float> g,
                     runtime_cpu::OptimState& s);
-/// |a - b| / max(|b|, 1e-6).
-double rel_error(double a, double b);
+/// |a - b| / max(|b|, scale, 1e-6). `scale`: 0 for an element-wise
+/// relative error; the tensor's largest |b| for a norm-wise one (tp splits a
+/// GEMM's contraction, so its sums run in another order than the interpreter's).
+double rel_error(double a, double b, double scale = 0);
 /// Which chunk runs each op (index = OpId), -1 for none.
 std::vector<int> chunk_of_ops(const plan::Plan& p, const graph::OpGraph& g);
 /// Parameters read by the ops of pipeline rank `stage`, sorted by name.

@@ -1,7 +1,7 @@
 // The real mode on the in-process fake communicator (one thread per rank):
 // the fixture plans of tests/executor/data train the tiny GPT (vocabulary
 // 128) with --check against the interpreter; a dropped collective fails the
-// check; tensor parallelism is refused.
+// check; tensor parallelism (its views and share helpers, real_tp.hpp).
 
 #include <cmath>
 #include <thread>
@@ -12,6 +12,7 @@
 #include "planner/executor/real.hpp"
 #include "planner/runtime/fake_communicator.hpp"
 #include "planner/runtime_cpu/interpreter.hpp"
+#include "../../src/executor/real_tp.hpp"
 
 namespace planner::executor {
 namespace {
@@ -101,11 +102,168 @@ TEST_CASE("real mode: a dropped gradient reduction fails --check", "[executor][r
   CHECK_THAT(res[0]->check_failure, Catch::StartsWith("--check failed at step 1: gradient of '"));
 }
 
-TEST_CASE("real mode: tensor parallelism is refused with a line naming it", "[executor][real]") {
-  const auto st = real_supported(testing::load_plan("gpt_tp2.json"), testing::tiny_gpt());
+TEST_CASE("real mode: --check passes on tp and tp x pp plans", "[executor][real][tp]") {
+  // Megatron column/row splits, head-split attention, the fused QKV split
+  // (gen_plans.sh, megatron.hints). SGD with momentum: under Adam the
+  // attention key bias (true gradient 0, rounding noise here and in the
+  // reference) would take noise-driven steps (docs/executor.md).
+  for (const char* name : {"gpt_tp2.json", "gpt_tp2_pp2.json"}) {
+    INFO(name);
+    auto p = testing::load_plan(name);
+    p.training.optimizer.name = "sgd_momentum";
+    RealOptions o;
+    o.steps = 2;
+    o.warmup = 0;
+    o.check = true;
+    const auto res = run_all(p, o);
+    for (const auto& r : res) {
+      REQUIRE(r.ok());
+      CHECK(r->check_failure.empty());
+      CHECK(r->losses == res[0]->losses);
+    }
+    REQUIRE(res[0]->checked.size() == 2);
+    for (const auto& c : res[0]->checked) CHECK(c.max_rel_error <= 1e-5);
+    CHECK(std::fabs(res[0]->losses[0] - std::log(128.0)) < 0.05);
+  }
+}
+
+TEST_CASE("real mode: a plan strategy the kernels cannot run split is refused naming the op", "[executor][real][tp]") {
+  // A LayerNorm split along the hidden axis it normalises (a hand-edited plan).
+  auto p = testing::load_plan("gpt_tp2.json");
+  for (auto& s : p.layout.strategies)
+    if (s.unit == "layers.0/ln1/LayerNormalization") {
+      s.inputs[0] = "[-,-,tp]";
+      s.outputs[0] = "[-,-,tp]";
+    }
+  const auto st = real_supported(p, testing::tiny_gpt());
   REQUIRE_FALSE(st.ok());
-  CHECK_THAT(st.error().message, Catch::Contains("tensor parallelism (layout.tp = 2)"));
-  CHECK_THAT(st.error().message, Catch::Contains("--replay can time this plan"));
+  CHECK(st.error().message ==
+        "the real mode cannot run op 'layers.0/ln1/LayerNormalization' (LayerNormalization) under tensor parallelism "
+        "with strategy ((1,1,1),(1,),(1,)) (replicated): its normalised axis 2 is split");
+}
+
+TEST_CASE("tp views of the Megatron plan", "[executor][real][tp]") {
+  // tiny GPT: hidden 64, 4 heads, micro-batch 2, sequence 32; tp = 2.
+  using real_detail::TpView;
+  const auto& g = testing::tiny_gpt();
+  const auto l = real_detail::derive_tp_layout(testing::load_plan("gpt_tp2.json"), g);
+  REQUIRE(l.ok());
+  const auto stored = [&](const std::string& t) { return l->stored[g.find_tensor(t)->value]; };
+  // Column-parallel weights and biases kept as shares, row-parallel weights
+  // split on their rows, their biases and the LayerNorm weights whole.
+  CHECK(stored("layers.0.attn.qkv.weight") == TpView::split_at(1));
+  CHECK(stored("layers.0.mlp.fc1.bias") == TpView::split_at(0));
+  CHECK(stored("layers.0.mlp.fc2.weight") == TpView::split_at(0));
+  CHECK(stored("layers.0.mlp.fc2.bias") == TpView::rep());
+  CHECK(stored("layers.0.ln1.weight") == TpView::rep());
+  // The row-parallel output is a partial sum, kept whole (all-reduced).
+  const auto proj = *g.find_op("layers.0/attn/proj/MatMul");
+  CHECK(l->ops[proj.value].out[0].view == TpView::part());
+  CHECK(stored(g.tensor(*g.op(proj).outputs[0]).name) == TpView::rep());
+  // The QKV columns behind the Split (3 x 64 wide): rank r holds block r of
+  // each of q, k, v, i.e. columns 32r..32r+31 of each 64-wide third.
+  const auto& m = l->stored_map[g.find_tensor("layers.0.attn.qkv.weight")->value];
+  REQUIRE(m.size() == 2);
+  CHECK(m[1].size() == 96);
+  CHECK(m[1][0] == 32);
+  CHECK(m[1][31] == 63);
+  CHECK(m[1][32] == 96);  // 64 + 32
+  CHECK(m[1][64] == 160);  // 128 + 32
+  CHECK(l->stored_map[g.find_tensor("layers.0.attn.qkv.bias")->value] == m);
+  // The Split's input is the only reader of the bias Add's output: same map.
+  // Attention runs head-split: q, k, v and the context split on dim 1 (heads).
+  const auto ctx = *g.find_op("layers.0/attn/context/MatMul");
+  CHECK(l->ops[ctx.value].out[0].view == TpView::split_at(1));
+  CHECK(l->ops[ctx.value].split);
+}
+
+TEST_CASE("tp views under sequence parallelism", "[executor][real][tp]") {
+  // Megatron SP on the same plan: the norms and residual adds run on
+  // sequence blocks ([2,32,64] split on dim 1), the row-parallel outputs are
+  // reduce-scattered into them, the column-parallel inputs all-gathered.
+  using real_detail::TpView;
+  const auto& g = testing::tiny_gpt();
+  auto p = testing::load_plan("gpt_tp2.json");
+  p.layout.sequence_parallel = true;
+  const auto l = real_detail::derive_tp_layout(p, g);
+  REQUIRE(l.ok());
+  const auto out_of = [&](const char* op) { return *g.op(*g.find_op(op)).outputs[0]; };
+  const auto ln1 = *g.find_op("layers.0/ln1/LayerNormalization");
+  CHECK(l->ops[ln1.value].in[0].view == TpView::split_at(1));
+  CHECK(l->ops[ln1.value].in[1].view == TpView::rep());  // its weight: whole, gradient a partial sum
+  CHECK(l->ops[ln1.value].split);
+  CHECK(l->stored[out_of("layers.0/ln1/LayerNormalization").value] == TpView::rep());  // all-gathered for qkv
+  CHECK(l->stored[out_of("layers.0/attn/proj/MatMul").value] == TpView::split_at(1));  // reduce-scattered
+  CHECK(l->stored[out_of("layers.0/attn_residual/Add").value] == TpView::split_at(1));
+  CHECK(l->stored[out_of("layers.0/mlp/fc2/MatMul").value] == TpView::split_at(1));
+  // The embedding output is drawn whole and read by its block.
+  CHECK(l->stored[out_of("embed/tokens/Gather").value] == TpView::rep());
+  CHECK(l->stored[out_of("embed/Add").value] == TpView::split_at(1));
+  // The head reads the final norm's output whole (all-gather).
+  CHECK(l->stored[out_of("final_ln/LayerNormalization").value] == TpView::rep());
+}
+
+TEST_CASE("tp output views of single ops", "[executor][real][tp]") {
+  using real_detail::TpView;
+  const auto& g = testing::tiny_gpt();
+  const auto derive = [&](const char* op, std::vector<std::optional<TpView>> in) {
+    return real_detail::derive_outputs(g.op(*g.find_op(op)), g, in, {}, 2);
+  };
+  // x[2,32,64] W[64,192]: column split -> output split on its last dim;
+  // contraction split -> partial; rows of x split -> rows of the output.
+  auto col = derive("layers.0/attn/qkv/MatMul", {TpView::rep(), TpView::split_at(1)});
+  REQUIRE(col.ok());
+  CHECK((*col)[0] == TpView::split_at(2));
+  auto row = derive("layers.0/attn/qkv/MatMul", {TpView::split_at(2), TpView::split_at(0)});
+  REQUIRE(row.ok());
+  CHECK((*row)[0] == TpView::part());
+  auto rows = derive("layers.0/attn/qkv/MatMul", {TpView::split_at(1), TpView::rep()});
+  REQUIRE(rows.ok());
+  CHECK((*rows)[0] == TpView::split_at(1));
+  CHECK_FALSE(derive("layers.0/attn/qkv/MatMul", {TpView::split_at(2), TpView::split_at(1)}).ok());
+  // LayerNorm over the last axis: the batch may be split, the hidden not.
+  auto ln = derive("layers.0/ln1/LayerNormalization", {TpView::split_at(0), TpView::rep(), TpView::rep()});
+  REQUIRE(ln.ok());
+  CHECK((*ln)[0] == TpView::split_at(0));
+  const auto bad = derive("layers.0/ln1/LayerNormalization", {TpView::split_at(2), TpView::rep(), TpView::rep()});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message == "its normalised axis 2 is split");
+  // Softmax over the last axis of [2,4,32,32] scores, split by heads.
+  auto sm = derive("layers.0/attn/Softmax", {TpView::split_at(1)});
+  REQUIRE(sm.ok());
+  CHECK((*sm)[0] == TpView::split_at(1));
+  CHECK_FALSE(derive("layers.0/attn/Softmax", {TpView::split_at(3)}).ok());
+  // Nothing split: nothing derived.
+  auto none = derive("layers.0/attn/Softmax", {TpView::rep()});
+  REQUIRE(none.ok());
+  CHECK((*none)[0] == TpView::rep());
+}
+
+TEST_CASE("tp share helpers", "[executor][real][tp]") {
+  using namespace real_detail;
+  // Split sizes 4, 4, 4 over 2 ranks: rank 0 holds 0-1, 4-5, 8-9.
+  const auto m = split_input_map({4, 4, 4}, 2);
+  CHECK(m[0] == std::vector<std::int64_t>{0, 1, 4, 5, 8, 9});
+  CHECK(m[1] == std::vector<std::int64_t>{2, 3, 6, 7, 10, 11});
+  // Default shares: contiguous blocks, n = 6 over 3 ranks -> rank 1 holds 2, 3.
+  CHECK(held_indices({}, 6, 3, 1) == std::vector<std::int64_t>{2, 3});
+  CHECK(held_indices(m, 12, 2, 1) == m[1]);
+  // [2,32,64] split on dim 2 -> [2,32,4,16] split on dim 2 (heads): 64 elements
+  // before the split dim in both, so blocks survive. Splitting dim 3 instead
+  // (16-element pieces) would interleave them.
+  CHECK(reshape_keeps_blocks({2, 32, 64}, 2, {2, 32, 4, 16}, 2, 2));
+  CHECK_FALSE(reshape_keeps_blocks({2, 32, 64}, 2, {2, 32, 4, 16}, 3, 2));
+  CHECK_FALSE(reshape_keeps_blocks({2, 32, 6}, 2, {2, 32, 2, 3}, 2, 4));  // 2 heads over 4 ranks
+  // take / put_add along dim 1 of [[0,1,2],[3,4,5]] at indices {2, 0}.
+  const runtime_cpu::Tensor x({2, 3}, {0, 1, 2, 3, 4, 5});
+  const auto part = std::get<runtime_cpu::Tensor>(take(x, 1, std::vector<std::int64_t>{2, 0}));
+  CHECK(part.shape == runtime_cpu::Shape{2, 2});
+  CHECK(part.data == std::vector<float>{2, 0, 5, 3});
+  runtime_cpu::Tensor back({2, 3});
+  put_add(back, 1, std::vector<std::int64_t>{2, 0}, part);
+  CHECK(back.data == std::vector<float>{0, 0, 2, 3, 0, 5});
+  CHECK(local_shape({2, 32, 64}, TpView::split_at(2), 2) == runtime_cpu::Shape{2, 32, 32});
+  CHECK(local_shape({2, 32, 64}, TpView::part(), 2) == runtime_cpu::Shape{2, 32, 64});
 }
 
 TEST_CASE("Interpreter::set_input replaces an input and checks its shape", "[executor][real]") {

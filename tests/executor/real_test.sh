@@ -9,6 +9,7 @@
 set -u
 bin=$1
 mpiexec=$2
+here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -56,6 +57,39 @@ est gpt gpt_pp2_vp2 --devices 2 --pp 2 --vp 2 --schedule interleaved --global-ba
 est gpt gpt_dp2_pp2_z2 --devices 4 --pp 2 --global-batch 8 --zero 2 --schedule gpipe
 est gpt gpt_dp2_pp2_z3 --devices 4 --pp 2 --global-batch 8 --zero 3
 est gpt gpt_tp2 --devices 2 --tp 2 --global-batch 4
+# Tensor parallelism: Megatron's column/row pairs and head-split attention
+# (megatron.hints), the mlp's Gemms column-parallel with all-gathers between
+# them; a hidden-split token embedding (tp:h) with a column-parallel head
+# all-gathered before the loss; the embedding, head and loss all
+# vocabulary-parallel (tp:v, tp:n, tp:c). The gpt plans train with SGD: under Adam the attention key bias, whose
+# true gradient is 0 (rounding noise in both runs), takes noise-driven steps
+# as large as the learning rate (docs/executor.md).
+printf 'layers.*/fc/Gemm tp:n\n' > mlp_tp.hints
+meg=$here/data/megatron.hints
+{ cat "$meg"; echo "lm_head/MatMul tp:n"; echo "embed/tokens/Gather tp:h"; } > gpt_tp_head.hints
+{ cat "$meg"; echo "embed/tokens/Gather tp:v"; echo "lm_head/MatMul tp:n"; echo "loss/logits/Reshape tp:g2"
+  echo "loss/SoftmaxCrossEntropyLoss tp:c"; } > gpt_tp_vocab.hints
+est mlp mlp_tp2 --devices 2 --tp 2 --global-batch 8 --hints mlp_tp.hints
+est gpt gpt_tp2_meg --devices 2 --tp 2 --global-batch 8 --hints "$meg" --optimizer sgd
+est gpt gpt_tp2_head --devices 2 --tp 2 --global-batch 8 --hints gpt_tp_head.hints --optimizer sgd
+est gpt gpt_tp2_dp2 --devices 4 --tp 2 --global-batch 8 --hints "$meg" --optimizer sgd
+est gpt gpt_tp2_pp2 --devices 4 --tp 2 --pp 2 --global-batch 8 --hints "$meg" --optimizer sgd
+est gpt gpt_tp2_pp2_gpipe --devices 4 --tp 2 --pp 2 --global-batch 8 --hints "$meg" --optimizer sgd --schedule gpipe
+est gpt gpt_tp2_dp2_z1 --devices 4 --tp 2 --global-batch 8 --hints "$meg" --optimizer sgd --zero 1
+est mlp mlp_tp2_dp2_do --devices 4 --tp 2 --global-batch 8 --hints mlp_tp.hints --distributed-optimizer
+est gpt gpt_tp2_vocab --devices 2 --tp 2 --global-batch 8 --hints gpt_tp_vocab.hints --optimizer sgd
+est gpt gpt_tp2_sp --devices 2 --tp 2 --global-batch 8 --hints "$meg" --sp --optimizer sgd
+est gpt gpt_tp2_pp2_sp --devices 4 --tp 2 --pp 2 --global-batch 8 --hints gpt_tp_vocab.hints --sp --optimizer sgd
+# A strategy no kernel runs on shares: layer 0's ln1 split along the hidden
+# axis it normalises (the plan edited by hand).
+python3 - <<'PY' || exit 1
+import json
+p = json.load(open("gpt_tp2_meg.json"))
+for s in p["layout"]["strategies"]:
+    if s["unit"] == "layers.0/ln1/LayerNormalization":
+        s["inputs"][0] = s["outputs"][0] = "[-,-,tp]"
+json.dump(p, open("gpt_tp2_ln.json", "w"), indent=1)
+PY
 "$bin" model llama --layers 4 --hidden 32 --heads 2 --seq 8 --vocab 64 --batch 2 -o llama.onnx >/dev/null || exit 1
 "$bin" model bert --layers 4 --hidden 32 --heads 2 --seq 8 --vocab 64 --batch 2 -o bert.onnx >/dev/null || exit 1
 est llama llama_pp2 --devices 2 --pp 2 --global-batch 8
@@ -65,7 +99,8 @@ est gpt gpt_pp2_full --devices 2 --pp 2 --global-batch 8 --recompute full
 # Healthy runs: --check passes at each of the 3 checked steps.
 for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2 mlp_pp2_gpipe" "4 mlp_dp4_z3" \
          "4 mlp_dp2_pp2_z1" "2 gpt_dp2" "2 gpt_dp2_z3" "2 gpt_dp2_do" "2 gpt_pp2" "2 gpt_pp2_gpipe" "2 gpt_pp2_vp2" \
-         "4 gpt_dp2_pp2_z2" "4 gpt_dp2_pp2_z3" "2 llama_pp2" "2 bert_dp2_z1"; do
+         "4 gpt_dp2_pp2_z2" "4 gpt_dp2_pp2_z3" "2 llama_pp2" "2 bert_dp2_z1" "2 gpt_tp2" "2 mlp_tp2" "2 gpt_tp2_meg" \
+         "2 gpt_tp2_head" "2 gpt_tp2_vocab" "4 gpt_tp2_dp2" "4 gpt_tp2_pp2" "4 gpt_tp2_pp2_gpipe" "4 gpt_tp2_dp2_z1" "4 mlp_tp2_dp2_do" "2 gpt_tp2_sp" "4 gpt_tp2_pp2_sp"; do
   set -- $c
   expect "check $2 on $1 ranks" 0 mpi "$1" run "$2.json" --check --steps 3 --warmup 1 --timeout 60 -o "m_$2.json" &&
     contains "$2" "planner run: mode real, $2.json ($1 ranks" &&
@@ -100,10 +135,18 @@ contains "drop fault zero1" "planner run: error: --check failed at step 1: gradi
 # Without --check the same fault runs to the end (nothing compares).
 expect "drop fault without --check" 0 mpi 2 run mlp_dp2.json --steps 1 --fault drop:1:1
 
+# A rank drops its share of a tp collective: gpt_tp2_meg's world collectives
+# #1-8 are the forward all-reduces of the 4 layers' row-parallel outputs
+# (attention projection, fc2) in micro-batch 0; #9 is the first backward one
+# (the partial gradient of layer 3's ln2 output, read by the column-parallel
+# fc1): the loss stays right, a gradient does not.
+expect "drop fault on a tp collective fails --check" 1 mpi 2 run gpt_tp2_meg.json --check --steps 2 --fault drop:1:9
+contains "drop fault tp" "planner run: error: --check failed at step 1: gradient of '"
+
 # Layouts the real mode cannot run: exit 2, one line naming what, and --replay.
-expect "tp refused" 2 mpi 2 run gpt_tp2.json --check
-contains "tp refused" "planner run: error: gpt_tp2.json: the real mode cannot run tensor parallelism (layout.tp = 2) yet"
-contains "tp refused" "--replay can time this plan"
+expect "a split normalised axis refused" 2 mpi 2 run gpt_tp2_ln.json --check
+contains "ln refused" "planner run: error: gpt_tp2_ln.json: the real mode cannot run op 'layers.0/ln1/LayerNormalization' (LayerNormalization) under tensor parallelism with strategy ((1,1,1),(1,),(1,)) (replicated): its normalised axis 2 is split"
+count "ln refused" 1 "error"
 expect "recompute refused" 2 mpi 2 run gpt_pp2_full.json
 contains "recompute refused" "the real mode cannot run recomputation (training.recompute = full) yet"
 expect "--check with --replay" 2 mpi 2 run gpt_dp2.json --replay --check

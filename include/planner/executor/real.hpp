@@ -1,14 +1,16 @@
 #pragma once
 /// The real execution mode of `planner run` (no --replay): the plan's model
 /// trained for real in fp32 on the CPU kernels (runtime_cpu), data-parallel
-/// (ZeRO 0-3) and pipeline-parallel as the plan lays it out, with `--check`
-/// comparing every step against the single-device interpreter on rank 0
-/// (docs/executor.md, "Real mode and --check").
+/// (ZeRO 0-3), tensor-parallel (the plan's per-op strategies, sequence
+/// parallelism; src/executor/real_tp.hpp) and pipeline-parallel as the plan
+/// lays it out, with `--check` comparing every step against the
+/// single-device interpreter on rank 0 (docs/executor.md, "Real mode and
+/// --check").
 ///
 /// Design note. Every rank draws the full weights from the plan's seed with
 /// the interpreter's rules (runtime_cpu/rng.hpp) and keeps the parameters of
-/// its pipeline chunks. Synthetic inputs are drawn at the global batch's
-/// shape; global micro-batch chunk q = m * dp + d (micro-batch m, replica d)
+/// its pipeline chunks (under tp: its share of them). Synthetic inputs are
+/// drawn at the global batch's shape; global micro-batch chunk q = m * dp + d (micro-batch m, replica d)
 /// is rows [q r, (q + 1) r) of every input, r = its rows per micro-batch.
 /// Per micro-batch the rank runs its chunks' ops forward and backward with
 /// forward_op / backward_op (the interpreter's op layer), exchanging the
@@ -17,6 +19,8 @@
 /// cannot deadlock. Gradients accumulate over micro-batches in schedule
 /// order, are summed over the data-parallel group (all-reduce, or
 /// reduce-scatter under ZeRO >= 1) and scaled by 1 / (dp x micro-batches).
+/// Under tp the ops run at their local shapes, with the tp collectives their
+/// views imply in between (real_tp.hpp's design note).
 ///
 /// Architecture invariant: no MPI, CUDA or ONNX header; the communicator is
 /// injected.
