@@ -9,7 +9,8 @@
 # $OUT/gpu-validate.log):
 #   1. build deps (tools/bootstrap.sh when cmake or ninja is missing), nvidia-smi
 #   2. configure the cuda preset, build planner and runtime_cuda_test
-#   3. the [gpu] unit tests (cuBLAS GEMMs, kernels, timer, NCCL)
+#   3. the [gpu] unit tests (cuBLAS GEMMs, kernels, timer, NCCL) and the
+#      gpu_cli ctest (the CLI's CUDA backends end to end, quick)
 #   4. planner calibrate --backend cuda -o $OUT/h200.json (full sweep)
 #   5. per model: planner model gpt, planner estimate --profile $OUT/h200.json,
 #      planner run --replay --backend cuda, planner compare
@@ -85,6 +86,9 @@ BIN=$ROOT/build/$PRESET/planner
 # 3. The [gpu] unit tests.
 if [ "$BACKEND" = cuda ]; then
   run gpu-tests 120 "build/$PRESET/tests/runtime_cuda_test" "[gpu]" || die "[gpu] tests"
+  # The CLI's CUDA backends end to end (quick calibration, replay, compare).
+  run gpu-cli 300 ctest --test-dir "build/$PRESET" -R '^gpu_cli$' --output-on-failure ||
+    step "gpu_cli ctest failed (see gpu-cli.out); going on"
 fi
 
 # 4. Calibration.

@@ -248,7 +248,8 @@ int run_cuda(const CalibrateArgs& a) {
   }
   calibrate::MeasureOptions opts;
   opts.quick = a.quick;
-  if (root) opts.progress = [](std::string_view what) { fmt::print(stderr, "calibrate: {}\n", what); };
+  if (root && isatty(STDERR_FILENO))
+    opts.progress = [](std::string_view what) { fmt::print(stderr, "calibrate: {}\n", what); };
   const int index = *device_index;
   auto m = calibrate::measure_device(
       *dev, comm, [&] { return runtime::make_nccl_communicator(comm, index, comm.timeout()); }, opts);

@@ -192,6 +192,13 @@ Result<int> local_cuda_device(int fallback_rank) {
       local = std::atoi(v);
       break;
     }
+  // NCCL refuses two ranks on one GPU; say so before it does.
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+    if (const char* v = std::getenv(var); v && *v) {
+      if (const int ranks = std::atoi(v); ranks > count)
+        return make_error("{} ranks on this host but {} visible CUDA device(s): one GPU per rank", ranks, count);
+      break;
+    }
   return std::max(local, 0) % count;
 }
 
