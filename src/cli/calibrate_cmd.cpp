@@ -237,13 +237,14 @@ int run_cuda(const CalibrateArgs& a) {
     if (d) dev = std::move(*d);
     else problem = "--backend cuda: " + d.error().message;
   }
-  float bad = problem.empty() ? 0.0f : 1.0f;
+  // The highest failing rank, or -1; rank 0 prints one line.
+  float bad = problem.empty() ? -1.0f : static_cast<float>((*session)->world_rank());
   if (auto st = comm.all_reduce(&bad, 1, runtime::DType::f32, runtime::ReduceOp::max); !st) {
     if (root) fail("calibrate", st.error().message);
     (*session)->abort_job(kExitBadInput);
   }
-  if (bad > 0) {
-    if (!problem.empty()) fail("calibrate", fmt::format("rank {}: {}", (*session)->world_rank(), problem));
+  if (bad >= 0) {
+    if (root) fail("calibrate", problem.empty() ? fmt::format("--backend cuda: rank {} has no usable GPU", bad) : problem);
     return kExitBadInput;
   }
   calibrate::MeasureOptions opts;
