@@ -158,6 +158,12 @@ print(f"| memory visible / context | {dev['visible_GiB']['value']:.4g} GiB / {de
 for prec, v in (dev.get("gemm_precision_factor") or {}).items():
     if v:
         print(f"| {prec} factor on the bf16 GEMM table | {v['value']:.3g} |")
+summary = os.path.join(out, "calibrate.out")
+if os.path.exists(summary):
+    lines = [l.rstrip() for l in open(summary) if l.startswith("wrote ") or l.startswith("  ")]
+    print("\nHow well the written profile reproduces each measurement (calibrate's summary):\n\n```")
+    print("\n".join(lines))
+    print("```")
 print("\n### Predicted (`planner estimate`) against measured (`planner run --replay --backend " + backend + "`)\n")
 print("| model | precision | quantity | predicted | measured | error |\n|---|---|---|---|---|---|")
 def fmt(v, unit):

@@ -30,6 +30,7 @@
 #include "planner/onnx/importer.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/report/report.hpp"
+#include "planner/runtime/device.hpp"
 #include "planner/runtime/fault.hpp"
 #include "planner/runtime_mpi/mpi_session.hpp"
 #ifdef PLANNER_WITH_CUDA
@@ -321,6 +322,12 @@ int run_replay(const RunArgs& a) {
   }
   CudaRun cuda;
   if (a.backend == "cuda") {
+    // The plan's precision must be one the device computes in (every rank alike).
+    if (auto prec = runtime::parse_precision(pr.plan.training.precision); !prec) {
+      if (rank == 0) fail("run", fmt::format("{}: training.precision: {}", a.plan_file, prec.error().message));
+      world->reset();
+      return kExitBadInput;
+    }
     auto opened = open_cuda(world_comm, Seconds(a.timeout_s));
     if (!opened) {
       if (rank == 0) fail("run", opened.error().message);

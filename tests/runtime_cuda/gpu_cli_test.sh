@@ -37,5 +37,6 @@ grep -q "^step_time " cmp.txt || fail "no step_time row"
 sed -i 's/"precision": "bf16"/"precision": "fp8"/' plan8.json
 "$BIN" run plan8.json --replay --backend cuda --steps 1 >fp8.txt 2>&1
 rc=$?
-[ "$rc" != 0 ] && grep -q "training.precision: precision 'fp8'" fp8.txt || { cat fp8.txt; fail "fp8 not refused (rc $rc)"; }
+[ "$rc" = 2 ] && [ "$(cat fp8.txt)" = "planner run: error: plan8.json: training.precision: precision 'fp8': the device backend has no fp8 GEMM (use bf16 or fp16)" ] ||
+  { cat fp8.txt; fail "fp8 not refused with exit 2 and one line (rc $rc)"; }
 echo "gpu_cli: ok"
