@@ -5,15 +5,16 @@ function(planner_add_module name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(planner_${name} STATIC ${ARG_SOURCES})
   target_include_directories(planner_${name} PUBLIC ${PROJECT_SOURCE_DIR}/include)
-  target_compile_options(planner_${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  target_compile_options(planner_${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
   target_link_libraries(planner_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   add_library(planner::${name} ALIAS planner_${name})
 endfunction()
 
-# planner_add_test(NAME SOURCES ... DEPS ...): one Catch2 binary per module,
-# registered with catch_discover_tests.
+# planner_add_test(NAME SOURCES ... DEPS ... [TEST_SPEC spec]): one Catch2
+# binary per module, registered with catch_discover_tests (only the tests
+# TEST_SPEC selects, when given).
 function(planner_add_test name)
-  cmake_parse_arguments(ARG "NEEDS_CLI" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "NEEDS_CLI" "TEST_SPEC" "SOURCES;DEPS" ${ARGN})
   # Catch2's main is compiled once for every test binary (its heaviest part).
   if(NOT TARGET planner_catch_main)
     add_library(planner_catch_main STATIC ${PROJECT_SOURCE_DIR}/tests/catch_main.cpp)
@@ -30,6 +31,8 @@ function(planner_add_test name)
     catch_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
                          PROPERTIES ENVIRONMENT "PLANNER_BIN=$<TARGET_FILE:planner>")
     add_dependencies(${name} planner)
+  elseif(ARG_TEST_SPEC)  # e.g. "~[gpu]": register only the tests it selects
+    catch_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_BINARY_DIR} TEST_SPEC ${ARG_TEST_SPEC})
   else()
     catch_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
   endif()

@@ -17,19 +17,16 @@
 #include <cblas.h>
 #include <fmt/format.h>
 
+#include "sweep.hpp"
+
 namespace planner::calibrate {
 namespace {
 
 using cluster::Collective;
-using Clock = std::chrono::steady_clock;
-
-double now() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
-
-/// Time budgets: per round of one point, and rounds kept (fastest wins).
-struct Budget {
-  double round_s;
-  int rounds;
-};
+using detail::Budget;
+using detail::mean;
+using detail::now;
+using detail::reduce;
 
 /// Per-call time of `fn` on this rank: calls doubled until one round lasts
 /// `b.round_s`, then `b.rounds` rounds of that many calls; the fastest.
@@ -54,46 +51,11 @@ double time_local(Fn&& fn, Budget b) {
   return best;
 }
 
-/// Reduces one double per rank (as f32: enough for times) with `op`.
-Result<double> reduce(runtime::Communicator& comm, double v, runtime::ReduceOp op) {
-  float f = static_cast<float>(v);
-  PLANNER_TRY_STATUS(comm.all_reduce(&f, 1, runtime::DType::f32, op));
-  return static_cast<double>(f);
-}
-
-/// Mean over ranks.
-Result<double> mean(runtime::Communicator& comm, double v) {
-  PLANNER_TRY(double s, reduce(comm, v, runtime::ReduceOp::sum));
-  return s / comm.size();
-}
-
 /// Kernel time on every rank at once: barrier, local timing, mean.
 template <typename Fn>
 Result<double> time_kernel(runtime::Communicator& comm, Fn&& fn, Budget b) {
   PLANNER_TRY_STATUS(comm.barrier());
   return mean(comm, time_local(fn, b));
-}
-
-/// Collective time: every rank runs the same number of calls (agreed from
-/// the slowest rank's first call); per round the slowest rank's per-call
-/// time; the fastest round.
-template <typename Fn>
-Result<double> time_collective(runtime::Communicator& comm, Fn&& call, Budget b) {
-  PLANNER_TRY_STATUS(call());  // warm
-  PLANNER_TRY_STATUS(comm.barrier());
-  double t0 = now();
-  PLANNER_TRY_STATUS(call());
-  PLANNER_TRY(double first, reduce(comm, now() - t0, runtime::ReduceOp::max));
-  const long calls = std::clamp(static_cast<long>(std::ceil(b.round_s / std::max(first, 1e-7))), 1L, 20000L);
-  double best = 0;
-  for (int r = 0; r < b.rounds; ++r) {
-    PLANNER_TRY_STATUS(comm.barrier());
-    t0 = now();
-    for (long i = 0; i < calls; ++i) PLANNER_TRY_STATUS(call());
-    PLANNER_TRY(double t, reduce(comm, (now() - t0) / calls, runtime::ReduceOp::max));
-    best = r == 0 ? t : std::min(best, t);
-  }
-  return best;
 }
 
 std::vector<float> filled(std::size_t n, float seed) {
@@ -144,50 +106,12 @@ double mem_total_bytes() {
   return 0;
 }
 
-/// Message sizes (bytes, nccl-tests convention), rounded up to a multiple
-/// of 4 * ranks so every rank's block holds whole f32 elements.
-std::vector<double> message_sizes(bool quick, int ranks) {
-  std::vector<double> out;
-  const double unit = 4.0 * ranks;
-  const double lo = quick ? 4096 : 1024, hi = quick ? 1048576 : 67108864;
-  for (double s = lo; s <= hi; s *= quick ? 16 : 4) out.push_back(std::ceil(s / unit) * unit);
-  return out;
-}
-
 Status measure_collectives(runtime::Communicator& comm, const MeasureOptions& o, CpuMeasurements& m) {
-  const int n = comm.size();
   const Budget b = o.quick ? Budget{0.002, 2} : Budget{0.05, 3};
-  for (Collective kind : kCalibratedCollectives) {
-    if (o.progress && comm.rank() == 0) o.progress(fmt::format("timing {} on {} ranks", cluster::collective_name(kind), n));
-    for (double bytes : message_sizes(o.quick, n)) {
-      const auto elems = static_cast<std::size_t>(bytes / 4);
-      const std::size_t per_rank = elems / n;
-      std::vector<float> send = filled(elems, 1.0f), recv(elems);
-      std::function<Status()> call;
-      switch (kind) {
-        case Collective::all_reduce:
-          call = [&] { return comm.all_reduce(send.data(), elems, runtime::DType::f32); };
-          break;
-        case Collective::all_gather:
-          call = [&] { return comm.all_gather(send.data(), recv.data(), per_rank, runtime::DType::f32); };
-          break;
-        case Collective::reduce_scatter:
-          call = [&] { return comm.reduce_scatter(send.data(), recv.data(), per_rank, runtime::DType::f32); };
-          break;
-        case Collective::all_to_all:
-          call = [&] { return comm.all_to_all(send.data(), recv.data(), per_rank, runtime::DType::f32); };
-          break;
-        case Collective::broadcast:
-          call = [&] { return comm.broadcast(send.data(), elems, runtime::DType::f32, 0); };
-          break;
-        case Collective::send_recv:
-          return make_error("calibrate: send_recv is not timed");
-      }
-      PLANNER_TRY(double t, time_collective(comm, call, b));
-      m.collectives[static_cast<std::size_t>(kind)].push_back({bytes, Seconds(t)});
-    }
-  }
-  return Status::success();
+  const auto sizes = o.quick ? detail::message_sizes(4096, 1048576, 16, comm.size())
+                             : detail::message_sizes(1024, 67108864, 4, comm.size());
+  std::vector<float> send = filled(static_cast<std::size_t>(sizes.back() / 4), 1.0f), recv(send.size());
+  return detail::sweep_collectives(comm, comm, o, sizes, send.data(), recv.data(), b, m.collectives);
 }
 
 }  // namespace

@@ -13,16 +13,15 @@
 
 #include "planner/calibrate/fit.hpp"
 #include "planner/cluster/collective.hpp"
+#include "profile_json.hpp"
 
 namespace planner::calibrate {
-namespace {
+namespace detail {
 
 using cluster::Collective;
-using json = nlohmann::ordered_json;
-using Rows = std::vector<cluster::EfficiencyTable::Row>;
 
 /// `v` to `digits` significant digits (so the file stays readable).
-double sig(double v, int digits = 4) {
+double sig(double v, int digits) {
   if (v == 0 || !std::isfinite(v)) return v;
   const double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::abs(v)))));
   return std::round(v * scale) / scale;
@@ -98,13 +97,6 @@ Result<double> model_error(const cluster::ClusterProfile& p, Collective kind, cl
 /// cross that level only: per-collective latency from a line fit, the
 /// level bandwidth B = best bus bandwidth of any collective, and the tables
 /// solved against the cost model. `level` in `net` is rewritten.
-struct LevelTables {
-  bool single_stage = true;
-  BytesPerSecond bandwidth;
-  std::string bandwidth_from;
-  std::map<Collective, Seconds> latency;
-  std::map<Collective, SolvedTable> tables;
-};
 
 /// Levels the placement crosses (each with more than one rank per
 /// sub-collective), as cluster/collective.cpp stages them.
@@ -169,7 +161,9 @@ Result<LevelTables> fit_level(cluster::Interconnect& net, std::size_t level, clu
 
 std::string kernel_source(const std::string& by, std::string_view what) { return fmt::format("{}: {}", by, what); }
 
-}  // namespace
+}  // namespace detail
+
+using namespace detail;
 
 Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& prov, const std::string& name,
                                    const std::optional<BaseProfile>& base) {

@@ -1,6 +1,6 @@
 // planner calibrate: measures a cluster profile (docs/calibrate.md).
 //
-//   mpirun -n K planner calibrate --backend cpu -o FILE.json [--quick] [--base P] [--force]
+//   mpirun -n K planner calibrate --backend cpu|cuda -o FILE.json [--quick] [--base P] [--force]
 //   planner calibrate --from-nccl-tests FILE --base PROFILE -o OUT.json [--force]
 //
 // The CPU backend times OpenBLAS sgemm, a triad and the collectives of the
@@ -27,6 +27,11 @@
 #include "planner/cluster/profile.hpp"
 #include "planner/core/io.hpp"
 #include "planner/runtime_mpi/mpi_session.hpp"
+#ifdef PLANNER_WITH_CUDA
+#include "planner/calibrate/measure_device.hpp"
+#include "planner/runtime_cuda/cuda_device.hpp"
+#include "planner/runtime_cuda/nccl_communicator.hpp"
+#endif
 
 namespace planner::cli {
 namespace {
@@ -198,11 +203,109 @@ int run_cpu(const CalibrateArgs& a) {
   return static_cast<int>(status);
 }
 
+// --backend cuda: the CUDA device's GEMMs and traffic kernels, the NCCL
+// communicator's collectives (docs/calibrate.md). One GPU per rank.
+int run_cuda(const CalibrateArgs& a) {
+#ifndef PLANNER_WITH_CUDA
+  return fail("calibrate", "--backend cuda: this planner was built without CUDA (configure with `cmake --preset cuda` "
+                           "where the CUDA toolkit, cuBLAS and NCCL are installed)");
+#else
+  auto session = runtime::MpiSession::init(nullptr, nullptr);
+  if (!session) return fail("calibrate", session.error().message);
+  const bool root = (*session)->world_rank() == 0;
+  auto world = (*session)->world();
+  if (!world) {
+    if (root) fail("calibrate", world.error().message);
+    (*session)->abort_job(kExitBadInput);
+  }
+  runtime::Communicator& comm = **world;
+  std::optional<calibrate::BaseProfile> base;
+  std::string problem;
+  if (auto st = io::check_writable(a.output, a.force ? io::Overwrite::replace : io::Overwrite::refuse); !st) {
+    problem = st.error().message;
+  } else if (!a.base.empty()) {
+    auto b = load_base(a.base);
+    if (b) base = std::move(*b);
+    else problem = b.error().message;
+  }
+  // Every rank needs a GPU; any rank without one fails the whole job alike.
+  auto device_index = runtime::local_cuda_device((*session)->world_rank());
+  std::unique_ptr<runtime::Device> dev;
+  if (problem.empty() && !device_index) problem = "--backend cuda: " + device_index.error().message;
+  if (problem.empty()) {
+    auto d = runtime::make_cuda_device(*device_index);
+    if (d) dev = std::move(*d);
+    else problem = "--backend cuda: " + d.error().message;
+  }
+  // The highest failing rank, or -1; rank 0 prints one line.
+  float bad = problem.empty() ? -1.0f : static_cast<float>((*session)->world_rank());
+  if (auto st = comm.all_reduce(&bad, 1, runtime::DType::f32, runtime::ReduceOp::max); !st) {
+    if (root) fail("calibrate", st.error().message);
+    (*session)->abort_job(kExitBadInput);
+  }
+  if (bad >= 0) {
+    if (root) fail("calibrate", problem.empty() ? fmt::format("--backend cuda: rank {} has no usable GPU", bad) : problem);
+    return kExitBadInput;
+  }
+  calibrate::MeasureOptions opts;
+  opts.quick = a.quick;
+  if (root && isatty(STDERR_FILENO))
+    opts.progress = [](std::string_view what) { fmt::print(stderr, "calibrate: {}\n", what); };
+  const int index = *device_index;
+  auto m = calibrate::measure_device(
+      *dev, comm, [&] { return runtime::make_nccl_communicator(comm, index, comm.timeout()); }, opts);
+  if (!m) {
+    if (root) fail("calibrate", m.error().message);
+    (*session)->abort_job(kExitBadInput);
+  }
+  float status = 0;
+  if (root) {
+    std::string command;
+    for (const auto& s : a.argv) command += (command.empty() ? "" : " ") + s;
+    calibrate::Provenance prov;
+    prov.items = {{"date", utc_now()},
+                  {"tool", "planner calibrate --backend cuda"},
+                  {"command", command},
+                  {"sweep", a.quick ? "quick" : "full"},
+                  {"host", m->host},
+                  {"device", m->device},
+                  {"ranks", fmt::format("{}", m->ranks)}};
+    for (const auto& v : m->versions) prov.items.push_back(v);
+    prov.items.push_back({"mpi_library", runtime::MpiSession::library_version()});
+    if (base) prov.items.push_back({"base_profile", fmt::format("{} (content hash {})", base->parsed.name, base->parsed.content_hash)});
+    auto w = calibrate::device_profile(*m, prov, profile_name(a.output), base);
+    Status st = w ? write(a, *w) : Status(w.error());
+    if (!st) {
+      fail("calibrate", st.error().message);
+      status = kExitBadInput;
+    } else {
+      const auto& d = w->parsed.device;
+      auto tflops = [&](cluster::Precision p) { return d.peak_by_precision[static_cast<std::size_t>(p)]->value / 1e12; };
+      fmt::print("wrote {} (profile '{}', {} rank(s) on {}, {}): bf16 {:.4g} TFLOP/s, tf32 {:.4g}, fp32 {:.4g}, "
+                 "copy {:.4g} GB/s, launch + sync {:.3g} us\n",
+                 a.output, w->parsed.name, m->ranks, m->host, m->device, tflops(cluster::Precision::bf16),
+                 tflops(cluster::Precision::tf32), tflops(cluster::Precision::fp32), d.hbm_bandwidth.value / 1e9,
+                 d.launch_overhead.value * 1e6);
+      print_checks(*w);
+      std::fflush(stdout);
+    }
+  }
+  if (auto st = comm.broadcast(&status, 1, runtime::DType::f32, 0); !st) {
+    if (root) fail("calibrate", st.error().message);
+    (*session)->abort_job(kExitBadInput);
+  }
+  dev.reset();
+  return static_cast<int>(status);
+#endif
+}
+
 }  // namespace
 
 Runner setup_calibrate(CLI::App& sub) {
   auto a = std::make_shared<CalibrateArgs>();
-  sub.add_option("--backend", a->backend, "cpu: time OpenBLAS sgemm, a triad and MPI collectives (run under mpirun)");
+  sub.add_option("--backend", a->backend,
+                 "cpu: time OpenBLAS sgemm, a triad and MPI collectives; cuda: cuBLAS GEMMs, the replay's traffic "
+                 "kernels and NCCL collectives, one GPU per rank (run under mpirun)");
   sub.add_option("-o,--output", a->output, "Profile JSON to write; its stem is the profile name")->required();
   sub.add_flag("--quick", a->quick, "Small sweep with short budgets (seconds; for tests)");
   sub.add_option("--base", a->base,
@@ -215,12 +318,13 @@ Runner setup_calibrate(CLI::App& sub) {
     if (auto st = check_name(a->output); !st) return fail("calibrate", st.error().message);
     if (!a->nccl_tests.empty()) {
       if (!a->backend.empty()) return fail("calibrate", "--from-nccl-tests and --backend exclude each other");
-      if (a->quick) return fail("calibrate", "--quick applies to --backend cpu only");
+      if (a->quick) return fail("calibrate", "--quick applies to --backend cpu and cuda only");
       return run_nccl(*a);
     }
     if (a->backend.empty()) return fail("calibrate", "give --backend cpu, or --from-nccl-tests FILE --base PROFILE");
+    if (a->backend == "cuda") return run_cuda(*a);
     if (a->backend != "cpu")
-      return fail("calibrate", fmt::format("--backend '{}' is not available (cpu; for GPUs run nccl-tests and use "
+      return fail("calibrate", fmt::format("--backend '{}' is not available (cpu or cuda; or run nccl-tests and use "
                                            "--from-nccl-tests)",
                                            a->backend));
     return run_cpu(*a);

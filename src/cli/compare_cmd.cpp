@@ -46,6 +46,7 @@ int run_compare(const CompareArgs& a) {
     j["plan"] = a.plan_file;
     j["measured"] = a.measured_file;
     j["mode"] = m->mode;
+    j["backend"] = m->backend;
     auto arr = nlohmann::ordered_json::array();
     for (const auto& r : *rows) {
       nlohmann::ordered_json o;
@@ -60,8 +61,9 @@ int run_compare(const CompareArgs& a) {
     fmt::print("{}\n", j.dump(2));
     return kExitOk;
   }
-  fmt::print("{} (predicted, profile {}) vs {} (measured, mode {}, {} ranks on {})\n", a.plan_file,
-             p->cluster.profile, a.measured_file, m->mode, m->ranks, m->host);
+  fmt::print("{} (predicted, profile {}) vs {} (measured, mode {}{}, {} ranks on {})\n", a.plan_file,
+             p->cluster.profile, a.measured_file, m->mode, m->backend == "cpu" ? "" : ", backend " + m->backend,
+             m->ranks, m->host);
   fmt::print("{:<20} {:>16} {:>16} {:>10}\n", "", "predicted", "measured", "error");
   for (const auto& r : *rows)
     fmt::print("{:<20} {:>16} {:>16} {:>10}\n", r.name, show(r.predicted, r.unit), show(r.measured, r.unit),

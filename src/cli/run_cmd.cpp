@@ -1,7 +1,8 @@
 // mpirun -n N planner run plan.json [--replay] [--check] [--steps S]
 // [--warmup W] [--timeout S] [-o measured.json] [--force] [--json]: each rank
 // derives its program from the plan and the model; --replay replays it
-// (OpenBLAS GEMMs, real collectives over MPI), without it the model trains
+// (OpenBLAS GEMMs, real collectives over MPI; with --backend cuda cuBLAS
+// GEMMs and NCCL collectives on one GPU per rank), without it the model trains
 // for real in fp32 (executor/real.hpp; --check compares every step with the
 // single-device interpreter on rank 0). Rank 0 reports the timed steps
 // (docs/executor.md, measured.json: planner.measured/v1).
@@ -30,8 +31,13 @@
 #include "planner/onnx/importer.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/report/report.hpp"
+#include "planner/runtime/device.hpp"
 #include "planner/runtime/fault.hpp"
 #include "planner/runtime_mpi/mpi_session.hpp"
+#ifdef PLANNER_WITH_CUDA
+#include "planner/runtime_cuda/cuda_device.hpp"
+#include "planner/runtime_cuda/nccl_communicator.hpp"
+#endif
 
 namespace planner::cli {
 namespace {
@@ -50,7 +56,40 @@ struct RunArgs {
   bool json = false;
   double max_memory_gib = 0;  // 0: MemTotal / ranks on this host
   std::string fault;
+  std::string backend = "cpu";  // --backend: where the replay computes
 };
+
+// --backend cuda: this rank's GPU and the NCCL world over the MPI world.
+struct CudaRun {
+  std::unique_ptr<runtime::Device> device;
+  std::unique_ptr<runtime::Communicator> world;
+};
+
+// Opens the GPU of this rank and the NCCL communicator (collective: every
+// rank calls it). Every rank fails alike when any rank has no GPU.
+Result<CudaRun> open_cuda(runtime::Communicator& host, Seconds timeout) {
+#ifndef PLANNER_WITH_CUDA
+  return make_error("--backend cuda: this planner was built without CUDA (configure with `cmake --preset cuda` where "
+                    "the CUDA toolkit, cuBLAS and NCCL are installed)");
+#else
+  CudaRun out;
+  std::string problem;
+  auto index = runtime::local_cuda_device(host.rank());
+  if (!index) {
+    problem = index.error().message;
+  } else if (auto d = runtime::make_cuda_device(*index); !d) {
+    problem = d.error().message;
+  } else {
+    out.device = std::move(*d);
+  }
+  float bad[1] = {problem.empty() ? -1.0f : static_cast<float>(host.rank())};
+  PLANNER_TRY_STATUS(host.all_reduce(bad, 1, runtime::DType::f32, runtime::ReduceOp::max));
+  if (bad[0] >= 0)
+    return make_error("--backend cuda: {}", problem.empty() ? fmt::format("rank {} has no usable GPU", bad[0]) : problem);
+  PLANNER_TRY(out.world, runtime::make_nccl_communicator(host, *index, timeout));
+  return out;
+#endif
+}
 
 // MemTotal from /proc/meminfo, bytes (0 when unreadable).
 double mem_total_bytes() {
@@ -253,6 +292,15 @@ int run_real_mode(const RunArgs& a, runtime::MpiSession& s, runtime::Communicato
 }
 
 int run_replay(const RunArgs& a) {
+  if (a.backend != "cpu" && a.backend != "cuda")
+    return fail("run", fmt::format("--backend '{}' is not cpu or cuda", a.backend));
+  if (a.backend == "cuda" && !a.replay)
+    return fail("run", "--backend cuda runs the replay only (add --replay); the real mode trains on the CPU");
+#ifndef PLANNER_WITH_CUDA
+  if (a.backend == "cuda")
+    return fail("run", "--backend cuda: this planner was built without CUDA (configure with `cmake --preset cuda` "
+                       "where the CUDA toolkit, cuBLAS and NCCL are installed)");
+#endif
   auto session = runtime::MpiSession::init(nullptr, nullptr);
   if (!session) return fail("run", session.error().message);
   runtime::MpiSession& s = **session;
@@ -277,10 +325,32 @@ int run_replay(const RunArgs& a) {
     world->reset();
     return rc;
   }
+  CudaRun cuda;
+  if (a.backend == "cuda") {
+    // The plan's precision must be one the device computes in (every rank alike).
+    if (auto prec = runtime::parse_precision(pr.plan.training.precision); !prec) {
+      if (rank == 0) fail("run", fmt::format("{}: training.precision: {}", a.plan_file, prec.error().message));
+      world->reset();
+      return kExitBadInput;
+    }
+    auto opened = open_cuda(world_comm, Seconds(a.timeout_s));
+    if (!opened) {
+      if (rank == 0) fail("run", opened.error().message);
+      world->reset();
+      return kExitBadInput;
+    }
+    cuda = std::move(*opened);
+  }
   // Memory: refuse, rather than scale anything down, when a rank's replay
   // would not fit. Every rank learns the largest need.
-  const double limit = a.max_memory_gib > 0 ? a.max_memory_gib * 1024.0 * 1024.0 * 1024.0
-                                            : mem_total_bytes() / ranks_on_this_host(world_size);
+  double limit = a.max_memory_gib > 0 ? a.max_memory_gib * 1024.0 * 1024.0 * 1024.0
+                                      : mem_total_bytes() / ranks_on_this_host(world_size);
+  std::string limit_from = "MemTotal / ranks on this host";
+  if (cuda.device && a.max_memory_gib <= 0) {
+    auto mem = cuda.device->memory();
+    limit = mem ? mem->free.value : 0;
+    limit_from = "the GPU's free memory";
+  }
   float need[2] = {static_cast<float>(pr.program.memory_bytes()), static_cast<float>(rank)};
   std::vector<float> needs(static_cast<std::size_t>(2 * world_size));
   if (auto st = world_comm.all_gather(need, needs.data(), 2, runtime::DType::f32); !st) {
@@ -293,9 +363,9 @@ int run_replay(const RunArgs& a) {
       if (rank == 0)
         fail("run", fmt::format("{}: rank {} needs {} for the replay (parameters, gradients, optimizer states and "
                                 "working buffers at the plan's sharded sizes), more than the {} per rank allowed "
-                                "(--max-memory; default: MemTotal / ranks on this host); the replay scales nothing "
-                                "down: replay a plan for a smaller model or on more ranks",
-                                a.plan_file, r, gib(n), gib(limit)));
+                                "(--max-memory; default: {}); the replay scales nothing down: replay a plan for a "
+                                "smaller model or on more ranks",
+                                a.plan_file, r, gib(n), gib(limit), limit_from));
       world->reset();
       return kExitBadInput;
     }
@@ -306,6 +376,8 @@ int run_replay(const RunArgs& a) {
   ro.warmup = a.warmup;
   ro.stall = pr.stall;
   ro.record = !a.trace.empty();
+  ro.device = cuda.device.get();
+  ro.device_world = cuda.world.get();
   auto res = executor::replay(pr.program, pr.plan, world_comm, ro);
   if (!res) {
     fmt::print(stderr, "planner run: error: {}\n", res.error().message);
@@ -330,6 +402,11 @@ int run_replay(const RunArgs& a) {
     m.versions = {{"planner", "0.1.0"},
                   {"mpi", runtime::MpiSession::library_version()},
                   {"openblas", executor::blas_config()}};
+    m.backend = a.backend;
+    if (cuda.device) {
+      m.versions["device"] = cuda.device->name();
+      for (const auto& [k, v] : cuda.device->versions()) m.versions[k] = v;
+    }
     const std::string text = executor::to_json(m);
     if (!a.trace.empty()) {
       // Measured spans of the last step per rank, beside the prediction.
@@ -363,6 +440,9 @@ int run_replay(const RunArgs& a) {
       fmt::print("planner run: mode replay, {} ({} ranks: dp={} tp={} pp={} cp={}, {} schedule, {} micro-batches)\n",
                  a.plan_file, world_size, pr.plan.layout.dp, pr.plan.layout.tp, pr.plan.layout.pp,
                  pr.plan.layout.cp, pr.plan.layout.schedule, pr.plan.training.micro_batches);
+      if (cuda.device)
+        fmt::print("backend cuda: {} per rank, {} GEMMs (cuBLAS {}), collectives and transfers over NCCL {}\n",
+                   cuda.device->name(), pr.plan.training.precision, m.versions["cublas"], m.versions["nccl"]);
       fmt::print("rank 0 program: {} steps, {} GEMMs ({:.3g} GFLOP), {:.3g} GB memory-bound traffic, {} collectives, "
                  "{} sends, {} receives per step\n",
                  pr.program.steps.size(), counts.gemms, counts.gemm_flops / 1e9, counts.memory_bytes / 1e9,
@@ -375,10 +455,12 @@ int run_replay(const RunArgs& a) {
       std::string mem;
       for (std::size_t r = 0; r < m.peak_memory_bytes.size(); ++r)
         mem += fmt::format("{}{}", r ? ", " : "", mib(m.peak_memory_bytes[r]));
-      fmt::print("peak memory (RSS) per rank: {}\n", mem);
+      fmt::print("{} per rank: {}\n", cuda.device ? "peak device memory" : "peak memory (RSS)", mem);
       if (!a.output.empty() && rc == kExitOk) fmt::print("wrote {}\n", a.output);
     }
   }
+  cuda.world.reset();
+  cuda.device.reset();
   world->reset();
   return rc;
 }
@@ -403,7 +485,12 @@ Runner setup_run(CLI::App& sub) {
   sub.add_flag("--force", a->force, "Replace an existing output file");
   sub.add_flag("--json", a->json, "Print the measurements as JSON");
   sub.add_option("--max-memory", a->max_memory_gib,
-                 "Per-rank memory limit of the replay, GiB (default: MemTotal / ranks on this host)");
+                 "Per-rank memory limit of the replay, GiB (default: MemTotal / ranks on this host; cuda: the GPU's "
+                 "free memory)");
+  sub.add_option("--backend", a->backend,
+                 "Replay backend: cpu (OpenBLAS GEMMs, MPI) or cuda (cuBLAS GEMMs in the plan's precision, NCCL; one "
+                 "GPU per rank)")
+      ->capture_default_str();
   sub.add_option("--fault", a->fault, "Test hook: stall:RANK:STEP (the rank sleeps forever), crash:RANK:STEP (it raises SIGSEGV) or drop:RANK:N");
   return [a] { return run_replay(*a); };
 }

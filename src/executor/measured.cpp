@@ -25,6 +25,7 @@ std::string to_json(const Measured& m) {
   ordered_json j;
   j["format"] = m.format;
   j["mode"] = m.mode;
+  j["backend"] = m.backend;
   j["plan"] = {{"path", m.plan_path}, {"sha256", m.plan_sha256}};
   j["ranks"] = m.ranks;
   j["steps"] = m.steps;
@@ -109,6 +110,13 @@ Result<Measured> measured_from_json(std::string_view text, std::string_view sour
   }
   const Reader r(source);
   if (!j.is_object()) return r.fail("", "expected an object");
+  // "backend" is optional (absent: cpu); read it, then check the other keys.
+  std::string backend = "cpu";
+  if (auto it = j.find("backend"); it != j.end()) {
+    if (!it->is_string() || (*it != "cpu" && *it != "cuda")) return r.fail("backend", "expected \"cpu\" or \"cuda\"");
+    backend = it->get<std::string>();
+    j.erase("backend");
+  }
   if (!j.contains("format") || !j["format"].is_string()) return r.fail("format", "missing required field");
   if (j["format"] != kMeasuredFormat)
     return make_error("{}: format '{}' is not supported (this planner reads {})", source,
@@ -116,6 +124,7 @@ Result<Measured> measured_from_json(std::string_view text, std::string_view sour
   PLANNER_TRY_STATUS(r.keys(j, "", {"format", "mode", "plan", "ranks", "steps", "warmup", "step_times_s",
                                     "step_time_s", "components_s", "peak_memory_bytes", "host", "date", "versions"}));
   Measured m;
+  m.backend = backend;
   PLANNER_TRY(m.mode, r.str(j, "", "mode"));
   if (m.mode != "replay" && m.mode != "real")
     return r.fail("mode", fmt::format("unknown mode '{}' (expected replay or real)", m.mode));

@@ -68,15 +68,19 @@ std::size_t words(std::int64_t bytes) { return static_cast<std::size_t>((bytes +
 
 class Replayer {
  public:
-  Replayer(const RankProgram& prog, const plan::Plan& p, Communicator& world) : prog_(prog), p_(p), world_(world) {}
+  // `data` carries the plan's collectives and transfers (world, or the
+  // device communicator); world agrees on step starts.
+  Replayer(const RankProgram& prog, const plan::Plan& p, Communicator& world, Communicator& data,
+           std::unique_ptr<detail::Backend> backend)
+      : prog_(prog), p_(p), world_(world), data_(data), k_(std::move(backend)) {}
+
+  detail::Backend& backend() { return *k_; }
 
   Status setup() {
-    detail::allocate(buf_, prog_);
     const int g_max = std::max(1, p_.cluster.devices);
-    comm_a_.assign(words(prog_.max_comm_bytes) + static_cast<std::size_t>(g_max), 1e-3f);
-    comm_b_.assign(comm_a_.size(), 0.0f);  // g * ceil(n / g) <= n + g words
-    send_buf_.assign(std::max<std::size_t>(words(prog_.max_transfer_bytes), 1), 1e-3f);
-    recv_buf_.assign(send_buf_.size(), 0.0f);
+    // g * ceil(n / g) <= n + g words
+    PLANNER_TRY_STATUS(k_->allocate(prog_, words(prog_.max_comm_bytes) + static_cast<std::size_t>(g_max),
+                                    std::max<std::size_t>(words(prog_.max_transfer_bytes), 1)));
     // Sub-communicators: every rank splits world the same way, in the same order.
     for (const auto& axes : prog_.groups) {
       int color = 0;
@@ -84,7 +88,7 @@ class Replayer {
         if (a.size <= 1 || axes.find(a.name) != std::string::npos) continue;
         color = color * a.size + coordinate(p_, world_.rank(), a.name);
       }
-      auto c = world_.split(color, world_.rank());
+      auto c = data_.split(color, data_.rank());
       if (!c) return c.error();
       groups_[axes] = std::move(*c);
     }
@@ -119,21 +123,16 @@ class Replayer {
     const auto t0 = Clock::now();
     Status st;
     switch (task.kind) {
-      case TaskKind::gemm: detail::run_gemm(buf_, task); break;
-      case TaskKind::memory: detail::run_memory(buf_, task); break;
-      case TaskKind::optimizer: {
-        const auto& o = p_.training.optimizer;
-        detail::run_optimizer(buf_, task, prog_.optimizer_states, o.learning_rate, o.beta1, o.beta2, o.epsilon,
-                              o.momentum);
-        break;
-      }
+      case TaskKind::gemm: st = k_->gemm(task); break;
+      case TaskKind::memory: st = k_->memory(task); break;
+      case TaskKind::optimizer: st = k_->optimizer(task, prog_.optimizer_states, p_.training.optimizer); break;
       case TaskKind::collective: st = collective(task); break;
       case TaskKind::send:
         // Posted at once where the communicator allows it (the simulator's
         // model: a send does not hold up its sender), else deferred in the
         // rendezvous-safe order (program.hpp).
-        if (world_.async_sends()) {
-          st = world_.send_async(send_buf_.data(), words(task.bytes), DType::f32, peer(task), task.tag);
+        if (data_.async_sends()) {
+          st = data_.send_async(k_->send_buf(), words(task.bytes), DType::f32, peer(task), task.tag);
           ++posted_;
         } else {
           sends_.push_back(&task);
@@ -142,10 +141,13 @@ class Replayer {
       case TaskKind::recv: {
         st = flush_sends(task.order, t);
         if (st.ok())
-          st = world_.recv(recv_buf_.data(), words(task.bytes), DType::f32, peer(task), task.tag);
+          st = data_.recv(k_->recv_buf(), words(task.bytes), DType::f32, peer(task), task.tag);
         break;
       }
     }
+    // Device work is enqueued: its time is taken once it is done.
+    if (st.ok() && (task.kind == TaskKind::gemm || task.kind == TaskKind::memory || task.kind == TaskKind::optimizer))
+      st = k_->finish();
     t[static_cast<std::size_t>(task.component)] += seconds(t0);
     note(t0, task.component);
     return st;
@@ -164,7 +166,7 @@ class Replayer {
     record_->push_back(MeasuredSpan{a, b, c, label_});
   }
 
-  int peer(const Task& task) const { return with_coordinate(p_, world_.rank(), "pp", task.peer_pp); }
+  int peer(const Task& task) const { return with_coordinate(p_, data_.rank(), "pp", task.peer_pp); }
 
   // Performs the deferred sends ordered before `before` (all when -1).
   Status flush_sends(std::int64_t before, std::array<double, kComponents + 1>& t) {
@@ -173,11 +175,11 @@ class Replayer {
     while (!sends_.empty() && (before < 0 || sends_.front()->order < before)) {
       const Task& s = *sends_.front();
       sends_.pop_front();
-      PLANNER_TRY_STATUS(world_.send(send_buf_.data(), words(s.bytes), DType::f32, peer(s), s.tag));
+      PLANNER_TRY_STATUS(data_.send(k_->send_buf(), words(s.bytes), DType::f32, peer(s), s.tag));
       sent = true;
     }
     if (before < 0 && posted_ > 0) {  // the step's posted sends complete
-      PLANNER_TRY_STATUS(world_.wait_sends());
+      PLANNER_TRY_STATUS(data_.wait_sends());
       posted_ = 0;
       sent = true;
     }
@@ -197,23 +199,25 @@ class Replayer {
     const std::size_t n = words(task.bytes);
     if (n == 0) return {};
     const std::size_t per = (n + g - 1) / g;
+    void* a = k_->comm_a();
+    void* b = k_->comm_b();
     switch (task.coll) {
-      case CollKind::all_reduce: return c.all_reduce(comm_a_.data(), n, DType::f32);
-      case CollKind::all_gather: return c.all_gather(comm_a_.data(), comm_b_.data(), per, DType::f32);
-      case CollKind::reduce_scatter: return c.reduce_scatter(comm_b_.data(), comm_a_.data(), per, DType::f32);
-      case CollKind::all_to_all: return c.all_to_all(comm_a_.data(), comm_b_.data(), per, DType::f32);
-      case CollKind::broadcast: return c.broadcast(comm_a_.data(), n, DType::f32, 0);
+      case CollKind::all_reduce: return c.all_reduce(a, n, DType::f32);
+      case CollKind::all_gather: return c.all_gather(a, b, per, DType::f32);
+      case CollKind::reduce_scatter: return c.reduce_scatter(b, a, per, DType::f32);
+      case CollKind::all_to_all: return c.all_to_all(a, b, per, DType::f32);
+      case CollKind::broadcast: return c.broadcast(a, n, DType::f32, 0);
       case CollKind::send_recv: {
         // A ring shift: rank 0 receives first, the others send first, so the
         // blocking calls cannot wait on each other in a circle.
         const int r = c.rank(), size = c.size();
         const int next = (r + 1) % size, prev = (r + size - 1) % size;
         if (r == 0) {
-          PLANNER_TRY_STATUS(c.recv(comm_b_.data(), n, DType::f32, prev, 7));
-          return c.send(comm_a_.data(), n, DType::f32, next, 7);
+          PLANNER_TRY_STATUS(c.recv(b, n, DType::f32, prev, 7));
+          return c.send(a, n, DType::f32, next, 7);
         }
-        PLANNER_TRY_STATUS(c.send(comm_a_.data(), n, DType::f32, next, 7));
-        return c.recv(comm_b_.data(), n, DType::f32, prev, 7);
+        PLANNER_TRY_STATUS(c.send(a, n, DType::f32, next, 7));
+        return c.recv(b, n, DType::f32, prev, 7);
       }
     }
     return {};
@@ -222,8 +226,8 @@ class Replayer {
   const RankProgram& prog_;
   const plan::Plan& p_;
   Communicator& world_;
-  detail::Buffers buf_;
-  std::vector<float> comm_a_, comm_b_, send_buf_, recv_buf_;
+  Communicator& data_;
+  std::unique_ptr<detail::Backend> k_;
   std::map<std::string, std::unique_ptr<Communicator>> groups_;
   std::deque<const Task*> sends_;
   int posted_ = 0;  // send_async calls not yet waited for
@@ -286,7 +290,15 @@ Result<ReplayResult> replay(const RankProgram& prog, const plan::Plan& p, Commun
                             const ReplayOptions& opts) {
   if (opts.steps < 1) return make_error("--steps must be at least 1 (got {})", opts.steps);
   if (opts.warmup < 0) return make_error("--warmup must be at least 0 (got {})", opts.warmup);
-  Replayer r(prog, p, world);
+  if ((opts.device == nullptr) != (opts.device_world == nullptr))
+    return make_error("replay: a device needs its device communicator, and the other way round");
+  std::unique_ptr<detail::Backend> backend = detail::host_backend();
+  if (opts.device) {
+    auto precision = runtime::parse_precision(p.training.precision);
+    if (!precision) return make_error("training.precision: {}", precision.error().message);
+    backend = detail::device_backend(*opts.device, *precision);
+  }
+  Replayer r(prog, p, world, opts.device_world ? *opts.device_world : world, std::move(backend));
   PLANNER_TRY_STATUS(r.setup());
   ReplayResult out;
   std::array<double, kComponents> sums{};
@@ -319,7 +331,7 @@ Result<ReplayResult> replay(const RankProgram& prog, const plan::Plan& p, Commun
   }
   for (std::size_t i = 0; i < sums.size(); ++i) out.components_s[i] = sums[i] / opts.steps;
   // Peak RSS of every rank: a double as two opaque f32 words per rank.
-  const double mine = peak_rss_bytes();
+  const double mine = r.backend().peak_memory_bytes();
   std::vector<double> all(static_cast<std::size_t>(world.size()));
   PLANNER_TRY_STATUS(world.all_gather(&mine, all.data(), 2, DType::f32));
   out.peak_rss_bytes = std::move(all);

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include <sys/resource.h>
+
 #include <cblas.h>
 
 namespace planner::executor::detail {
@@ -109,5 +111,51 @@ std::string blas_config() {
   const char* c = openblas_get_config();
   return c ? std::string(c) : std::string("unknown");
 }
+
+namespace {
+
+double host_peak_rss() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) * 1024.0;  // Linux: kilobytes
+}
+
+class HostBackend final : public Backend {
+ public:
+  Status allocate(const RankProgram& prog, std::size_t comm_words, std::size_t transfer_words) override {
+    detail::allocate(buf_, prog);
+    comm_a_.assign(comm_words, 1e-3f);
+    comm_b_.assign(comm_words, 0.0f);
+    send_.assign(transfer_words, 1e-3f);
+    recv_.assign(transfer_words, 0.0f);
+    return {};
+  }
+  Status gemm(const Task& t) override {
+    run_gemm(buf_, t);
+    return {};
+  }
+  Status memory(const Task& t) override {
+    run_memory(buf_, t);
+    return {};
+  }
+  Status optimizer(const Task& t, int states, const plan::OptimizerSettings& o) override {
+    run_optimizer(buf_, t, states, o.learning_rate, o.beta1, o.beta2, o.epsilon, o.momentum);
+    return {};
+  }
+  Status finish() override { return {}; }
+  void* comm_a() override { return comm_a_.data(); }
+  void* comm_b() override { return comm_b_.data(); }
+  void* send_buf() override { return send_.data(); }
+  void* recv_buf() override { return recv_.data(); }
+  double peak_memory_bytes() override { return host_peak_rss(); }
+
+ private:
+  Buffers buf_;
+  std::vector<float> comm_a_, comm_b_, send_, recv_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> host_backend() { return std::make_unique<HostBackend>(); }
 
 }  // namespace planner::executor::detail

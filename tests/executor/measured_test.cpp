@@ -50,6 +50,25 @@ TEST_CASE("measured.json reader errors name the field", "[executor]") {
   bad = text;
   bad.replace(bad.find("\"host\""), 6, "\"hots\"");
   CHECK(measured_from_json(bad, "m.json").error().message == "m.json: (top level): unknown key 'hots'");
+  bad = text;
+  bad.replace(bad.find("\"backend\": \"cpu\""), 16, "\"backend\": \"tpu\"");
+  CHECK(measured_from_json(bad, "m.json").error().message == "m.json: backend: expected \"cpu\" or \"cuda\"");
+}
+
+TEST_CASE("measured.json: backend is written after mode, and optional when read", "[executor]") {
+  Measured m = sample();
+  m.backend = "cuda";
+  const std::string text = to_json(m);
+  CHECK(text.find("\"mode\": \"replay\",\n  \"backend\": \"cuda\",") != std::string::npos);
+  auto back = measured_from_json(text, "m.json");
+  REQUIRE(back);
+  CHECK(back->backend == "cuda");
+  // A file written before the field existed reads as cpu.
+  std::string old = text;
+  old.erase(old.find("  \"backend\": \"cuda\",\n"), 21);
+  auto read_old = measured_from_json(old, "m.json");
+  REQUIRE(read_old);
+  CHECK(read_old->backend == "cpu");
 }
 
 TEST_CASE("compare: percentage errors per component and peak memory per stage", "[executor]") {

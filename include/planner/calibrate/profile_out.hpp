@@ -60,6 +60,16 @@ struct WrittenProfile {
 Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& provenance, const std::string& name,
                                    const std::optional<BaseProfile>& base);
 
+struct DeviceMeasurements;
+
+/// Profile `name` from device measurements (measure_device.hpp): the
+/// device part measured, the level between the ranks of one host fitted to
+/// the device communicator's collectives (two ranks or more), the
+/// inter-node level from `base` or labelled "estimate, not measured".
+/// Requires: name matches [a-z0-9._-]+ (checked).
+Result<WrittenProfile> device_profile(const DeviceMeasurements& m, const Provenance& provenance,
+                                      const std::string& name, const std::optional<BaseProfile>& base);
+
 /// `base` with the interconnect refitted to `runs`; `nccl_file` names the
 /// input in sources. Errors name the run's line in `nccl_file`.
 Result<WrittenProfile> nccl_profile(const BaseProfile& base, std::span<const NcclSection> runs,

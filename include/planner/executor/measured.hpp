@@ -25,6 +25,9 @@ inline constexpr const char* kMeasuredFormat = "planner.measured/v1";
 struct Measured {
   std::string format = kMeasuredFormat;
   std::string mode = "replay";  ///< what ran: "replay" or "real" (real: components_s empty, not split)
+  /// Where the replay computed: "cpu" (OpenBLAS, MPI) or "cuda" (cuBLAS,
+  /// NCCL). Optional when read (files before it existed say cpu).
+  std::string backend = "cpu";
   std::string plan_path;
   std::string plan_sha256;      ///< SHA-256 of the plan file's bytes
   int ranks = 1;
@@ -35,7 +38,8 @@ struct Measured {
   std::map<std::string, double> components_s;
   std::vector<double> peak_memory_bytes;  ///< per rank: peak RSS
   std::string host, date;                 ///< date: UTC, ISO 8601
-  /// planner, mpi (MPI_Get_library_version, first line), openblas (config).
+  /// planner, mpi (MPI_Get_library_version, first line), openblas (config);
+  /// with backend cuda also device, cuda_driver, cuda_runtime, cublas, nccl.
   std::map<std::string, std::string> versions;
   friend bool operator==(const Measured&, const Measured&) = default;
 };

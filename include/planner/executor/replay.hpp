@@ -1,6 +1,6 @@
 #pragma once
 /// Replaying a rank's program (program.hpp) for real: GEMMs with OpenBLAS's
-/// cblas_sgemm at the sharded shapes, memory-bound ops as real memory
+/// cblas_sgemm (or an injected runtime::Device's) at the sharded shapes, memory-bound ops as real memory
 /// traffic of the same bytes, the plan's collectives and pipeline transfers
 /// over a runtime::Communicator, then the optimizer step over real parameter,
 /// gradient and state arrays. Every step is timed between barriers; the
@@ -18,6 +18,7 @@
 #include "planner/core/result.hpp"
 #include "planner/executor/program.hpp"
 #include "planner/runtime/communicator.hpp"
+#include "planner/runtime/device.hpp"
 
 namespace planner::executor {
 
@@ -40,6 +41,14 @@ struct ReplayOptions {
   std::optional<StallSpec> stall;
   /// Record the last measured step's intervals (ReplayResult::spans).
   bool record = false;
+  /// The device backend (`planner run --replay --backend cuda`): GEMMs in
+  /// the plan's precision, traffic and the optimizer on `device` (each task
+  /// synchronized before its time is taken), the plan's collectives and
+  /// transfers over `device_world` (the same ranks as world, device
+  /// buffers); world still agrees and gathers the times. Both null (the
+  /// default): host arrays, OpenBLAS and world. Requires: both or neither.
+  runtime::Device* device = nullptr;
+  runtime::Communicator* device_world = nullptr;
 };
 
 /// One measured interval of a rank's step: consecutive tasks of one
@@ -57,7 +66,9 @@ struct ReplayResult {
   /// Per component, seconds per step: mean over measured steps of the
   /// maximum over ranks (index = Component).
   std::array<double, kComponents> components_s{};
-  std::vector<double> peak_rss_bytes;  ///< per rank (getrusage ru_maxrss)
+  /// Per rank: peak RSS (getrusage ru_maxrss), or with a device the device
+  /// memory in use once every buffer exists (cudaMemGetInfo total - free).
+  std::vector<double> peak_rss_bytes;
   /// With ReplayOptions::record: every rank's spans of the last measured
   /// step, indexed by rank (the same on every rank).
   std::vector<std::vector<MeasuredSpan>> spans;

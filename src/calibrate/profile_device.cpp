@@ -1,0 +1,273 @@
+// The device profile (profile_out.hpp, device_profile): measurements of
+// measure_device.hpp as profile JSON, every number with its source.
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "planner/calibrate/measure_device.hpp"
+#include "planner/calibrate/profile_out.hpp"
+#include "profile_json.hpp"
+
+namespace planner::calibrate {
+
+using namespace detail;
+using cluster::Collective;
+using runtime::Precision;
+
+namespace {
+
+/// cluster's peak_tflops key of a device precision.
+std::string key(Precision p) { return std::string(runtime::precision_name(p)); }
+
+/// Geometric mean over `samples` of (rate / peak) / e_table(x): how a
+/// precision's efficiency compares with the bf16 table at the same FLOPs.
+double precision_factor(const std::vector<Sample>& samples, double peak, const cluster::EfficiencyTable& t) {
+  double log_sum = 0;
+  for (const Sample& s : samples) log_sum += std::log((s.x / s.time.value / peak) / t.interpolate(s.x));
+  return std::exp(log_sum / static_cast<double>(samples.size()));
+}
+
+}  // namespace
+
+Result<WrittenProfile> device_profile(const DeviceMeasurements& m, const Provenance& prov, const std::string& name,
+                                      const std::optional<BaseProfile>& base) {
+  PLANNER_TRY_STATUS(check_name(name));
+  const std::string by = fmt::format("measured by planner calibrate --backend cuda on {} ({}, {} rank(s) at once, {})",
+                                     m.host, m.device, m.ranks, item(prov, "date"));
+  const std::string blas = item(prov, "cublas");
+  // GEMM tables from bf16 (the precision plans train in by default).
+  const auto& bf16 = m.gemm[static_cast<std::size_t>(Precision::bf16)];
+  std::vector<GemmSample> square, skinny;
+  for (std::size_t i = 0; i < bf16.size(); ++i)
+    square.push_back({m.gemm_sizes[i], m.gemm_sizes[i], m.gemm_sizes[i], bf16[i].time});
+  for (std::size_t i = 0; i < m.skinny.size(); ++i)
+    skinny.push_back({m.skinny_dims[i], m.skinny_n, m.skinny_n, m.skinny[i].time});
+  PLANNER_TRY(GemmTables g, fit_gemm(square, skinny));
+  PLANNER_TRY(RateTable copy, rate_table(m.copy));
+  const double mis = std::min(1.0, (m.misaligned.x / m.misaligned.time.value) / (m.aligned.x / m.aligned.time.value));
+  const cluster::EfficiencyTable gemm_table = rounded(g.efficiency, "flops");
+
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  json dev = json::object();
+  dev["name"] = m.device;
+  json peaks = json::object();
+  json factors = json::object();
+  std::map<Precision, double> peak_of;
+  for (int i = 0; i < runtime::kPrecisionCount; ++i) {
+    const auto p = static_cast<Precision>(i);
+    const auto& s = m.gemm[static_cast<std::size_t>(i)];
+    PLANNER_TRY(RateTable r, rate_table(s));
+    const double peak = p == Precision::bf16 ? g.peak : r.peak;
+    peak_of[p] = peak;
+    const char* how = p == Precision::fp32   ? "fp32 data, CUBLAS_COMPUTE_32F"
+                      : p == Precision::tf32 ? "fp32 data, CUBLAS_COMPUTE_32F_FAST_TF32"
+                      : p == Precision::bf16 ? "bf16 data, CUBLAS_COMPUTE_32F"
+                                             : "fp16 data, CUBLAS_COMPUTE_32F";
+    peaks[key(p)] = sourced(
+        sig(peak / 1e12, 6),
+        kernel_source(by, fmt::format("the best cublasGemmStridedBatchedEx rate ({}{}) over {} square sizes {}..{}{} "
+                                      "(device time between cudaEvents, mean over ranks)",
+                                      how, blas.empty() ? "" : ", cuBLAS " + blas, s.size(), m.gemm_sizes.front(),
+                                      m.gemm_sizes.back(),
+                                      p == Precision::bf16 ? fmt::format(" and {} skinny shapes", m.skinny.size()) : "")));
+    if (p != Precision::bf16)
+      factors[key(p)] = sourced(
+          sig(std::clamp(precision_factor(s, peak, gemm_table), 1e-3, 2.0)),
+          kernel_source(by, fmt::format("geometric mean over the {} square {} GEMMs of (rate / {} peak) / "
+                                        "gemm_efficiency at the same FLOPs (the table is fitted on bf16)",
+                                        s.size(), key(p), key(p))));
+  }
+  peaks["fp8"] = nullptr;
+  dev["peak_tflops"] = json{{"fp32", peaks["fp32"]}, {"tf32", peaks["tf32"]}, {"fp16", peaks["fp16"]},
+                            {"bf16", peaks["bf16"]}, {"fp8", nullptr}};
+  const std::string mem_src = kernel_source(by, fmt::format("cudaMemGetInfo total ({:.2f} GiB)", m.total_memory.value / gib));
+  dev["hbm_GB"] = sourced(sig(m.total_memory.value / 1e9), mem_src);
+  dev["visible_GiB"] = sourced(sig(m.total_memory.value / gib), mem_src);
+  dev["cuda_context_GiB"] = sourced(
+      sig(std::max(m.context_memory.value / gib, 1e-4)),
+      kernel_source(by, "cudaMemGetInfo total - free once the CUDA context, the stream and the cuBLAS handle exist, "
+                        "before any buffer (mean over ranks)"));
+  dev["communicator_GiB"] = sourced(
+      sig(m.communicator_memory.value / gib),
+      kernel_source(by, m.ranks > 1 ? "device memory the NCCL communicator and its collective sweep kept once the "
+                                      "sweep's buffers were freed (cudaMemGetInfo, max over ranks)"
+                                    : "one rank: no communicator was created, so no communicator memory"));
+  dev["hbm_GBps"] = sourced(
+      sig(copy.peak / 1e9),
+      kernel_source(by, fmt::format("the best rate of the replay's traffic kernels (a 16-byte-load read pass over S/2 "
+                                    "bytes, then a 16-byte-store write pass over S/2 bytes; x = S) over {} sizes "
+                                    "{:.0f} KiB..{:.0f} MiB",
+                                    m.copy.size(), m.copy.front().x / 1024, m.copy.back().x / (1 << 20))));
+  dev["hbm_efficiency"] = sourced(1, kernel_source(by, "1: hbm_GBps is already the best rate a kernel reached"));
+  dev["elementwise_efficiency"] =
+      table("bytes", kernel_source(by, "traffic rate at each size (bytes read + written) / hbm_GBps"), copy.rows);
+  dev["launch_overhead_us"] = sourced(
+      sig(m.launch_sync.value * 1e6),
+      kernel_source(by, "host time of a 16-byte write kernel launched and synchronized 200 times, minus its "
+                        "back-to-back device time: the per-task cost of a replay that synchronizes after each task "
+                        "(GEMM and traffic tables are device times, so they do not hold it)"));
+  dev["gemm_efficiency"] = table(
+      "flops",
+      kernel_source(by, fmt::format("upper envelope of bf16 GEMM rate / peak against 2mnk over square n x n x n "
+                                    "(n = {}..{}) and [d x {}] x [{} x {}] products; fitted jointly with the skinny "
+                                    "table (docs/calibrate.md), largest model error over all {} bf16 measurements "
+                                    "{:.2f} %",
+                                    m.gemm_sizes.front(), m.gemm_sizes.back(), m.skinny_n, m.skinny_n, m.skinny_n,
+                                    square.size() + skinny.size(), 100 * g.max_error)),
+      g.efficiency);
+  dev["gemm_skinny_efficiency"] = table(
+      "min_dim",
+      kernel_source(by, fmt::format("per min dim d, the geometric mean over the bf16 samples of that d (cubes d^3, "
+                                    "[d x {0}] x [{0} x {0}]) of rate / (peak x gemm_efficiency at its FLOPs)",
+                                    m.skinny_n)),
+      g.skinny);
+  dev["gemm_misaligned_factor"] = sourced(
+      frac(mis), kernel_source(by, fmt::format("bf16 GEMM rate at n = {} over the rate at n = {} (square), capped at 1",
+                                               m.aligned_n - 1, m.aligned_n)));
+  dev["gemm_alignment_bytes"] =
+      sourced(16, "estimate, not measured: 16 bytes (8 bf16), the operand alignment NVIDIA's tensor-core GEMMs "
+                  "want; gemm_misaligned_factor is measured at an odd size, misaligned for any such width");
+  dev["gemm_precision_factor"] = factors;
+
+  // Interconnect: the ranks of this host, then the network.
+  cluster::Interconnect net;
+  cluster::Level local;
+  local.name = "local";
+  local.devices_per_group = m.ranks;
+  local.bandwidth = BytesPerSecond(copy.peak);
+  local.ring.efficiency = cluster::EfficiencyTable{{{1, 1}}, "message_bytes"};
+  net.levels.push_back(local);
+  cluster::Level inter;
+  json inter_json;
+  if (base) {
+    inter = base->parsed.interconnect.inter_node();
+    json bj = json::parse(base->text);
+    inter_json = bj["interconnect"]["levels"].back();
+    inter_json["notes"] = fmt::format("copied from base profile '{}' (content hash {}): one host cannot measure the "
+                                      "network; {}",
+                                      base->parsed.name, base->parsed.content_hash,
+                                      inter_json.value("notes", std::string("")));
+  } else {
+    inter.name = "network";
+    inter.inter_node = true;
+    inter.nics_per_node = 1;
+    inter.nic_bandwidth = BytesPerSecond(copy.peak);
+    inter.ring.efficiency = cluster::EfficiencyTable{{{1, 1}}, "message_bytes"};
+  }
+  net.levels.push_back(inter);
+
+  WrittenProfile out;
+  json lj = json::object();
+  lj["name"] = "local";
+  lj["fabric"] = fmt::format("NCCL {} between the GPUs of one host, through planner's runtime::Communicator",
+                             item(prov, "nccl"));
+  lj["devices_per_group"] =
+      sourced(m.ranks, kernel_source(by, fmt::format("the ranks (one GPU each) of this calibration, all on {}", m.host)));
+  std::map<Collective, std::vector<Sample>> runs;
+  for (Collective k : kCalibratedCollectives)
+    if (!m.collectives[static_cast<std::size_t>(k)].empty()) runs[k] = m.collectives[static_cast<std::size_t>(k)];
+  json eff = json::object();
+  if (m.ranks >= 2 && !runs.empty()) {
+    const cluster::Placement where{m.ranks, m.ranks};
+    PLANNER_TRY(LevelTables lt, fit_level(net, 0, where, runs));
+    lj["bandwidth_GBps"] = sourced(
+        sig(lt.bandwidth.value / 1e9, 6),
+        kernel_source(by, fmt::format("the best bus bandwidth left after latency, factor*S/(t - steps*alpha), over "
+                                      "every timed NCCL collective and size (reached by {})",
+                                      lt.bandwidth_from)));
+    lj["latency_us"] = sourced(
+        sig(net.levels[0].latency.value * 1e6),
+        kernel_source(by, "all_reduce: intercept of the line fit t = a + b*S over its sizes / 2(n-1) steps, lowered "
+                          "where a size needs it to be reachable at bandwidth_GBps (docs/calibrate.md)"));
+    for (const auto& [kind, t] : lt.tables) {
+      const std::string src = kernel_source(
+          by, fmt::format("{} of f32 device buffers through the NCCL communicator over {} message sizes; e(S) solved "
+                          "so that the cost model (cluster/collective.hpp) reproduces each time",
+                          cluster::collective_name(kind), t.rows.size()));
+      json tj = table("message_bytes", src, t.rows);
+      if (kind == Collective::all_reduce) {
+        eff["ring"] = tj;
+      } else {
+        tj["latency_us"] = sig(net.levels[0].latency_for(kind).value * 1e6);
+        eff[std::string(cluster::collective_name(kind))] = tj;
+      }
+      out.checks.push_back({fmt::format("{} on local ({} ranks)", cluster::collective_name(kind), m.ranks),
+                            static_cast<int>(runs[kind].size()), 0, t.capped});
+    }
+  } else {
+    const std::string est = "estimate, not measured: one rank, no collective ran; the device's copy bandwidth "
+                            "(hbm_GBps) stands in; use this profile for one device";
+    lj["bandwidth_GBps"] = sourced(sig(copy.peak / 1e9), est);
+    lj["latency_us"] = sourced(0, est);
+    eff["ring"] = table("message_bytes", est, {{1, 1}});
+  }
+  lj["efficiency"] = eff;
+  if (!base) {
+    const std::string est = fmt::format(
+        "estimate, not measured: the calibration ran on one host, so no network was timed; this level copies the "
+        "local level ({}) so that the profile loads; pass --base PROFILE to take a measured network level",
+        by);
+    inter_json = json::object();
+    inter_json["name"] = "network";
+    inter_json["fabric"] = "not measured (one host)";
+    inter_json["nics_per_node"] = sourced(1, est);
+    inter_json["nic_GBps"] = sourced(lj["bandwidth_GBps"]["value"].get<double>(), est);
+    inter_json["latency_us"] = sourced(lj["latency_us"]["value"].get<double>(), est);
+    json ring = eff["ring"];
+    ring["source"] = est;
+    inter_json["efficiency"] = json{{"ring", ring}};
+  }
+
+  json doc = json::object();
+  doc["schema_version"] = 1;
+  doc["name"] = name;
+  doc["system"] = fmt::format("{} on {}: {} rank(s), one GPU each", m.device, m.host, m.ranks);
+  doc["source"] = fmt::format("{} (docs/calibrate.md): cuBLAS GEMMs, the replay's traffic kernels and NCCL "
+                              "collectives; nothing else was timed",
+                              by);
+  doc["notes"] = fmt::format("No fused attention was timed: estimate with --attention unfused. fp8 not measured. {}",
+                             base ? "The inter-node level comes from the base profile."
+                                  : "The inter-node level is not measured (see its sources).");
+  doc["provenance"] = provenance_json(prov);
+  doc["device"] = dev;
+  doc["interconnect"] = json{{"levels", json::array({lj, inter_json})}};
+  out.text = doc.dump(2) + "\n";
+  PLANNER_TRY(out.parsed, cluster::parse_profile(out.text, name + ".json"));
+
+  // Self-check: the written profile against every kernel measurement.
+  const auto& d = out.parsed.device;
+  std::vector<FitCheck> kernels;
+  kernels.push_back({"bf16 GEMM (square and skinny)", static_cast<int>(square.size() + skinny.size()), g.max_error, 0});
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16}) {
+    const auto& s = m.gemm[static_cast<std::size_t>(p)];
+    const auto cp = p == Precision::fp32   ? cluster::Precision::fp32
+                    : p == Precision::tf32 ? cluster::Precision::tf32
+                                           : cluster::Precision::fp16;
+    double worst = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      const auto n = static_cast<std::int64_t>(m.gemm_sizes[i]);
+      const double e = d.gemm_efficiency(n, n, n, cp);
+      const double t = s[i].x / (d.peak_by_precision[static_cast<std::size_t>(cp)]->value * e);
+      worst = std::max(worst, std::abs(t / s[i].time.value - 1));
+    }
+    kernels.push_back({fmt::format("{} GEMM (square)", key(p)), static_cast<int>(s.size()), worst, 0});
+  }
+  double copy_err = 0;
+  for (const Sample& s : m.copy) {
+    const double t = s.x / (d.achievable_hbm_bandwidth().value * d.memory_bound_efficiency(Bytes(s.x)));
+    copy_err = std::max(copy_err, std::abs(t / s.time.value - 1));
+  }
+  kernels.push_back({"copy traffic", static_cast<int>(m.copy.size()), copy_err, 0});
+  out.checks.insert(out.checks.begin(), kernels.begin(), kernels.end());
+  for (auto& c : out.checks)
+    for (const auto& [kind, samples] : runs)
+      if (c.what.rfind(std::string(cluster::collective_name(kind)) + " on local", 0) == 0) {
+        PLANNER_TRY(c.max_error, model_error(out.parsed, kind, {m.ranks, m.ranks}, samples));
+      }
+  return out;
+}
+
+}  // namespace planner::calibrate
