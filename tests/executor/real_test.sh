@@ -85,6 +85,8 @@ printf '%s\n' "layers.*/attn/q/MatMul tp:n" "layers.*/attn/k/MatMul tp:n" "layer
   "layers.*/mlp/down/MatMul tp:k" > llama_tp.hints
 est gpt gpt_tp2_sp --devices 2 --tp 2 --global-batch 8 --hints "$meg" --sp --optimizer sgd
 est gpt gpt_tp2_pp2_sp --devices 4 --tp 2 --pp 2 --global-batch 8 --hints gpt_tp_vocab.hints --sp --optimizer sgd
+est gpt gpt_tp2_pp2_vp2_sp --devices 4 --tp 2 --pp 2 --vp 2 --schedule interleaved --global-batch 8 \
+  --hints gpt_tp_vocab.hints --sp --optimizer sgd
 # A strategy no kernel runs on shares: layer 0's ln1 split along the hidden
 # axis it normalises (the plan edited by hand).
 python3 - <<'PY' || exit 1
@@ -109,7 +111,7 @@ est gpt gpt_pp2_full --devices 2 --pp 2 --global-batch 8 --recompute full
 for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2 mlp_pp2_gpipe" "4 mlp_dp4_z3" \
          "4 mlp_dp2_pp2_z1" "2 gpt_dp2" "2 gpt_dp2_z3" "2 gpt_dp2_do" "2 gpt_pp2" "2 gpt_pp2_gpipe" "2 gpt_pp2_vp2" \
          "4 gpt_dp2_pp2_z2" "4 gpt_dp2_pp2_z3" "2 llama_pp2" "2 bert_dp2_z1" "2 gpt_tp2" "2 mlp_tp2" "2 gpt_tp2_meg" \
-         "2 gpt_tp2_head" "2 gpt_tp2_vocab" "4 gpt_tp2_dp2" "4 gpt_tp2_pp2" "4 gpt_tp2_pp2_gpipe" "4 gpt_tp2_dp2_z1" "4 mlp_tp2_dp2_do" "2 gpt_tp2_sp" "4 gpt_tp2_pp2_sp" \
+         "2 gpt_tp2_head" "2 gpt_tp2_vocab" "4 gpt_tp2_dp2" "4 gpt_tp2_pp2" "4 gpt_tp2_pp2_gpipe" "4 gpt_tp2_dp2_z1" "4 mlp_tp2_dp2_do" "2 gpt_tp2_sp" "4 gpt_tp2_pp2_sp" "4 gpt_tp2_pp2_vp2_sp" \
          "2 llama_tp2" "2 llama_tp2_sp"; do
   set -- $c
   expect "check $2 on $1 ranks" 0 mpi "$1" run "$2.json" --check --steps 3 --warmup 1 --timeout 60 -o "m_$2.json" &&
