@@ -229,8 +229,30 @@ Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g
     out[0] = TpView::rep();  // vocabulary-parallel: TpRank::forward reduces max, sum and target over tp
     return out;
   }
+  if (type == "Concat") {  // every input split alike, along a dim it does not join
+    const int axis = axis_attr(op, "axis", 0, ro);
+    for (std::size_t i = 0; i < in.size(); ++i)
+      if (in[i] && split_in(i) != d) return make_error("its inputs are not split alike");
+    if (d == axis) return make_error("it joins along the split dim {}", d);
+    out[0] = TpView::split_at(d);
+    return out;
+  }
   for (std::size_t i = 1; i < in.size(); ++i)
     if (split_in(i) >= 0 && type != "Split") return make_error("input {} (not the data) is split", i);
+  if (type == "Slice") {  // a slice along other dims than the split one (RoPE halves)
+    std::vector<std::int64_t> axes;
+    if (op.inputs.size() > 3 && op.inputs[3]) {
+      const auto& v = g.tensor(*op.inputs[3]).values;
+      if (!v || v->is_float) return make_error("its axes are not a known constant");
+      axes = v->ints;
+    } else if (op.inputs.size() > 1 && op.inputs[1]) {
+      for (std::int64_t a = 0; a < g.tensor(*op.inputs[1]).numel(); ++a) axes.push_back(a);
+    }
+    for (auto a : axes)
+      if ((a < 0 ? a + ro : a) == d) return make_error("it slices the split dim {}", d);
+    out[0] = TpView::split_at(d);
+    return out;
+  }
   if (in[0] && in[0]->kind == TpView::Kind::partial) return make_error("input 0 is a partial sum");
   if (type == "Transpose") {
     std::vector<std::int64_t> perm = op.attr_ints("perm").value_or(std::vector<std::int64_t>{});

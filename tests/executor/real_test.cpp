@@ -169,8 +169,8 @@ TEST_CASE("tp views of the Megatron plan", "[executor][real][tp]") {
   CHECK(m[1][31] == 63);
   CHECK(m[1][32] == 96);  // 64 + 32
   CHECK(m[1][64] == 160);  // 128 + 32
+  // The bias (added before the Split) holds the same columns.
   CHECK(l->stored_map[g.find_tensor("layers.0.attn.qkv.bias")->value] == m);
-  // The Split's input is the only reader of the bias Add's output: same map.
   // Attention runs head-split: q, k, v and the context split on dim 1 (heads).
   const auto ctx = *g.find_op("layers.0/attn/context/MatMul");
   CHECK(l->ops[ctx.value].out[0].view == TpView::split_at(1));

@@ -61,9 +61,11 @@ est gpt gpt_tp2 --devices 2 --tp 2 --global-batch 4
 # (megatron.hints), the mlp's Gemms column-parallel with all-gathers between
 # them; a hidden-split token embedding (tp:h) with a column-parallel head
 # all-gathered before the loss; the embedding, head and loss all
-# vocabulary-parallel (tp:v, tp:n, tp:c). The gpt plans train with SGD: under Adam the attention key bias, whose
-# true gradient is 0 (rounding noise in both runs), takes noise-driven steps
-# as large as the learning rate (docs/executor.md).
+# vocabulary-parallel (tp:v, tp:n, tp:c). The gpt and llama plans train with
+# SGD: Adam's first step is about lr x sign(gradient), so a gradient element
+# near its rounding noise (the attention key bias, whose true gradient is 0)
+# is stepped by up to lr in a direction the summation order decides
+# (docs/executor.md).
 printf 'layers.*/fc/Gemm tp:n\n' > mlp_tp.hints
 meg=$here/data/megatron.hints
 { cat "$meg"; echo "lm_head/MatMul tp:n"; echo "embed/tokens/Gather tp:h"; } > gpt_tp_head.hints
@@ -78,8 +80,13 @@ est gpt gpt_tp2_pp2_gpipe --devices 4 --tp 2 --pp 2 --global-batch 8 --hints "$m
 est gpt gpt_tp2_dp2_z1 --devices 4 --tp 2 --global-batch 8 --hints "$meg" --optimizer sgd --zero 1
 est mlp mlp_tp2_dp2_do --devices 4 --tp 2 --global-batch 8 --hints mlp_tp.hints --distributed-optimizer
 est gpt gpt_tp2_vocab --devices 2 --tp 2 --global-batch 8 --hints gpt_tp_vocab.hints --optimizer sgd
+printf '%s\n' "layers.*/attn/q/MatMul tp:n" "layers.*/attn/k/MatMul tp:n" "layers.*/attn/v/MatMul tp:n" \
+  "layers.*/attn/o/MatMul tp:k" "layers.*/mlp/gate/MatMul tp:n" "layers.*/mlp/up/MatMul tp:n" \
+  "layers.*/mlp/down/MatMul tp:k" > llama_tp.hints
 est gpt gpt_tp2_sp --devices 2 --tp 2 --global-batch 8 --hints "$meg" --sp --optimizer sgd
 est gpt gpt_tp2_pp2_sp --devices 4 --tp 2 --pp 2 --global-batch 8 --hints gpt_tp_vocab.hints --sp --optimizer sgd
+est gpt gpt_tp2_pp2_vp2_sp --devices 4 --tp 2 --pp 2 --vp 2 --schedule interleaved --global-batch 8 \
+  --hints gpt_tp_vocab.hints --sp --optimizer sgd
 # A strategy no kernel runs on shares: layer 0's ln1 split along the hidden
 # axis it normalises (the plan edited by hand).
 python3 - <<'PY' || exit 1
@@ -94,13 +101,18 @@ PY
 "$bin" model bert --layers 4 --hidden 32 --heads 2 --seq 8 --vocab 64 --batch 2 -o bert.onnx >/dev/null || exit 1
 est llama llama_pp2 --devices 2 --pp 2 --global-batch 8
 est bert bert_dp2_z1 --devices 2 --global-batch 8 --zero 1
+# llama (RMSNorm, RoPE's slices and concat on head-split q and k, SwiGLU):
+# Megatron's pairs, with and without sequence parallelism.
+est llama llama_tp2 --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints --optimizer sgd
+est llama llama_tp2_sp --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints --sp --optimizer sgd
 est gpt gpt_pp2_full --devices 2 --pp 2 --global-batch 8 --recompute full
 
 # Healthy runs: --check passes at each of the 3 checked steps.
 for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2 mlp_pp2_gpipe" "4 mlp_dp4_z3" \
          "4 mlp_dp2_pp2_z1" "2 gpt_dp2" "2 gpt_dp2_z3" "2 gpt_dp2_do" "2 gpt_pp2" "2 gpt_pp2_gpipe" "2 gpt_pp2_vp2" \
          "4 gpt_dp2_pp2_z2" "4 gpt_dp2_pp2_z3" "2 llama_pp2" "2 bert_dp2_z1" "2 gpt_tp2" "2 mlp_tp2" "2 gpt_tp2_meg" \
-         "2 gpt_tp2_head" "2 gpt_tp2_vocab" "4 gpt_tp2_dp2" "4 gpt_tp2_pp2" "4 gpt_tp2_pp2_gpipe" "4 gpt_tp2_dp2_z1" "4 mlp_tp2_dp2_do" "2 gpt_tp2_sp" "4 gpt_tp2_pp2_sp"; do
+         "2 gpt_tp2_head" "2 gpt_tp2_vocab" "4 gpt_tp2_dp2" "4 gpt_tp2_pp2" "4 gpt_tp2_pp2_gpipe" "4 gpt_tp2_dp2_z1" "4 mlp_tp2_dp2_do" "2 gpt_tp2_sp" "4 gpt_tp2_pp2_sp" "4 gpt_tp2_pp2_vp2_sp" \
+         "2 llama_tp2" "2 llama_tp2_sp"; do
   set -- $c
   expect "check $2 on $1 ranks" 0 mpi "$1" run "$2.json" --check --steps 3 --warmup 1 --timeout 60 -o "m_$2.json" &&
     contains "$2" "planner run: mode real, $2.json ($1 ranks" &&

@@ -92,8 +92,8 @@ contains "bad plan" "planner run: error: bad.json: line 2, column 1: syntax erro
 expect "exists without --force" nonzero mpi 2 run gpt_tp2.json --replay -o m_gpt_tp2.json
 has "exists without --force" 1 "planner run: error: m_gpt_tp2.json: file exists; pass --force to replace it"
 expect "--force replaces" 0 mpi 2 run gpt_tp2.json --replay --steps 1 -o m_gpt_tp2.json --force
-expect "no --replay: the real mode refuses tp" 2 mpi 2 run gpt_tp2.json
-contains "no --replay: the real mode refuses tp" "planner run: error: gpt_tp2.json: the real mode cannot run tensor parallelism (layout.tp = 2) yet"
+expect "no --replay: the real mode runs tp" 0 mpi 2 run gpt_tp2.json --steps 1
+contains "no --replay: the real mode runs tp" "planner run: mode real, gpt_tp2.json (2 ranks: dp=1 tp=2 pp=1 zero=0"
 expect "memory limit" nonzero mpi 2 run gpt_tp2.json --replay --max-memory 0.0001
 contains "memory limit" "the replay scales nothing down"
 expect "compare another plan" 2 "$bin" compare gpt_pp2.json m_gpt_tp2.json
