@@ -63,13 +63,23 @@ bool is_expert_op(const Layout& L, std::optional<graph::OpId> op) {
 std::vector<ExpertTraffic> expert_traffic(const graph::OpGraph& g, const Layout& L, double element_bytes) {
   std::vector<ExpertTraffic> out(static_cast<std::size_t>(L.chunks));
   if (L.experts == 0) return out;
-  // Per (layer, expert): its first and last GEMM in topological order.
+  // The MoE layer of an expert op: its repeated layer when that layer holds
+  // several experts (a transformer block with its MoE MLP); when each
+  // expert is a repeated block of its own (identical experts and nothing
+  // else), the experts of the graph form one MoE layer (key -1).
+  std::map<int, std::set<int>> experts_in_layer;
+  for (graph::OpId id : L.order)
+    if (L.expert_of_op[id.value] >= 0 && g.op(id).layer) experts_in_layer[*g.op(id).layer].insert(L.expert_of_op[id.value]);
+  auto moe_layer = [&](const graph::Op& op) {
+    return op.layer && experts_in_layer[*op.layer].size() > 1 ? *op.layer : -1;
+  };
+  // Per (MoE layer, expert): its first and last GEMM in topological order.
   std::map<std::pair<int, int>, std::pair<graph::OpId, graph::OpId>> ends;
   for (graph::OpId id : L.order) {
     const int e = L.expert_of_op[id.value];
     const auto& op = g.op(id);
     if (e < 0 || op.op_class != graph::OpClass::matmul) continue;
-    const std::pair<int, int> key{op.layer.value_or(-1), e};
+    const std::pair<int, int> key{moe_layer(op), e};
     auto it = ends.find(key);
     if (it == ends.end()) ends.emplace(key, std::pair{id, id});
     else it->second.second = id;
