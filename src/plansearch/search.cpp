@@ -204,13 +204,21 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
             if ((dp * cp) % *fx.ep != 0 || (facts.experts > 0 && facts.experts % *fx.ep != 0)) continue;
             eps = {*fx.ep};
           }
+          // (zero stage, distributed optimizer, ep): experts split over ep
+          // with ZeRO-1 sharding at most (what Megatron-Core's MoE and
+          // DeepSpeed-MoE of 2022 run) unless --fix asks for more.
+          struct Sharding {
+            int zero;
+            bool distopt;
+            int ep;
+          };
+          std::vector<Sharding> shardings;
+          for (const auto& [zero, distopt] : zeros)
+            for (int ep : eps)
+              if (ep == 1 || zero < 2 || fx.ep) shardings.push_back({zero, distopt, ep});
           for (const auto& [sched, v] : scheds)
-            for (const auto& [zero, distopt] : zeros)
-              for (int ep : eps)
+            for (const auto& [zero, distopt, ep] : shardings)
               for (auto rc : policies) {
-                // Experts split over ep with ZeRO-1 sharding at most (what
-                // Megatron-Core's MoE and DeepSpeed-MoE of 2022 run).
-                if (ep > 1 && zero >= 2 && !fx.ep) continue;
                 // Context parallelism is there to avoid recomputing long
                 // sequences' activations: tried without recompute only.
                 if (cp > 1 && !fx.cp && rc != cost::RecomputePolicy::none) continue;
