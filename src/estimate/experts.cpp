@@ -32,14 +32,34 @@ std::optional<int> expert_index(std::string_view name) {
   return std::nullopt;
 }
 
+namespace detail {
+
+std::optional<graph::OpId> param_reader(const graph::OpGraph& g, graph::TensorId t, int depth) {
+  for (graph::OpId c : g.tensor(t).consumers) {
+    const auto& op = g.op(c);
+    const bool pass = op.type == "Cast" || op.type == "Identity" || op.type == "Transpose" || op.type == "CastLike";
+    if (pass && depth < 4 && !op.outputs.empty() && op.outputs[0]) {
+      if (auto r = param_reader(g, *op.outputs[0], depth + 1)) return r;
+    }
+    return c;
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+
 ExpertCount count_experts(const graph::OpGraph& g) {
   ExpertCount out;
   for (const auto& op : g.ops())
     if (const auto e = expert_index(op.name)) out.experts = std::max(out.experts, *e + 1);
   if (out.experts == 0) return out;
-  for (const auto& t : g.tensors()) {
-    if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype) || t.consumers.empty()) continue;
-    if (expert_index(g.op(t.consumers.front()).name)) out.parameters += static_cast<double>(t.numel());
+  // The reader memory() places the parameter by (detail::param_reader), so
+  // the search's memory floor splits exactly the parameters estimate splits.
+  for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
+    const auto& t = g.tensor(graph::TensorId{i});
+    if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
+    const auto reader = detail::param_reader(g, graph::TensorId{i});
+    if (reader && expert_index(g.op(*reader).name)) out.parameters += static_cast<double>(t.numel());
   }
   return out;
 }

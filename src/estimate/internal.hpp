@@ -48,6 +48,10 @@ struct Layout {
   int experts = 0;  ///< experts per MoE layer (0: no MoE)
 };
 
+/// The consumer deciding where a parameter lives: the first reader that is
+/// not a pass-through (Cast, Identity, Transpose, CastLike; up to 4 deep).
+std::optional<graph::OpId> param_reader(const graph::OpGraph& g, graph::TensorId t, int depth = 0);
+
 /// Sets L.expert_of_op and L.experts from the op names.
 void find_experts(const graph::OpGraph& g, Layout& L);
 

@@ -31,20 +31,6 @@ double item_fraction(const Layout& L, const graph::OpGraph& g, const cost::Saved
   return 1.0;
 }
 
-// The consumer deciding where a parameter lives: the first reader that is
-// not a pass-through (Cast, Identity, Transpose).
-std::optional<OpId> param_reader(const graph::OpGraph& g, TensorId t, int depth = 0) {
-  for (OpId c : g.tensor(t).consumers) {
-    const auto& op = g.op(c);
-    const bool pass = op.type == "Cast" || op.type == "Identity" || op.type == "Transpose" || op.type == "CastLike";
-    if (pass && depth < 4 && !op.outputs.empty() && op.outputs[0]) {
-      if (auto r = param_reader(g, *op.outputs[0], depth + 1)) return r;
-    }
-    return c;
-  }
-  return std::nullopt;
-}
-
 bool grads_in_fp32(const ParallelConfig& c, const cost::CostModel& model) {
   const bool fp16 = model.context().precision().default_precision() == cost::Precision::fp16;
   switch (c.framework) {

@@ -290,7 +290,7 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     if (t.consumers.empty()) continue;
     const auto& reader = g.op(t.consumers.front());
     const auto ch = static_cast<std::size_t>(L.chunk_of_op[t.consumers.front().value]);
-    const bool expert = c.ep > 1 && detail::is_expert_op(L, t.consumers.front());
+    const bool expert = c.ep > 1 && detail::is_expert_op(L, detail::param_reader(g, TensorId{i}));
     const double local =
         static_cast<double>(t.numel()) * detail::local_fraction(L, g, TensorId{i}) / (expert ? c.ep : 1);
     work[ch].local_params += local;

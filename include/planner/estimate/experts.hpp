@@ -6,7 +6,8 @@
 /// `experts.<n>` (or `experts/<n>`, `experts_<n>`): the naming of `planner
 /// model moe` (`layers.3/moe/experts.5/fc1/MatMul`) and of the PyTorch
 /// exporters of Switch, Mixtral and DeepSeek-MoE (`...experts.5.w1...`).
-/// A parameter is an expert's when its first reader is.
+/// A parameter is an expert's when its first reader past Cast, Identity and
+/// Transpose is.
 ///
 /// Under expert parallelism the E experts of a layer are split over E/ep
 /// groups of ep data/context-parallel ranks (Megatron-Core's expert model
@@ -30,7 +31,7 @@ std::optional<int> expert_index(std::string_view op_name);
 struct ExpertCount {
   /// Experts per MoE layer: the largest expert index + 1 (0: no experts).
   int experts = 0;
-  /// Floating parameter elements read first by an expert op.
+  /// Floating parameter elements whose first reader (past pass-through ops) is an expert op.
   double parameters = 0;
 };
 
