@@ -69,6 +69,7 @@ Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& sr
     plan::Chunk pc;
     pc.index = static_cast<int>(i);
     pc.pipeline_rank = static_cast<int>(i) % c.pp;
+    pc.devices = plan::stage_devices(l, pc.pipeline_rank);
     pc.first_layer = ch.first_layer;
     pc.last_layer = ch.last_layer;
     pc.embedding = ch.has_embedding;

@@ -44,7 +44,7 @@ void SearchFlags::add_to(CLI::App& sub, bool devices_required, const std::string
   devices_opt = sub.add_option("--devices", devices, "Number of devices N");
   if (devices_required) devices_opt->required();
   global_batch_opt = sub.add_option("--global-batch", global_batch, "Global batch (default: the model's batch x N)");
-  sub.add_option("--fix", fix, "Pin degrees or settings: tp=8,pp=4,dp=..,cp=..,vp=..,mb=..,zero=..,recompute=..,schedule=..,sp=0|1");
+  sub.add_option("--fix", fix, "Pin degrees or settings: tp=8,pp=4,dp=..,cp=..,ep=..,vp=..,mb=..,zero=..,recompute=..,schedule=..,sp=0|1");
   sub.add_option("--framework", framework, "megatron | megatron-legacy | deepspeed | fsdp | ddp")->capture_default_str();
   sub.add_option("--max-memory-fraction", max_memory_fraction, memory_help)->capture_default_str();
   sub.add_option("--max-micro-batch", max_micro_batch, "Largest micro-batch tried")->capture_default_str();

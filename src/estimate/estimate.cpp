@@ -150,6 +150,9 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   for (int id : layer_ids) pos_of_layer.emplace(id, static_cast<int>(pos_of_layer.size()));
   PLANNER_TRY(std::vector<OpId> order, g.topological_order());
   L.order = order;
+  find_experts(g, L);
+  if (c.ep > 1 && L.experts > 0 && L.experts % c.ep != 0)
+    return Error{fmt::format("--ep {} does not divide the {} experts per MoE layer", c.ep, L.experts)};
 
   // Op-level sharding on the model-parallel mesh.
   search::LoweringOptions lo;

@@ -43,7 +43,36 @@ struct Layout {
   std::vector<cost::OpTime> op_times;
   /// Layout of op outputs and parameters under the chosen strategies.
   std::unordered_map<std::uint32_t, layout::TensorLayout> layout_of_tensor;
+  /// Expert index of each op (by OpId::value), -1 outside experts (experts.hpp).
+  std::vector<int> expert_of_op;
+  int experts = 0;  ///< experts per MoE layer (0: no MoE)
 };
+
+/// The consumer deciding where a parameter lives: the first reader that is
+/// not a pass-through (Cast, Identity, Transpose, CastLike; up to 4 deep).
+std::optional<graph::OpId> param_reader(const graph::OpGraph& g, graph::TensorId t, int depth = 0);
+
+/// Sets L.expert_of_op and L.experts from the op names.
+void find_experts(const graph::OpGraph& g, Layout& L);
+
+/// Whether `op` (a parameter's reader) belongs to an expert.
+bool is_expert_op(const Layout& L, std::optional<graph::OpId> op);
+
+/// Tokens one micro-batch sends through a chunk's expert all-to-alls, per
+/// device (local shares of the tensors at `element_bytes` per element).
+struct ExpertTraffic {
+  Bytes dispatch;      ///< the activations the experts' first GEMMs read
+  Bytes combine;       ///< what the experts' last GEMMs write
+  int moe_layers = 0;  ///< MoE layers in the chunk (one dispatch and one combine each)
+};
+std::vector<ExpertTraffic> expert_traffic(const graph::OpGraph& g, const Layout& L, double element_bytes);
+
+/// Groups over the dp*cp ranks (cp fastest, as the mesh orders them): all
+/// of them, the expert-parallel group (ep consecutive ranks) and the
+/// expert-data-parallel group (the dp*cp/ep ranks holding the same experts,
+/// stride ep).
+enum class DataGroup : std::uint8_t { data, expert, expert_data };
+cluster::Placement data_group(const Layout& L, const ParallelConfig& c, DataGroup which);
 
 /// Resolves `c` on `g`: meshes, divisibility, chunks, op-level sharding.
 Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,

@@ -31,20 +31,6 @@ double item_fraction(const Layout& L, const graph::OpGraph& g, const cost::Saved
   return 1.0;
 }
 
-// The consumer deciding where a parameter lives: the first reader that is
-// not a pass-through (Cast, Identity, Transpose).
-std::optional<OpId> param_reader(const graph::OpGraph& g, TensorId t, int depth = 0) {
-  for (OpId c : g.tensor(t).consumers) {
-    const auto& op = g.op(c);
-    const bool pass = op.type == "Cast" || op.type == "Identity" || op.type == "Transpose" || op.type == "CastLike";
-    if (pass && depth < 4 && !op.outputs.empty() && op.outputs[0]) {
-      if (auto r = param_reader(g, *op.outputs[0], depth + 1)) return r;
-    }
-    return c;
-  }
-  return std::nullopt;
-}
-
 bool grads_in_fp32(const ParallelConfig& c, const cost::CostModel& model) {
   const bool fp16 = model.context().precision().default_precision() == cost::Precision::fp16;
   switch (c.framework) {
@@ -75,6 +61,9 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
   const int pp = c.pp;
   std::vector<StageMemory> out(static_cast<std::size_t>(pp));
   std::vector<cost::ParamCounts> counts(static_cast<std::size_t>(pp));
+  // Expert parameters under expert parallelism (already divided by ep),
+  // their states sharded over the dp*cp/ep ranks holding the same experts.
+  std::vector<cost::ParamCounts> expert_counts(static_cast<std::size_t>(pp));
   // 16-bit bytes of each layer's local parameters per rank (ZeRO-3 gathers).
   std::vector<std::map<int, double>> layer_bytes(static_cast<std::size_t>(pp));
   for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
@@ -84,9 +73,11 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
     const auto reader = param_reader(g, t);
     const int chunk = reader ? L.chunk_of_op[reader->value] : 0;
     const auto rank = static_cast<std::size_t>(chunk % pp);
-    const double local = static_cast<double>(tensor.numel()) * local_fraction(L, g, t);
+    const bool expert = c.ep > 1 && is_expert_op(L, reader);
+    const double local = static_cast<double>(tensor.numel()) * local_fraction(L, g, t) / (expert ? c.ep : 1);
     const bool fp32 = cost::is_kept_fp32(g, t, policy);
-    (fp32 ? counts[rank].fp32 : counts[rank].low_precision) += local;
+    auto& into = expert ? expert_counts[rank] : counts[rank];
+    (fp32 ? into.fp32 : into.low_precision) += local;
     const int layer = reader && g.op(*reader).layer ? *g.op(*reader).layer : -1 - static_cast<int>(i);
     layer_bytes[rank][layer] += local * (fp32 ? 4.0 : 2.0);
   }
@@ -125,19 +116,31 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
     auto& sm = out[static_cast<std::size_t>(r)];
     auto& m = sm.breakdown;
     sm.stage = r;
-    sm.parameters = counts[static_cast<std::size_t>(r)].total();
+    const auto& dense = counts[static_cast<std::size_t>(r)];
+    const auto& experts = expert_counts[static_cast<std::size_t>(r)];
+    sm.parameters = dense.total() + experts.total();
     sm.in_flight = in_flight[static_cast<std::size_t>(r)];
-    const cost::ModelState st = cost::model_state(counts[static_cast<std::size_t>(r)], opt);
+    cost::ModelState st = cost::model_state(dense, opt);
+    if (experts.total() > 0) {
+      cost::OptimizerSetup eo = opt;
+      eo.data_parallel = std::max(1, opt.data_parallel / c.ep);
+      const cost::ModelState es = cost::model_state(experts, eo);
+      st.weights += es.weights;
+      st.gradients += es.gradients;
+      st.optimizer_states += es.optimizer_states;
+    }
     m.weights = st.weights;
     m.gradients = st.gradients;
     // DeepSpeed's BF16Optimizer keeps the bf16 gradients and an fp32
     // accumulation buffer for every local parameter: 2 + 4 bytes.
     if (c.framework == Framework::deepspeed && policy.default_precision() == cost::Precision::bf16)
-      m.gradients += Bytes(2.0 * counts[static_cast<std::size_t>(r)].low_precision);
+      m.gradients += Bytes(2.0 * (dense.low_precision + experts.low_precision));
     m.optimizer_states = st.optimizer_states;
     m.state_label = fmt::format("{}, {}{}", cost::optimizer_name(opt.optimizer), cost::sharding_name(opt.sharding),
                                 opt.sharding == cost::StateSharding::none ? std::string()
                                                                           : fmt::format(" over d={}", opt.data_parallel));
+    if (experts.total() > 0 && opt.sharding != cost::StateSharding::none)
+      m.state_label += fmt::format(", experts over d={}", std::max(1, opt.data_parallel / c.ep));
     if (opt.sharding == cost::StateSharding::zero3 && opt.data_parallel > 1) {
       double largest = 0;
       for (const auto& [layer, b] : layer_bytes[static_cast<std::size_t>(r)]) largest = std::max(largest, b);

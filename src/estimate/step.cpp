@@ -68,16 +68,23 @@ struct ChunkWork {
   /// flattens each wrapped block into one buffer) or per tensor (DeepSpeed
   /// ZeRO-3 fetches parameters one by one).
   std::map<std::int64_t, double> gather_units;
+  /// Under expert parallelism (ep > 1): the experts' share of local_params
+  /// (already divided by ep) and their gather units, synchronised over the
+  /// expert-data-parallel group instead.
+  double expert_params = 0;
+  std::map<std::int64_t, double> expert_gather_units;
 };
 
 Result<Seconds> dp_collective(const cost::CostModel& model, const detail::Layout& L, const ParallelConfig& c,
-                              cluster::Collective kind, Bytes bytes, bool single_ring = false) {
-  const int n = c.dp * c.cp;
-  if (n <= 1 || bytes.value <= 0) return Seconds(0);
-  const auto dp_axis = layout::MeshAxis(1), cp_axis = layout::MeshAxis(2);
-  const int rpn = L.full.ranks_per_node(dp_axis) * L.full.ranks_per_node(cp_axis);
-  auto t = model.collective(kind, bytes, cluster::Placement{n, std::min(n, rpn), single_ring});
-  if (!t.ok()) return Error{fmt::format("data-parallel group of {} ranks: {}", n, t.error().message)};
+                              cluster::Collective kind, Bytes bytes, bool single_ring = false,
+                              detail::DataGroup group = detail::DataGroup::data) {
+  cluster::Placement where = detail::data_group(L, c, group);
+  if (where.ranks <= 1 || bytes.value <= 0) return Seconds(0);
+  where.single_ring = single_ring;
+  auto t = model.collective(kind, bytes, where);
+  if (!t.ok()) return Error{fmt::format("{} group of {} ranks: {}", group == detail::DataGroup::data ? "data-parallel"
+                                        : group == detail::DataGroup::expert ? "expert-parallel" : "expert-data-parallel",
+                                        where.ranks, t.error().message)};
   return *t;
 }
 
@@ -252,6 +259,29 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     }
   }
 
+  // Expert parallelism: per MoE layer and micro-batch, the routed tokens go
+  // to their experts' ranks and come back (two all-to-alls over the ep
+  // group, each rank's buffer the local dispatch or combine tensors), and
+  // their gradients the same way in the backward (again for the recomputed
+  // forward under full recompute). Not overlapped with compute.
+  if (c.ep > 1 && L.experts > 0) {
+    const auto traffic = detail::expert_traffic(g, L, activation_element_bytes(ctx));
+    for (int ch = 0; ch < C; ++ch) {
+      const auto& x = traffic[static_cast<std::size_t>(ch)];
+      if (x.moe_layers == 0) continue;
+      const double per = 1.0 / x.moe_layers;
+      PLANNER_TRY(Seconds d, dp_collective(model, L, c, cluster::Collective::all_to_all, x.dispatch * per, false,
+                                           detail::DataGroup::expert));
+      PLANNER_TRY(Seconds k, dp_collective(model, L, c, cluster::Collective::all_to_all, x.combine * per, false,
+                                           detail::DataGroup::expert));
+      const Seconds t = (d + k) * static_cast<double>(x.moe_layers);
+      auto& w = work[static_cast<std::size_t>(ch)];
+      w.fwd_comm += t;
+      w.bwd_comm += full_rc ? t * 2.0 : t;
+      w.comm_kind["all_to_all"] += full_rc ? t * 3.0 : t * 2.0;
+    }
+  }
+
   // Local parameters per chunk.
   for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
     const auto& t = g.tensor(TensorId{i});
@@ -260,11 +290,18 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     if (t.consumers.empty()) continue;
     const auto& reader = g.op(t.consumers.front());
     const auto ch = static_cast<std::size_t>(L.chunk_of_op[t.consumers.front().value]);
-    const double local = static_cast<double>(t.numel()) * detail::local_fraction(L, g, TensorId{i});
+    const bool expert = c.ep > 1 && detail::is_expert_op(L, detail::param_reader(g, TensorId{i}));
+    const double local =
+        static_cast<double>(t.numel()) * detail::local_fraction(L, g, TensorId{i}) / (expert ? c.ep : 1);
     work[ch].local_params += local;
     const std::int64_t unit = c.framework == Framework::fsdp ? (reader.layer ? *reader.layer : -1)
                                                              : static_cast<std::int64_t>(i) + (1LL << 32);
-    work[ch].gather_units[unit] += local;
+    if (expert) {
+      work[ch].expert_params += local;
+      work[ch].expert_gather_units[unit] += local;
+    } else {
+      work[ch].gather_units[unit] += local;
+    }
   }
 
   // 3. ZeRO-3 (and FSDP SHARD_GRAD_OP): weights gathered per micro-batch,
@@ -297,6 +334,14 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
                                               ds_flat));
         PLANNER_TRY(Seconds rs, dp_collective(model, L, c, cluster::Collective::reduce_scatter,
                                               Bytes(elems * grad_bytes), ds_flat));
+        gather += ga;
+        scatter += rs;
+      }
+      for (const auto& [unit, elems] : w.expert_gather_units) {
+        PLANNER_TRY(Seconds ga, dp_collective(model, L, c, cluster::Collective::all_gather, Bytes(elems * param_bytes),
+                                              ds_flat, detail::DataGroup::expert_data));
+        PLANNER_TRY(Seconds rs, dp_collective(model, L, c, cluster::Collective::reduce_scatter,
+                                              Bytes(elems * grad_bytes), ds_flat, detail::DataGroup::expert_data));
         gather += ga;
         scatter += rs;
       }
@@ -387,24 +432,38 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
   const bool overlapped = c.framework == Framework::megatron || c.framework == Framework::ddp;
   const double optimizer_shards = (c.zero >= 1 || c.distributed_optimizer) ? c.dp * c.cp : 1;
   e.parts.ranks.resize(static_cast<std::size_t>(pp));
+  // Expert states are sharded over the dp*cp/ep ranks holding them.
+  const double expert_shards = optimizer_shards > 1 ? optimizer_shards / c.ep : 1;
   for (int r = 0; r < pp; ++r) {
-    double params = 0;
+    double params = 0, expert_params = 0;
     Seconds bwd_window, fwd_window;
     for (int ch = r; ch < C; ch += pp) {
       params += work[static_cast<std::size_t>(ch)].local_params;
+      expert_params += work[static_cast<std::size_t>(ch)].expert_params;
       bwd_window += prob.chunks[static_cast<std::size_t>(ch)].backward;
       fwd_window += prob.chunks[static_cast<std::size_t>(ch)].forward;
     }
+    const double dense = params - expert_params;
     opt_time[static_cast<std::size_t>(r)] =
-        Seconds(params / optimizer_shards * optimizer_bytes_per_param(c.optimizer) / stream_bw);
+        Seconds((dense / optimizer_shards + expert_params / expert_shards) * optimizer_bytes_per_param(c.optimizer) /
+                stream_bw);
     if (per_mb_sharding) continue;
-    const Bytes grads(params * grad_bytes);
     Seconds reduce, gather;
-    if (c.zero == 0 && !c.distributed_optimizer) {
-      PLANNER_TRY(reduce, dp_collective(model, L, c, cluster::Collective::all_reduce, grads));
-    } else {
-      PLANNER_TRY(reduce, dp_collective(model, L, c, cluster::Collective::reduce_scatter, grads));
-      PLANNER_TRY(gather, dp_collective(model, L, c, cluster::Collective::all_gather, Bytes(params * param_bytes)));
+    // Dense gradients over dp*cp; expert gradients over dp*cp/ep (nothing
+    // when ep = 1: expert_params is 0).
+    for (const auto& [elems, group] : {std::pair{dense, detail::DataGroup::data},
+                                       std::pair{expert_params, detail::DataGroup::expert_data}}) {
+      const Bytes grads(elems * grad_bytes);
+      if (c.zero == 0 && !c.distributed_optimizer) {
+        PLANNER_TRY(Seconds ar, dp_collective(model, L, c, cluster::Collective::all_reduce, grads, false, group));
+        reduce += ar;
+      } else {
+        PLANNER_TRY(Seconds rs, dp_collective(model, L, c, cluster::Collective::reduce_scatter, grads, false, group));
+        PLANNER_TRY(Seconds ag, dp_collective(model, L, c, cluster::Collective::all_gather, Bytes(elems * param_bytes),
+                                              false, group));
+        reduce += rs;
+        gather += ag;
+      }
     }
     dp_total[static_cast<std::size_t>(r)] = reduce + gather;
     auto& rank_tail = e.parts.ranks[static_cast<std::size_t>(r)];
@@ -529,7 +588,8 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     }
   }
   if (!L.exact) e.notes.push_back("op-level sharding: the solver's beam cut candidates; the choice may not be optimal");
-  if (c.ep > 1) e.notes.push_back("--ep: expert parallelism is not modelled yet; experts are costed as the op-level search shards them");
+  if (c.ep > 1 && L.experts == 0)
+    e.notes.push_back(fmt::format("--ep {}: the model has no experts (no op named experts.<n>); it changes nothing", c.ep));
   if (advise && !e.fits) add_advice(e, g, model, L, peak_act, in_flight);
   return e;
 }

@@ -269,9 +269,15 @@ Status read(const Reader& r, const json& v, const std::string& path, MeshAxis& o
 
 Status read(const Reader& r, const json& v, const std::string& path, Chunk& out) {
   Obj o(r, v, path);
-  PLANNER_TRY_STATUS(o.check({"index", "pipeline_rank", "first_layer", "last_layer", "embedding", "head", "ops"}));
+  PLANNER_TRY_STATUS(
+      o.check({"index", "pipeline_rank", "devices", "first_layer", "last_layer", "embedding", "head", "ops"}));
   PLANNER_TRY_STATUS(o.req("index", out.index));
   PLANNER_TRY_STATUS(o.req("pipeline_rank", out.pipeline_rank));
+  std::optional<std::vector<int>> devices;  // optional: plans before it (filled from the mesh)
+  PLANNER_TRY_STATUS(o.opt("devices", devices));
+  if (devices && devices->empty())
+    return r.fail(join(path, "devices"), "is empty (list the stage's ranks, or leave the field out)");
+  if (devices) out.devices = std::move(*devices);
   PLANNER_TRY_STATUS(o.req("first_layer", out.first_layer));
   PLANNER_TRY_STATUS(o.req("last_layer", out.last_layer));
   PLANNER_TRY_STATUS(o.req("embedding", out.embedding));
@@ -531,6 +537,9 @@ Result<Plan> from_json(std::string_view text, std::string_view source) {
   PLANNER_TRY_STATUS(o.req("prediction", p.prediction));
 
   if (auto s = validate(p); !s) return Error{one_line(fmt::format("{}: {}", source, s.error().message))};
+  // Plans written before chunks listed their devices: from the mesh.
+  for (auto& c : p.layout.chunks)
+    if (c.devices.empty()) c.devices = stage_devices(p.layout, c.pipeline_rank);
   return p;
 }
 

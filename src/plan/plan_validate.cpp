@@ -190,6 +190,17 @@ Status check_chunks(const Layout& l, std::map<std::string, int>& owner) {
     const int rank = static_cast<int>(i) % l.pp;
     if (c.pipeline_rank != rank)
       return fail(p + ".pipeline_rank", fmt::format("expected {} (index mod pp), got {}", rank, c.pipeline_rank));
+    if (!c.devices.empty()) {
+      const auto want = stage_devices(l, rank);
+      if (c.devices.size() != want.size())
+        return fail(p + ".devices", fmt::format("{} ranks, expected devices/pp = {} (pipeline rank {} of the mesh)",
+                                                c.devices.size(), want.size(), rank));
+      for (std::size_t k = 0; k < want.size(); ++k)
+        if (c.devices[k] != want[k])
+          return fail(fmt::format("{}.devices[{}]", p, k),
+                      fmt::format("expected rank {} (pipeline rank {}'s ranks in the mesh's rank order), got {}",
+                                  want[k], rank, c.devices[k]));
+    }
     PLANNER_TRY_STATUS(at_least(p + ".first_layer", c.first_layer, 0));
     PLANNER_TRY_STATUS(at_least(p + ".last_layer", c.last_layer, -1));
     for (std::size_t k = 0; k < c.ops.size(); ++k) {
@@ -353,6 +364,23 @@ Status check_timeline(const Prediction& p, const Layout& l, std::int64_t micro_b
 }
 
 }  // namespace
+
+std::vector<int> stage_devices(const Layout& l, int pipeline_rank) {
+  std::int64_t devices = 1, stride = 1, size = 1;
+  for (const auto& a : l.mesh) {
+    devices *= a.size;
+    if (a.name == "pp") {
+      stride = a.stride;
+      size = a.size;
+    }
+  }
+  std::vector<int> out;
+  out.reserve(static_cast<std::size_t>(devices / std::max<std::int64_t>(1, size)));
+  for (std::int64_t r = 0; r < devices; ++r)
+    if ((r / std::max<std::int64_t>(1, stride)) % std::max<std::int64_t>(1, size) == pipeline_rank)
+      out.push_back(static_cast<int>(r));
+  return out;
+}
 
 Status validate(const Plan& p) {
   if (p.format != kFormat) return fail("format", fmt::format("expected '{}', got '{}'", kFormat, p.format));

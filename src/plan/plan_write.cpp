@@ -92,10 +92,11 @@ ojson write(const Training& t) {
   return o;
 }
 
-ojson write(const Chunk& c) {
+ojson write(const Chunk& c, const Layout& l) {
   ojson o;
   o["index"] = c.index;
   o["pipeline_rank"] = c.pipeline_rank;
+  o["devices"] = c.devices.empty() ? stage_devices(l, c.pipeline_rank) : c.devices;
   o["first_layer"] = c.first_layer;
   o["last_layer"] = c.last_layer;
   o["embedding"] = c.embedding;
@@ -151,7 +152,7 @@ ojson write(const Layout& l) {
   for (const auto& a : l.mesh) mesh.push_back(ojson{{"name", a.name}, {"size", a.size}, {"stride", a.stride}});
   o["mesh"] = std::move(mesh);
   ojson chunks = ojson::array();
-  for (const auto& c : l.chunks) chunks.push_back(write(c));
+  for (const auto& c : l.chunks) chunks.push_back(write(c, l));
   o["chunks"] = std::move(chunks);
   ojson programs = ojson::array();
   for (const auto& program : l.schedule_steps) {

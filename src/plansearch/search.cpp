@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "planner/estimate/experts.hpp"
+
 namespace planner::plansearch {
 namespace {
 
@@ -50,7 +52,7 @@ Result<Fixed> parse_fixed(std::string_view text) {
     const std::string_view item = text.substr(pos, comma - pos);
     const std::size_t eq = item.find('=');
     if (eq == std::string_view::npos || eq == 0)
-      return make_error("--fix: '{}' is not KEY=VALUE (keys: dp tp pp cp vp mb zero recompute schedule sp)", item);
+      return make_error("--fix: '{}' is not KEY=VALUE (keys: dp tp pp cp ep vp mb zero recompute schedule sp)", item);
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key == "recompute") {
       if (value == "none") f.recompute = cost::RecomputePolicy::none;
@@ -68,11 +70,12 @@ Result<Fixed> parse_fixed(std::string_view text) {
       else if (key == "tp") f.tp = v;
       else if (key == "pp") f.pp = v;
       else if (key == "cp") f.cp = v;
+      else if (key == "ep") f.ep = v;
       else if (key == "vp") f.vp = v;
       else if (key == "mb" || key == "micro-batch") f.micro_batch = v;
       else if (key == "zero") f.zero = v;
       else if (key == "sp") f.sequence_parallel = v != 0;
-      else return make_error("--fix: unknown key '{}' (keys: dp tp pp cp vp mb zero recompute schedule sp)", key);
+      else return make_error("--fix: unknown key '{}' (keys: dp tp pp cp ep vp mb zero recompute schedule sp)", key);
       if (key != "zero" && key != "sp" && v < 1) return make_error("--fix {}: must be at least 1", key);
     }
     if (comma >= text.size()) break;
@@ -97,6 +100,9 @@ ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch) {
   }
   for (const auto& t : g.tensors())
     if (t.role == graph::TensorRole::parameter && graph::is_floating(t.dtype)) f.parameters += static_cast<double>(t.numel());
+  const auto experts = estimate::count_experts(g);
+  f.experts = experts.experts;
+  f.expert_parameters = experts.parameters;
   const auto tot = graph::totals(g);
   const double b = static_cast<double>(std::max<std::int64_t>(1, batch));
   f.flops_per_sample = tot.training_flops * (1.0 / b);
@@ -187,8 +193,31 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
             case estimate::Framework::ddp: zeros = {{0, false}}; break;
           }
           if (fx.zero) zeros = {{*fx.zero, false}};
+          // Expert parallelism (MoE models; Megatron-Core and DeepSpeed-MoE):
+          // ep over the divisors of dp*cp that divide the experts per layer.
+          std::vector<int> eps = {1};
+          if (facts.experts > 0 && (s.framework == estimate::Framework::megatron ||
+                                    s.framework == estimate::Framework::deepspeed))
+            for (int ep : divisors(std::int64_t{dp} * cp))
+              if (ep > 1 && facts.experts % ep == 0) eps.push_back(ep);
+          if (fx.ep) {
+            if ((dp * cp) % *fx.ep != 0 || (facts.experts > 0 && facts.experts % *fx.ep != 0)) continue;
+            eps = {*fx.ep};
+          }
+          // (zero stage, distributed optimizer, ep): experts split over ep
+          // with ZeRO-1 sharding at most (what Megatron-Core's MoE and
+          // DeepSpeed-MoE of 2022 run) unless --fix asks for more.
+          struct Sharding {
+            int zero;
+            bool distopt;
+            int ep;
+          };
+          std::vector<Sharding> shardings;
+          for (const auto& [zero, distopt] : zeros)
+            for (int ep : eps)
+              if (ep == 1 || zero < 2 || fx.ep) shardings.push_back({zero, distopt, ep});
           for (const auto& [sched, v] : scheds)
-            for (const auto& [zero, distopt] : zeros)
+            for (const auto& [zero, distopt, ep] : shardings)
               for (auto rc : policies) {
                 // Context parallelism is there to avoid recomputing long
                 // sequences' activations: tried without recompute only.
@@ -200,6 +229,7 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
                 k.tp = tp;
                 k.pp = pp;
                 k.cp = cp;
+                k.ep = ep;
                 k.vp = v;
                 k.micro_batch = mb;
                 k.global_batch = s.global_batch;
@@ -244,14 +274,26 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
 
 Bytes memory_floor(const Candidate& c, const ModelFacts& facts) {
   const auto& k = c.config;
+  // Experts split over ep only when the model has them (estimate ignores
+  // ep otherwise); their states shard over the dp*cp/ep ranks holding them.
+  const int ep = facts.experts > 0 ? k.ep : 1;
+  const double expert = ep > 1 ? facts.expert_parameters : 0.0;
   cost::ParamCounts pc;
-  pc.low_precision = facts.parameters / (static_cast<double>(k.tp) * k.pp);
+  pc.low_precision = (facts.parameters - expert) / (static_cast<double>(k.tp) * k.pp);
   cost::OptimizerSetup os;
   os.optimizer = k.optimizer;
   os.sharding = k.state_sharding();
   os.data_parallel = k.dp * k.cp;
   os.fp32_grads = false;  // the smallest gradient any framework keeps
-  return cost::model_state(pc, os).total();
+  Bytes floor = cost::model_state(pc, os).total();
+  if (expert > 0) {
+    cost::ParamCounts pe;
+    pe.low_precision = expert / (static_cast<double>(k.tp) * k.pp * ep);
+    cost::OptimizerSetup oe = os;
+    oe.data_parallel = std::max(1, k.dp * k.cp / ep);
+    floor += cost::model_state(pe, oe).total();
+  }
+  return floor;
 }
 
 }  // namespace planner::plansearch

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,34 @@ inline void mark_batch_axes(graph::OpGraph& g) {
 inline graph::OpGraph mlp(std::int64_t B, std::int64_t h, std::int64_t ffn, std::int64_t classes) {
   ModelBuilder b;
   b.mlp(B, h, ffn, classes);
+  mark_batch_axes(b.g);
+  return std::move(b.g);
+}
+
+/// A mixture-of-experts MLP: x[B,h] -> pre (h x h) -> E experts, expert e
+/// `moe/experts.<e>/fc1` (h x f) -> Relu -> `moe/experts.<e>/fc2` (f x h),
+/// each on all B tokens -> summed (E-1 Adds) -> head (h x classes) -> loss.
+/// The analysis finds experts 1..E-1 (each with its Add) as E-1 repeated
+/// blocks (layers).
+/// Ops: 1 + 3E + (E-1) + 2; parameters h*h + E*2*h*f +
+/// h*classes, the experts' E*2*h*f.
+inline graph::OpGraph moe_mlp(std::int64_t B, std::int64_t h, std::int64_t f, int E, std::int64_t classes) {
+  ModelBuilder b;
+  auto x = b.input("x", {B, h}, graph::DType::f32);
+  auto labels = b.input("labels", {B}, graph::DType::i64);
+  auto pre = b.linear("pre", x, h, h, false);
+  std::optional<graph::TensorId> sum;
+  for (int e = 0; e < E; ++e) {
+    const std::string n = "moe/experts." + std::to_string(e);
+    auto u = b.linear(n + "/fc1", pre, h, f, false);
+    auto r = b.op(n + "/relu", "Relu", {u}, b.shape(u));
+    auto y = b.linear(n + "/fc2", r, f, h, false);
+    sum = sum ? b.op("moe/sum" + std::to_string(e), "Add", {*sum, y}, b.shape(y)) : y;
+  }
+  auto logits = b.linear("head", *sum, h, classes, false);
+  auto loss = b.op("loss", "SoftmaxCrossEntropyLoss", {logits, labels}, {}, {{"reduction", std::string("mean")}});
+  b.g.graph_outputs.push_back(loss);
+  b.finish();
   mark_batch_axes(b.g);
   return std::move(b.g);
 }

@@ -75,6 +75,7 @@ inline plan::Plan make_plan(const PlanSpec& in) {
     plan::Chunk ch;
     ch.index = c;
     ch.pipeline_rank = c % in.pp;
+    ch.devices = plan::stage_devices(l, ch.pipeline_rank);
     ch.first_layer = layer;
     ch.last_layer = layer + cut[static_cast<std::size_t>(c)] - 1;
     ch.embedding = c == 0;

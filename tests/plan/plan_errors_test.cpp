@@ -506,6 +506,21 @@ TEST_CASE("from_json: validation errors carry the source", "[plan][read]") {
   auto j = sample_json();
   j["layout"]["chunks"][1]["pipeline_rank"] = 0;
   CHECK(parse_error(j) == "bad.json: layout.chunks[1].pipeline_rank: expected 1 (index mod pp), got 0");
+  // Chunk devices against the mesh (pp=2 stride 4: pipeline rank 1 = ranks 4-7).
+  j = sample_json();
+  j["layout"]["chunks"][1]["devices"] = ojson::array({4, 5, 7, 6});
+  CHECK(parse_error(j) == "bad.json: layout.chunks[1].devices[2]: expected rank 6 (pipeline rank 1's ranks in the "
+                          "mesh's rank order), got 7");
+  j = sample_json();
+  j["layout"]["chunks"][0]["devices"] = ojson::array({0, 1, 2});
+  CHECK(parse_error(j) == "bad.json: layout.chunks[0].devices: 3 ranks, expected devices/pp = 4 (pipeline rank 0 of "
+                          "the mesh)");
+  j = sample_json();
+  j["layout"]["chunks"][0]["devices"] = ojson::array();
+  CHECK(parse_error(j) == "bad.json: layout.chunks[0].devices: is empty (list the stage's ranks, or leave the field out)");
+  j = sample_json();
+  j["layout"]["chunks"][0]["devices"] = ojson::array({0, -1, 2, 3});
+  CHECK_THAT(parse_error(j), StartsWith("bad.json: layout.chunks[0].devices[1]: "));
   j = sample_json();
   j["training"]["global_batch"] = 32;
   CHECK(parse_error(j) == "bad.json: training.global_batch: 32 != micro_batch * dp * micro_batches = 2 * 2 * 4");

@@ -69,8 +69,10 @@ inline Plan sample_plan() {
   l.schedule = "1f1b";
   l.mesh = {{"pp", 2, 4}, {"dp", 2, 2}, {"tp", 2, 1}};
   l.chunks = {
-      {0, 0, 0, 0, true, false, {"embed", "l0.qkv", "l0.attn", "l0.proj"}},
-      {1, 1, 1, 1, false, true, {"l1.qkv", "l1.attn", "l1.proj", "lm_head", "loss"}},
+      // mesh pp(2, stride 4) x dp(2, stride 2) x tp(2, stride 1): pipeline
+      // rank 0 holds ranks 0-3, rank 1 ranks 4-7.
+      {0, 0, 0, 0, true, false, {"embed", "l0.qkv", "l0.attn", "l0.proj"}, {0, 1, 2, 3}},
+      {1, 1, 1, 1, false, true, {"l1.qkv", "l1.attn", "l1.proj", "lm_head", "loss"}, {4, 5, 6, 7}},
   };
   l.schedule_steps = {one_f_one_b(0, 2, 4), one_f_one_b(1, 2, 4)};
   OpStrategy qkv{"l0.qkv",

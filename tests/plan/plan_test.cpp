@@ -3,6 +3,7 @@
 #include <string>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "planner/core/io.hpp"
 #include "planner/plan/plan.hpp"
@@ -159,10 +160,11 @@ TEST_CASE("interleaved plan (vp = 2) round-trips", "[plan]") {
   auto& l = p.layout;
   l.vp = 2;
   l.schedule = "interleaved";
-  l.chunks = {{0, 0, 0, 0, true, false, {"embed", "l0.qkv"}},
-              {1, 1, 0, 0, false, false, {"l0.attn", "l0.proj"}},
-              {2, 0, 1, 1, false, false, {"l1.qkv", "l1.attn"}},
-              {3, 1, 1, 1, false, true, {"l1.proj", "lm_head", "loss"}}};
+  // Chunks 0 and 2 run on pipeline rank 0 (ranks 0-3), 1 and 3 on rank 1 (4-7).
+  l.chunks = {{0, 0, 0, 0, true, false, {"embed", "l0.qkv"}, {0, 1, 2, 3}},
+              {1, 1, 0, 0, false, false, {"l0.attn", "l0.proj"}, {4, 5, 6, 7}},
+              {2, 0, 1, 1, false, false, {"l1.qkv", "l1.attn"}, {0, 1, 2, 3}},
+              {3, 1, 1, 1, false, true, {"l1.proj", "lm_head", "loss"}, {4, 5, 6, 7}}};
   l.schedule_steps = {plan_test::all_forward_then_backward(0, 2, 2, 4),
                       plan_test::all_forward_then_backward(1, 2, 2, 4)};
   auto s = validate(p);
@@ -180,4 +182,39 @@ TEST_CASE("the example in docs/plan-format.md parses, validates and is canonical
   REQUIRE(p.ok());
   CHECK(p->layout.dp * p->layout.tp * p->layout.pp * p->layout.cp == p->cluster.devices);
   CHECK(to_json(*p) == text);
+}
+
+TEST_CASE("stage_devices: the ranks of a pipeline rank in the mesh's rank order", "[plan]") {
+  Layout l;
+  // pp outermost (stride 4): pipeline rank r holds ranks 4r .. 4r+3.
+  l.mesh = {{"pp", 2, 4}, {"dp", 2, 2}, {"tp", 2, 1}};
+  CHECK(stage_devices(l, 0) == std::vector<int>{0, 1, 2, 3});
+  CHECK(stage_devices(l, 1) == std::vector<int>{4, 5, 6, 7});
+  // pp innermost (stride 1) on 6 ranks: rank x has pp coordinate x mod 3.
+  l.mesh = {{"dp", 2, 3}, {"pp", 3, 1}};
+  CHECK(stage_devices(l, 0) == std::vector<int>{0, 3});
+  CHECK(stage_devices(l, 2) == std::vector<int>{2, 5});
+  // pp in the middle (stride 2, size 2) of dp 2 x pp 2 x tp 2: (x / 2) mod 2 = 1.
+  l.mesh = {{"dp", 2, 4}, {"pp", 2, 2}, {"tp", 2, 1}};
+  CHECK(stage_devices(l, 1) == std::vector<int>{2, 3, 6, 7});
+  // No pp axis: every rank.
+  l.mesh = {{"dp", 2, 2}, {"tp", 2, 1}};
+  CHECK(stage_devices(l, 0) == std::vector<int>{0, 1, 2, 3});
+}
+
+TEST_CASE("chunk devices: written always, optional when read (filled from the mesh)", "[plan]") {
+  Plan p = plan_test::sample_plan();
+  // The writer fills an empty list from the mesh.
+  for (auto& c : p.layout.chunks) c.devices.clear();
+  const auto text = to_json(p);
+  const auto j = nlohmann::json::parse(text);
+  CHECK(j["layout"]["chunks"][1]["devices"] == nlohmann::json::array({4, 5, 6, 7}));
+  // An older plan without the field reads with the mesh's ranks.
+  auto old = j;
+  for (auto& c : old["layout"]["chunks"]) c.erase("devices");
+  auto back = from_json(old.dump());
+  REQUIRE(back.ok());
+  CHECK(back->layout.chunks[0].devices == std::vector<int>{0, 1, 2, 3});
+  CHECK(back->layout.chunks[1].devices == std::vector<int>{4, 5, 6, 7});
+  CHECK(*back == plan_test::sample_plan());
 }

@@ -57,6 +57,8 @@ TEST_CASE("fix: every key parses and a bad one is named", "[plansearch]") {
   CHECK(*f->recompute == cost::RecomputePolicy::full);
   CHECK(*f->schedule == sim::Schedule::interleaved);
   CHECK(*f->sequence_parallel == false);
+  CHECK(*plansearch::parse_fixed("ep=4")->ep == 4);
+  CHECK(plansearch::parse_fixed("ep=0").error().message.find("at least 1") != std::string::npos);
   CHECK(plansearch::parse_fixed("").ok());
   CHECK(plansearch::parse_fixed("tq=2").error().message.find("unknown key 'tq'") != std::string::npos);
   CHECK(plansearch::parse_fixed("tp=x").error().message.find("tp") != std::string::npos);
@@ -172,4 +174,152 @@ TEST_CASE("memory pruning and the no-fit error", "[plansearch]") {
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message.find("no layout fits") != std::string::npos);
   CHECK(r.error().message.find('\n') == std::string::npos);
+}
+
+namespace {
+
+// The MoE MLP of estimate_fixtures.hpp at micro-batch mb: h=8, f=16, E=4
+// experts, 2 classes (1,104 parameters, 1,024 in experts), or with
+// f=`ffn` for larger experts.
+struct MoeProviders {
+  std::map<int, graph::OpGraph> graphs;
+  FakeCostModel model;
+  std::int64_t ffn = 16;
+  plansearch::GraphProvider graph_provider() {
+    return [this](int mb) -> Result<const graph::OpGraph*> {
+      auto it = graphs.find(mb);
+      if (it == graphs.end()) it = graphs.emplace(mb, moe_mlp(mb, 8, ffn, 4, 2)).first;
+      return &it->second;
+    };
+  }
+  plansearch::ModelProvider model_provider() {
+    return [this](cost::RecomputePolicy) -> Result<const cost::CostModel*> { return &model; };
+  }
+};
+
+// 4 devices, Megatron (distributed optimizer offered), tp = pp = 1
+// (pinned), micro-batch pinned to `mb` and global batch 4 mb (dp = 4, m = 1).
+plansearch::Space moe_space(int mb) {
+  plansearch::Space s;
+  s.devices = 4;
+  s.global_batch = 4 * mb;
+  s.framework = estimate::Framework::megatron;
+  s.recompute = {cost::RecomputePolicy::none};
+  s.fixed.tp = 1;
+  s.fixed.pp = 1;
+  s.fixed.micro_batch = mb;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("ep: enumerated for MoE models over divisors of dp*cp that divide the experts", "[plansearch][experts]") {
+  MoeProviders p;
+  const auto facts = plansearch::facts_of(**p.graph_provider()(4), 4);
+  CHECK(facts.experts == 4);
+  CHECK(facts.expert_parameters == 1024);
+  // Experts 1-3 with the Add summing each in are 3 identical repeated blocks
+  // (expert 0 has no Add): 3 layers (pp pinned to 1 below).
+  CHECK(facts.layers == 3);
+  // dp = 4: ZeRO none or the distributed optimizer (2) x ep 1, 2, 4 (3) = 6.
+  auto s = moe_space(4);
+  auto all = plansearch::enumerate_layouts(s, facts);
+  CHECK(all.size() == 6);
+  std::map<int, int> by_ep;
+  for (const auto& c : all) ++by_ep[c.config.ep];
+  CHECK(by_ep == std::map<int, int>{{1, 2}, {2, 2}, {4, 2}});
+  // --fix ep=2: the 2 layouts with ep = 2; ep=3 divides neither dp*cp nor the experts: none.
+  s.fixed.ep = 2;
+  CHECK(plansearch::enumerate_layouts(s, facts).size() == 2);
+  s.fixed.ep = 3;
+  CHECK(plansearch::enumerate_layouts(s, facts).empty());
+  // Frameworks without expert parallelism (FSDP, DDP, Megatron of 2021): ep = 1 only.
+  s = moe_space(4);
+  s.framework = estimate::Framework::megatron_legacy;
+  for (const auto& c : plansearch::enumerate_layouts(s, facts)) CHECK(c.config.ep == 1);
+  // A dense model: ep = 1 only (the GPT of small_space: 26 layouts as counted above).
+  Providers dense;
+  const auto dense_facts = plansearch::facts_of(**dense.graph_provider()(1), 1);
+  CHECK(dense_facts.experts == 0);
+  for (const auto& c : plansearch::enumerate_layouts(small_space(), dense_facts)) CHECK(c.config.ep == 1);
+}
+
+TEST_CASE("memory floor: experts split over ep, their states over dp*cp/ep", "[plansearch][experts]") {
+  plansearch::ModelFacts f;
+  f.parameters = 1e9;
+  f.experts = 8;
+  f.expert_parameters = 8e8;
+  plansearch::Candidate c;
+  c.config.dp = 8;
+  c.config.zero = 1;
+  // ep = 1: 1e9 x (2 + 2 + 12/8) B = 5.5e9 B.
+  CHECK(plansearch::memory_floor(c, f).value == Approx(5.5e9));
+  // ep = 4: dense 2e8 x 5.5 B = 1.1e9; experts 8e8/4 = 2e8 x (2 + 2 + 12/(8/4)) B = 2e9.
+  c.config.ep = 4;
+  CHECK(plansearch::memory_floor(c, f).value == Approx(3.1e9));
+  // Without experts in the model ep changes nothing.
+  f.experts = 0;
+  f.expert_parameters = 0;
+  CHECK(plansearch::memory_floor(c, f).value == Approx(5.5e9));
+}
+
+TEST_CASE("search ep: ep = 4 wins when the all-to-all is cheaper than replicated experts", "[plansearch][experts]") {
+  // Micro-batch 4 (4 tokens): per micro-batch the all-to-alls move
+  // 2 x (256 + 256) B over the ep group (docs in tests/estimate/experts_test.cpp);
+  // the step = 54 ms of compute + the collectives (1 s/GB) + Adam (38 B per
+  // local parameter at 1e12 B/s):
+  //   ep=1 none:   all-reduce 1,104 x 4 = 4,416 B;            Adam 1,104 -> 4.416e-6 + 4.1952e-8
+  //   ep=2 none:   1,024 + 320 + 512 x 4 (over 2) = 3,392 B;   Adam 592
+  //   ep=4 none:   1,024 + 320 (experts over 1 rank: none);    Adam 336   -> 1.344e-6 + 1.2768e-8
+  //   ep=4 distopt: 1,024 + 320 + 160 = 1,504 B;               Adam 276
+  MoeProviders p;
+  auto r = plansearch::search(moe_space(4), p.graph_provider(), p.model_provider(), {});
+  REQUIRE(r.ok());
+  const auto& best = r->best.front();
+  CHECK(best.candidate.config.ep == 4);
+  CHECK_FALSE(best.candidate.config.distributed_optimizer);
+  CHECK(best.estimate.step_time.value == Approx(0.054 + 1.344e-6 + 1.2768e-8).epsilon(1e-12));
+  CHECK(r->enumerated == 6);
+}
+
+TEST_CASE("search ep: ep = 1 wins when the tokens outweigh the experts", "[plansearch][experts]") {
+  // Micro-batch 64: the all-to-alls move 4 x 4 experts x [64, 8] x 2 B =
+  // 16,384 B per step, more than ep can save (at most the 4,096 B of expert
+  // gradients): ep = 1, ZeRO none: 4,416 B of all-reduce + Adam 1,104.
+  MoeProviders p;
+  auto r = plansearch::search(moe_space(64), p.graph_provider(), p.model_provider(), {});
+  REQUIRE(r.ok());
+  const auto& best = r->best.front();
+  CHECK(best.candidate.config.ep == 1);
+  CHECK_FALSE(best.candidate.config.distributed_optimizer);
+  CHECK(best.estimate.step_time.value == Approx(0.054 + 4.416e-6 + 4.1952e-8).epsilon(1e-12));
+}
+
+TEST_CASE("search ep: experts that fit only split over ep; memory pruning stays sound", "[plansearch][experts]") {
+  // Large experts (f = 4096): 4 x 2 x 8 x 4096 = 262,144 expert parameters
+  // of 262,224. Capacity between what ep = 1 and ep = 4 need.
+  MoeProviders p;
+  p.ffn = 4096;
+  const auto& g = **p.graph_provider()(64);
+  auto one = config_for(4, 1, 1, 1, 64);
+  auto four = one;
+  four.ep = 4;
+  const auto e1 = run(g, p.model, one), e4 = run(g, p.model, four);
+  REQUIRE(e4.peak_stage().peak() < e1.peak_stage().peak());
+  p.model.capacity = (e4.peak_stage().peak() + e1.peak_stage().peak()) * 0.5;
+  const auto space = moe_space(64);
+  auto r = plansearch::search(space, p.graph_provider(), p.model_provider(), {});
+  REQUIRE(r.ok());
+  CHECK(r->best.front().candidate.config.ep > 1);
+  CHECK(r->best.front().estimate.fits);
+  // Every layout the floor prunes really does not fit.
+  const auto facts = plansearch::facts_of(g, 64);
+  std::size_t pruned = 0;
+  for (const auto& c : plansearch::enumerate_layouts(space, facts)) {
+    if (plansearch::memory_floor(c, facts) <= p.model.capacity) continue;
+    ++pruned;
+    const auto e = run(g, p.model, c.config);
+    CHECK(e.peak_stage().peak() > p.model.capacity);
+  }
+  CHECK(pruned == r->pruned_memory);
 }

@@ -92,13 +92,17 @@ struct ScheduleStep {
   friend bool operator==(const ScheduleStep&, const ScheduleStep&) = default;
 };
 
-/// A pipeline chunk (a stage when vp = 1): which layers, on which rank.
+/// A pipeline chunk (a stage when vp = 1): which layers, on which devices.
 struct Chunk {
   int index = 0;
   int pipeline_rank = 0;          ///< index mod pp
   int first_layer = 0, last_layer = -1;  ///< repeated-layer positions, inclusive; none when last < first
   bool embedding = false, head = false;
   std::vector<std::string> ops;   ///< op names in topological order (every op of the graph is in exactly one chunk)
+  /// The devices running it: stage_devices(layout, pipeline_rank), ascending
+  /// ranks. Optional in the file (plans before it): the reader fills it from
+  /// the mesh; the writer always writes it (from the mesh when empty).
+  std::vector<int> devices;
   friend bool operator==(const Chunk&, const Chunk&) = default;
 };
 
@@ -237,6 +241,12 @@ struct Plan {
   friend bool operator==(const Plan&, const Plan&) = default;
 };
 
+/// The ranks of pipeline rank `pipeline_rank`: every rank whose pp
+/// coordinate is it, ascending (rank = sum of coordinate x stride over the
+/// mesh); all ranks when the mesh has no pp axis. Requires: a mesh that
+/// validate() accepts, 0 <= pipeline_rank < pp. O(devices).
+std::vector<int> stage_devices(const Layout& l, int pipeline_rank);
+
 /// Canonical JSON text of the plan (same plan, same bytes).
 std::string to_json(const Plan& p);
 
@@ -245,7 +255,8 @@ Result<Plan> from_json(std::string_view text, std::string_view source = "plan.js
 
 /// Checks the plan's internal consistency: degrees multiply to devices, mesh
 /// axes match the degrees and strides, chunks = pp x vp with every chunk's
-/// pipeline_rank = index mod pp, schedule_steps has pp programs each holding
+/// pipeline_rank = index mod pp and devices (when given) = stage_devices(),
+/// schedule_steps has pp programs each holding
 /// every (micro-batch, chunk of its rank) forward and backward exactly once,
 /// global_batch = micro_batch x dp x micro_batches. Errors name the field.
 Status validate(const Plan& p);

@@ -8,7 +8,8 @@
 ///   1. Enumerate the space (`enumerate_layouts`): tp over divisors of N
 ///      inside a node, pp over divisors of N/tp up to the layer count, cp
 ///      (fixed or 1), dp the rest; micro-batch over divisors of B/dp; vp
-///      where interleaving divides; ZeRO per framework; recompute policies.
+///      where interleaving divides; ZeRO per framework; recompute policies;
+///      for MoE models ep over divisors of dp*cp that divide the experts.
 ///      `--fix` pins any of them.
 ///   2. Prune by a memory lower bound (model state alone, which no schedule
 ///      can shrink) before costing anything.
@@ -47,13 +48,13 @@ namespace planner::plansearch {
 
 /// Values `--fix` pins (unset = searched).
 struct Fixed {
-  std::optional<int> dp, tp, pp, cp, vp, micro_batch, zero;
+  std::optional<int> dp, tp, pp, cp, ep, vp, micro_batch, zero;
   std::optional<cost::RecomputePolicy> recompute;
   std::optional<sim::Schedule> schedule;
   std::optional<bool> sequence_parallel;
 };
 
-/// Parses `tp=8,pp=4,mb=2,zero=1,recompute=full,schedule=interleaved,sp=1`.
+/// Parses `tp=8,pp=4,ep=2,mb=2,zero=1,recompute=full,schedule=interleaved,sp=1`.
 /// Errors name the key or value.
 Result<Fixed> parse_fixed(std::string_view text);
 
@@ -98,6 +99,8 @@ struct ModelFacts {
   std::int64_t heads = 0;    ///< attention heads (0: no attention)
   std::int64_t seq = 0;      ///< attention query length (0: no attention)
   double parameters = 0;     ///< floating parameter elements
+  int experts = 0;               ///< experts per MoE layer (0: no MoE; estimate/experts.hpp)
+  double expert_parameters = 0;  ///< the experts' share of `parameters`
   /// Model FLOPs (forward + backward) of one sample, and the forward alone.
   Flops flops_per_sample, forward_flops_per_sample;
 };
@@ -110,7 +113,8 @@ ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch);
 std::vector<Candidate> enumerate_layouts(const Space& space, const ModelFacts& facts);
 
 /// Model state bytes per device no schedule can avoid (weights, gradients,
-/// optimizer states under the candidate's sharding); used to prune.
+/// optimizer states under the candidate's sharding; expert parameters split
+/// over ep with their states sharded over dp*cp/ep); used to prune.
 Bytes memory_floor(const Candidate& c, const ModelFacts& facts);
 
 struct Options {
