@@ -14,7 +14,8 @@
 # only (docs/calibrate.md). Run it on an idle host: other jobs on the cores
 # slow the measurement and not the prediction.
 set -euo pipefail
-BIN=$(readlink -f "${1:?usage: tools/bench_executor.sh PATH/TO/planner [--doc FILE.md]}")
+BIN_ARG=${1:?usage: tools/bench_executor.sh PATH/TO/planner [--doc FILE.md]}
+BIN=$(readlink -f "$BIN_ARG")
 DOC=""
 if [ "${2:-}" = "--doc" ]; then DOC=$(readlink -f "${3:?--doc needs a file}"); fi
 STEPS=${BENCH_EXECUTOR_STEPS:-5}
@@ -22,7 +23,8 @@ WARMUP=${BENCH_EXECUTOR_WARMUP:-2}
 GOAL_PCT=15
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# BENCH_EXECUTOR_KEEP=DIR keeps the profiles, plans and measurements there.
+trap 'if [ -n "${BENCH_EXECUTOR_KEEP:-}" ]; then mkdir -p "$BENCH_EXECUTOR_KEEP" && cp "$work"/*.json "$BENCH_EXECUTOR_KEEP"/; fi; rm -rf "$work"' EXIT
 cd "$work"
 log() { echo "bench_executor: $*" >&2; }
 run_quiet() { "$@" >"$work/out.txt" 2>"$work/err.txt" || { echo "bench_executor: '$*' failed: $(head -c 400 "$work/err.txt")" >&2; exit 1; }; }
@@ -93,7 +95,7 @@ if [ -n "$DOC" ]; then
   {
     echo "# Executor validation: predicted against measured on the CPU backend"
     echo
-    echo "Written by \`tools/bench_executor.sh build/release/planner --doc docs/validation-executor.md\`"
+    echo "Written by \`tools/bench_executor.sh $BIN_ARG --doc docs/validation-executor.md\`"
     echo "(part of \`make bench\`) on $date, host \`$(hostname)\` ($cpu, $(nproc) cores),"
     echo "load average $load_before before and $load_after after."
     echo

@@ -120,7 +120,14 @@ std::optional<std::string> Heartbeat::verdict(const std::string& label, std::uin
 }
 
 void backoff(int& spins) {
-  if (++spins < 200)
+  // Spin (yielding to other ranks on an oversubscribed host) for the first
+  // ~20,000 polls, some 10-50 ms, then sleep 100 us between polls. The
+  // non-blocking collectives progress only inside MPI_Test: with a sleep
+  // after a few hundred polls, a rank that reached a collective ~0.2 ms
+  // before its peer (skew between ranks after a GEMM) slept through every
+  // later round of it, so a replayed 2 MiB tp all-reduce took several times
+  // its calibrated (back-to-back, in-step) time. Long waits still sleep.
+  if (++spins < 20000)
     std::this_thread::yield();
   else
     std::this_thread::sleep_for(std::chrono::microseconds(100));

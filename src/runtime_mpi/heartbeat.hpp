@@ -70,7 +70,7 @@ class Heartbeat {
   std::list<std::pair<std::string, MPI_Request>> pending_;
 };
 
-/// Sleeps a little more the longer a poll has waited (yield, then 100 us).
+/// Between two polls: yield for the first ~20,000 (10-50 ms), then sleep 100 us.
 void backoff(int& spins);
 
 /// An MPI_Comm error code as "MPI_ERR_...: text".
