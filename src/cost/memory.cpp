@@ -82,9 +82,28 @@ bool feeds_loss(const graph::OpGraph& g, TensorId t, int depth = 0) {
   });
 }
 
+// Under fused kernels (Megatron's FusedScaleMaskSoftmax, bias-GeLU,
+// bias-dropout-add): an elementwise op all of whose consumers are
+// same-sized elementwise or softmax ops runs inside their kernel, so its
+// output is never written on its own.
+bool inside_fused_chain(const graph::OpGraph& g, const graph::Op& op) {
+  if (op.op_class != graph::OpClass::elementwise || op.outputs.size() != 1 || !op.outputs[0]) return false;
+  const auto& t = g.tensor(*op.outputs[0]);
+  if (t.consumers.empty()) return false;
+  return std::all_of(t.consumers.begin(), t.consumers.end(), [&](OpId id) {
+    const auto& c = g.op(id);
+    if (c.op_class != graph::OpClass::elementwise && c.op_class != graph::OpClass::softmax) return false;
+    const auto* out = g.output(c, 0);
+    return out && out->numel() == t.numel();
+  });
+}
+
 // Largest transient of one op: its floating outputs, plus the gradients of
 // its inputs (activations only: parameter gradients live in the gradient
 // buffer) while its backward runs. A flash pattern counts o and dq, dk, dv.
+// Under fused kernels a fused softmax writes its input gradient in place of
+// its output gradient (Megatron scaled_masked_softmax backward), and ops
+// inside a fused chain hold nothing of their own.
 std::pair<Bytes, std::string> largest_temporary(const graph::OpGraph& g, const ComputeContext& ctx, bool fused_loss) {
   const ops::GradMask grad = ops::gradient_mask(g);
   Bytes best;
@@ -117,12 +136,16 @@ std::pair<Bytes, std::string> largest_temporary(const graph::OpGraph& g, const C
     // cross-entropy kernels): the loss buffer already counts it.
     if (op.op_class == graph::OpClass::loss) continue;
     if (flash && feeds_only_flash_masks(op, g)) continue;  // never runs under a flash kernel
+    const bool fused = ctx.fuse_elementwise();
+    if (fused && inside_fused_chain(g, op)) continue;
+    const bool in_place = fused && op.op_class == graph::OpClass::softmax;
     Bytes b;
     for (const auto& t : op.outputs)
       if (t && graph::is_floating(g.tensor(*t).dtype) && !(fused_loss && feeds_loss(g, *t))) b += bytes_at(g.tensor(*t), p);
-    for (const auto& t : op.inputs)
-      if (t && t->value < grad.size() && grad[t->value] && g.tensor(*t).role != graph::TensorRole::parameter)
-        b += bytes_at(g.tensor(*t), p);
+    if (!in_place)
+      for (const auto& t : op.inputs)
+        if (t && t->value < grad.size() && grad[t->value] && g.tensor(*t).role != graph::TensorRole::parameter)
+          b += bytes_at(g.tensor(*t), p);
     consider(b, op.name);
   }
   return {best, name};
