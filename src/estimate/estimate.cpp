@@ -120,11 +120,11 @@ bool splits_weight(const ops::OpSharding& sh, const ops::Strategy& s, const grap
   return false;
 }
 
-// A GEMM (matmul family) with a weight is column- or row-parallel in
-// Megatron: its weight is split over tp (biases and norm weights of the
-// sequence-parallel regions stay replicated) (a sequence-split GEMM with a replicated weight, which the
-// solver may find cheaper for a small GQA key/value projection, is not a
-// Megatron layout).
+// Also, a GEMM (matmul family) with a weight is column- or row-parallel in
+// Megatron: its weight is split over tp. A sequence-split GEMM with the
+// weight replicated, which the solver may find cheaper for a small GQA
+// key/value projection, is not a Megatron layout. (Biases and norm weights of
+// the sequence-parallel regions stay replicated.)
 void enforce_sequence_parallel(search::LoweredSharding& l, const graph::OpGraph& g) {
   const auto tp = l.mesh.find("tp");
   for (std::size_t n = 0; n < l.nodes.size(); ++n) {
