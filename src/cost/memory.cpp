@@ -68,10 +68,43 @@ Bytes largest_layer_weights(const graph::OpGraph& g, const PrecisionPolicy& poli
   return largest;
 }
 
+// A tensor only the cross-entropy reads (the logits). Under a fused loss
+// it lives on as the loss buffer, whose gradient the loss writes in place,
+// so the op producing it holds no transient beyond the loss buffer.
+// Views and casts on the way (Reshape, Cast) are followed.
+bool feeds_loss(const graph::OpGraph& g, TensorId t, int depth = 0) {
+  const auto& c = g.tensor(t).consumers;
+  return !c.empty() && std::all_of(c.begin(), c.end(), [&](OpId id) {
+    const auto& op = g.op(id);
+    if (op.op_class == graph::OpClass::loss) return true;
+    const bool view = detail::is_alias_op(op) || op.type == "Cast";
+    return view && depth < 4 && op.outputs.size() == 1 && op.outputs[0] && feeds_loss(g, *op.outputs[0], depth + 1);
+  });
+}
+
+// Under fused kernels (Megatron's FusedScaleMaskSoftmax, bias-GeLU,
+// bias-dropout-add): an elementwise op all of whose consumers are
+// same-sized elementwise or softmax ops runs inside their kernel, so its
+// output is never written on its own.
+bool inside_fused_chain(const graph::OpGraph& g, const graph::Op& op) {
+  if (op.op_class != graph::OpClass::elementwise || op.outputs.size() != 1 || !op.outputs[0]) return false;
+  const auto& t = g.tensor(*op.outputs[0]);
+  if (t.consumers.empty()) return false;
+  return std::all_of(t.consumers.begin(), t.consumers.end(), [&](OpId id) {
+    const auto& c = g.op(id);
+    if (c.op_class != graph::OpClass::elementwise && c.op_class != graph::OpClass::softmax) return false;
+    const auto* out = g.output(c, 0);
+    return out && out->numel() == t.numel();
+  });
+}
+
 // Largest transient of one op: its floating outputs, plus the gradients of
 // its inputs (activations only: parameter gradients live in the gradient
 // buffer) while its backward runs. A flash pattern counts o and dq, dk, dv.
-std::pair<Bytes, std::string> largest_temporary(const graph::OpGraph& g, const ComputeContext& ctx) {
+// Under fused kernels a fused softmax writes its input gradient in place of
+// its output gradient (Megatron scaled_masked_softmax backward), and ops
+// inside a fused chain hold nothing of their own.
+std::pair<Bytes, std::string> largest_temporary(const graph::OpGraph& g, const ComputeContext& ctx, bool fused_loss) {
   const ops::GradMask grad = ops::gradient_mask(g);
   Bytes best;
   std::string name;
@@ -103,12 +136,16 @@ std::pair<Bytes, std::string> largest_temporary(const graph::OpGraph& g, const C
     // cross-entropy kernels): the loss buffer already counts it.
     if (op.op_class == graph::OpClass::loss) continue;
     if (flash && feeds_only_flash_masks(op, g)) continue;  // never runs under a flash kernel
+    const bool fused = ctx.fuse_elementwise();
+    if (fused && inside_fused_chain(g, op)) continue;
+    const bool in_place = fused && op.op_class == graph::OpClass::softmax;
     Bytes b;
     for (const auto& t : op.outputs)
-      if (t && graph::is_floating(g.tensor(*t).dtype)) b += bytes_at(g.tensor(*t), p);
-    for (const auto& t : op.inputs)
-      if (t && t->value < grad.size() && grad[t->value] && g.tensor(*t).role != graph::TensorRole::parameter)
-        b += bytes_at(g.tensor(*t), p);
+      if (t && graph::is_floating(g.tensor(*t).dtype) && !(fused_loss && feeds_loss(g, *t))) b += bytes_at(g.tensor(*t), p);
+    if (!in_place)
+      for (const auto& t : op.inputs)
+        if (t && t->value < grad.size() && grad[t->value] && g.tensor(*t).role != graph::TensorRole::parameter)
+          b += bytes_at(g.tensor(*t), p);
     consider(b, op.name);
   }
   return {best, name};
@@ -179,7 +216,7 @@ ModelState model_state(const ParamCounts& params, const OptimizerSetup& s) {
   const double o_div = s.sharding == StateSharding::none ? 1.0 : d;
   ModelState m;
   for (const auto& [n, fp32] : {std::pair{params.low_precision, false}, std::pair{params.fp32, true}}) {
-    const StateBytes b = state_bytes_per_param(s.optimizer, fp32, s.fp32_grads || dist);
+    const StateBytes b = state_bytes_per_param(s.optimizer, fp32, s.fp32_grads || (dist && !s.grads_16bit));
     m.weights += Bytes(n * b.weight / w_div);
     m.gradients += Bytes(n * b.gradient / g_div);
     m.optimizer_states += Bytes(n * b.optimizer / o_div);
@@ -235,7 +272,7 @@ MemoryBreakdown memory(const graph::OpGraph& g, const ComputeContext& ctx, const
   m.activations = m.per_micro_batch.total * ashare * in_flight;
   m.loss_buffer = m.per_micro_batch.loss_buffer * ashare * in_flight;
   m.recompute_working_set = m.per_micro_batch.recompute_working_set * ashare;
-  auto [temp, temp_op] = largest_temporary(g, ctx);
+  auto [temp, temp_op] = largest_temporary(g, ctx, setup.fused_loss);
   m.temporary = temp * ashare;
   m.temporary_op = std::move(temp_op);
 

@@ -85,6 +85,66 @@ Status apply_hints(search::LoweredSharding& l, const graph::OpGraph& g, const st
   return {};
 }
 
+// Megatron's --sequence-parallel is a layout, not an option the solver may
+// decline: the ops outside the tensor-parallel GEMMs (layer norms, dropout,
+// residual adds) run sequence-sharded over tp, so their activations are 1/t
+// per device (Korthikanti et al. 2022, section 4.2.2). Under --sp every unit
+// that has a strategy using the tp axis is kept off the strategies that
+// leave tp unused (replicated), whatever the collectives cost (an NVLS
+// all-reduce can beat the ring reduce-scatter + all-gather pair, yet
+// Megatron still issues the pair).
+constexpr double kSequenceParallelPenalty = 1e6;
+
+bool uses_axis(const ops::Strategy& s, std::string_view axis) {
+  std::string_view a = s.assignment;
+  while (!a.empty()) {
+    const auto sp = a.find(' ');
+    const auto item = a.substr(0, sp);
+    if (item.size() > axis.size() && item.substr(0, axis.size()) == axis && item[axis.size()] == ':') return true;
+    if (sp == std::string_view::npos) break;
+    a.remove_prefix(sp + 1);
+  }
+  return false;
+}
+
+// Whether strategy s splits one of the unit's weights over mesh axis `tp`.
+bool splits_weight(const ops::OpSharding& sh, const ops::Strategy& s, const graph::OpGraph& g, layout::MeshAxis tp) {
+  for (std::size_t i = 0; i < sh.spec.inputs.size() && i < s.inputs.size(); ++i) {
+    const auto& port = sh.spec.inputs[i];
+    if (!port.tensor || g.tensor(*port.tensor).role != graph::TensorRole::parameter || !s.inputs[i]) continue;
+    for (int d = 0; d < s.inputs[i]->rank(); ++d) {
+      const auto axes = s.inputs[i]->dim_axes(d);
+      if (std::find(axes.begin(), axes.end(), tp) != axes.end()) return true;
+    }
+  }
+  return false;
+}
+
+// Also, a GEMM (matmul family) with a weight is column- or row-parallel in
+// Megatron: its weight is split over tp. A sequence-split GEMM with the
+// weight replicated, which the solver may find cheaper for a small GQA
+// key/value projection, is not a Megatron layout. (Biases and norm weights of
+// the sequence-parallel regions stay replicated.)
+void enforce_sequence_parallel(search::LoweredSharding& l, const graph::OpGraph& g) {
+  const auto tp = l.mesh.find("tp");
+  for (std::size_t n = 0; n < l.nodes.size(); ++n) {
+    const auto& sh = l.nodes[n].sharding;
+    const auto& strategies = sh.strategies;
+    // Index bookkeeping (labels, positions) carries no activation memory.
+    const bool floating = std::any_of(sh.spec.outputs.begin(), sh.spec.outputs.end(), [&](const ops::ShardPort& p) {
+      return p.tensor && graph::is_floating(g.tensor(*p.tensor).dtype);
+    });
+    if (!floating) continue;
+    const bool any_tp = std::any_of(strategies.begin(), strategies.end(), [](const ops::Strategy& s) { return uses_axis(s, "tp"); });
+    if (!any_tp) continue;
+    const bool any_weight = tp && sh.spec.family == "matmul" && std::any_of(strategies.begin(), strategies.end(),
+                                              [&](const ops::Strategy& s) { return splits_weight(sh, s, g, *tp); });
+    for (std::size_t s = 0; s < strategies.size(); ++s)
+      if (!uses_axis(strategies[s], "tp") || (any_weight && !splits_weight(sh, strategies[s], g, *tp)))
+        l.problem.nodes[n].strategies[s].cost[search::CostTerm::compute] += Seconds(kSequenceParallelPenalty);
+  }
+}
+
 }  // namespace
 
 Seconds CommTotals::total() const {
@@ -176,6 +236,7 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   lo.memory_limit = model.device_memory() * (0.75 * c.pp);
   PLANNER_TRY(L.lowered, search::lower_sharding(g, L.mp, oracle, lo));
   PLANNER_TRY_STATUS(apply_hints(L.lowered, g, c.hints));
+  if (c.sequence_parallel) enforce_sequence_parallel(L.lowered, g);
   auto solve = [&](const search::ShardingProblem& p) { return solver ? (*solver)(p) : search::solve(p); };
   auto solved = solve(L.lowered.problem);
   if (!solved.ok()) {
@@ -184,6 +245,7 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
     lo.memory_limit.reset();
     PLANNER_TRY(L.lowered, search::lower_sharding(g, L.mp, oracle, lo));
     PLANNER_TRY_STATUS(apply_hints(L.lowered, g, c.hints));
+    if (c.sequence_parallel) enforce_sequence_parallel(L.lowered, g);
     solved = solve(L.lowered.problem);
   }
   PLANNER_TRY(search::Solution sol, std::move(solved));

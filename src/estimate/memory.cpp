@@ -32,6 +32,11 @@ double item_fraction(const Layout& L, const graph::OpGraph& g, const cost::Saved
 }
 
 bool grads_in_fp32(const ParallelConfig& c, const cost::CostModel& model) {
+  // The gradient buffer is held in the dtype it is reduced in: Megatron-Core
+  // allocates its main-grad buffer in fp32 only with grad_reduce_in_fp32
+  // (NeMo: optim.grad_sync_dtype), FSDP reduces in its reduce_dtype.
+  if (c.grad_reduce_bytes > 0 && c.framework != Framework::fsdp && c.framework != Framework::ddp)
+    return c.grad_reduce_bytes >= 4;
   const bool fp16 = model.context().precision().default_precision() == cost::Precision::fp16;
   switch (c.framework) {
     case Framework::megatron: return true;
@@ -96,6 +101,7 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
   const double act_share = full > 0 ? local / full : 1.0;
   cost::MemorySetup base_setup;
   base_setup.share.activations = act_share;
+  base_setup.fused_loss = c.fused_loss;
   const cost::MemoryBreakdown base = model.memory(g, base_setup);
 
   // The loss buffer: the logits' local share (vocabulary-parallel loss).
@@ -112,6 +118,7 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
   opt.sharding = c.state_sharding();
   opt.data_parallel = c.dp * c.cp;
   opt.fp32_grads = grads_in_fp32(c, model);
+  opt.grads_16bit = c.grad_reduce_bytes == 2;
   for (int r = 0; r < pp; ++r) {
     auto& sm = out[static_cast<std::size_t>(r)];
     auto& m = sm.breakdown;

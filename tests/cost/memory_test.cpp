@@ -158,3 +158,47 @@ TEST_CASE("memory(): ZeRO-3 gathers the largest layer, recompute adds a working 
   CHECK(half.weights.value == Approx(mem.weights.value / 2));
   CHECK(half.activations.value == Approx(mem.activations.value / 4));
 }
+
+TEST_CASE("memory(): fused kernels shrink the unfused-attention transient", "[cost][memory]") {
+  // b = 2, s = 1024, a = 4, d = 64, no dropout: one b a s s tensor is
+  // 8,388,608 elements = 16,777,216 B in bf16; [b, a, s, d] is 1,048,576 B.
+  GptShape m;
+  m.s = 1024;
+  m.dropout = false;
+  const auto g = build_gpt(m);
+  cost::MemorySetup setup;
+  setup.communicator = false;
+  // Eager kernels: the scale Mul writes its output and, in backward, the
+  // gradient of the scores beside it: 2 x 16,777,216 B (the mask Add and the
+  // Softmax tie with it; the first one is reported).
+  const auto eager = cost::memory(g, context("a100-sxm4-80gb", cost::PrecisionPolicy{}, cost::AttentionMode::unfused), setup);
+  CHECK(eager.temporary.value == 33554432);
+  CHECK(eager.temporary_op == "Mul:l0.scaled");
+  // Fused kernels (Megatron's FusedScaleMaskSoftmax): the scale and mask run
+  // inside the softmax kernel and its backward is in place, so one b a s s
+  // tensor remains; the largest transient is now a batched MatMul: the scores
+  // MatMul's output (16,777,216) + the gradients of q and k (2 x 1,048,576)
+  // = 18,874,368 B (the context MatMul ties: probs and v gradients + output).
+  auto fused_ctx = cost::ComputeContext::create(profile("a100-sxm4-80gb").device, cost::PrecisionPolicy{},
+                                                cost::AttentionMode::unfused, cost::RecomputePolicy::none, true);
+  REQUIRE(fused_ctx.ok());
+  const auto fused = cost::memory(g, fused_ctx.value(), setup);
+  CHECK(fused.temporary.value == 18874368);
+  CHECK(fused.temporary_op == "MatMul:l0.scores");
+}
+
+TEST_CASE("model_state: 16-bit gradient buffer under the distributed optimizer", "[cost][memory]") {
+  // Megatron-Core with grad_reduce_in_fp32 off (NeMo grad_sync_dtype bf16):
+  // 2 B weight + 2 B gradient + 12/d B = 4 + 12/8 = 5.5 B per parameter.
+  OptimizerSetup s;
+  s.sharding = StateSharding::distributed_optimizer;
+  s.data_parallel = 8;
+  s.grads_16bit = true;
+  const auto st = cost::model_state(kOneBillion16, s);
+  CHECK(st.weights.value == Approx(2e9));
+  CHECK(st.gradients.value == Approx(2e9));
+  CHECK(st.optimizer_states.value == Approx(1.5e9));
+  // Without it the distributed optimizer keeps fp32 main gradients: 4 B.
+  s.grads_16bit = false;
+  CHECK(cost::model_state(kOneBillion16, s).gradients.value == Approx(4e9));
+}

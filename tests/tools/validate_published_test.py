@@ -181,6 +181,7 @@ class RowMapping(unittest.TestCase):
                         precision="bf16 (inferred)", notes="Flags: --tp-comm-overlap",
                         parallelism={"tp": 8, "pp": 4, "dp": 48, "distributed_optimizer": True}), REPO)
         self.assertNotIn("--ffn", m.model_args)
+        self.assertIsNone(flag(m, "--grad-reduce-bytes"))  # Megatron-LM bf16: fp32 main grads
         self.assertEqual(flag(m, "--profile"), "cost_profiles/h100-sxm5-80gb.json")
         self.assertEqual((flag(m, "--sp"), flag(m, "--distributed-optimizer"), flag(m, "--micro-batch")), (True, True, "1"))
         self.assertEqual((flag(m, "--attention"), flag(m, "--framework")), ("flash", "megatron"))
@@ -200,6 +201,9 @@ class RowMapping(unittest.TestCase):
         self.assertEqual((flag(m, "--vp"), flag(m, "--precision"), flag(m, "--cp")), ("10", "fp8", None))
         # NeMo conventions: distributed optimizer (dp 4 > 1); no SP with tp 1
         self.assertEqual((flag(m, "--distributed-optimizer"), flag(m, "--sp")), (True, None))
+        # NeMo H100 performance configs reduce gradients in bf16 (grad_sync_dtype bf16)
+        self.assertEqual(flag(m, "--grad-reduce-bytes"), "2")
+        self.assertTrue(any("grad_sync_dtype" in n for n in m.notes))
         # Nemotron-340B: GQA 8, squared-ReLU 73728 -> SwiGLU 49152
         m = map_row(row(source_group="nemo_2407_h100_fp8", model={"type": "decoder LLM", "name": "Nemotron-340B",
                                                                   "seq_len": 4096},

@@ -562,9 +562,14 @@ def map_row(row, repo_root):
     if group.startswith(tables.FUSED_LOSS_GROUP[0]):
         eargs.append("--fused-loss")
         notes.append(f"fused cross-entropy: {tables.FUSED_LOSS_GROUP[1]}")
+    bf16_grads = next((v for k, v in tables.GRAD_REDUCE_BF16_GROUPS.items() if group.startswith(k)), None)
     if "PURE" in fsdp:
         eargs += ["--grad-reduce-bytes", "2"]
         notes.append("FSDP mixed_precision=PURE: gradients reduced in bf16 (--grad-reduce-bytes 2)")
+    elif bf16_grads and precision in ("bf16", "fp8"):
+        eargs += ["--grad-reduce-bytes", "2"]
+        plan.append("grad-bf16")
+        notes.append(f"gradients reduced and held in bf16 (--grad-reduce-bytes 2): {bf16_grads}")
     eargs += ["--recompute", recompute, "--precision", precision]
     plan += [f"rc-{recompute}", precision]
     if attention:

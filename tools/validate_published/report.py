@@ -168,7 +168,8 @@ size and pp = mp / node. `virtual_pipeline_stages` > 1 -> `--vp V --schedule int
 pipelines `--schedule 1f1b` (`gpipe` when the schedule text says so). `sequence_parallel` true ->
 `--sp`; when it is null, tp > 1 and the notes list `--tp-comm-overlap` (which Megatron accepts only
 with `--sequence-parallel`), `--sp` too. FSDP `mixed_precision=PURE` (bf16 gradient reduction) ->
-`--grad-reduce-bytes 2`. Group conventions (table below) fill a null `distributed_optimizer` (when
+`--grad-reduce-bytes 2`; so do bf16/fp8 rows of groups whose performance configs reduce gradients in
+bf16 (table below: the gradient buffer is then 16-bit, docs/estimate.md). Group conventions (table below) fill a null `distributed_optimizer` (when
 no ZeRO stage is given and dp > 1) and a null `sequence_parallel` (when tp > 1), noted. `zero_stage` -> `--zero` (FSDP FULL_SHARD = 3, SHARD_GRAD_OP = 2); `distributed_optimizer`
 true -> `--distributed-optimizer`. Micro-batch: as published; SC'21 Table 1 rows from the
 reproduction scripts (table below); otherwise 1, noted. Global batch: `global_batch_size`, else
@@ -216,6 +217,9 @@ def rules_tables():
     out += md_table(["source_group prefix", "distributed optimizer", "sequence parallel (tp > 1)", "source"],
                     [[f"`{p}`", "on" if d else "-", "on" if sp else "-", src]
                      for p, d, sp, src in tables.GROUP_CONVENTIONS])
+    out += ["", "Groups whose gradients are reduced (and held) in bf16 (`--grad-reduce-bytes 2`, bf16/fp8 rows):", ""]
+    out += md_table(["source_group prefix", "source"],
+                    [[f"`{p}`", src] for p, src in tables.GRAD_REDUCE_BF16_GROUPS.items()])
     out += ["", "Profiles (first matching rule):", ""]
     out += md_table(["GPU", "memory GB", "keywords (any)", "profile"],
                     [[f, m or "any", ", ".join(k) if k else "(any)", f"`{p}`"] for f, m, k, p in tables.PROFILE_RULES])

@@ -38,6 +38,14 @@ GROUP_CONVENTIONS = [
      "with tp > 1"),
 ]
 
+# Groups whose performance configs reduce (and so hold) gradients in bf16
+# rather than Megatron's fp32 default: --grad-reduce-bytes 2.
+GRAD_REDUCE_BF16_GROUPS = {
+    "nemo": "NeMo-Framework-Launcher H100 performance scripts (examples/training/*/h100/*_fp8*.sh: "
+            "+training.model.optim.grad_sync_dtype=bf16; conf/training/nemotron/nemotron_340b.yaml: "
+            "optim.grad_sync_dtype bf16)",
+}
+
 # Groups whose software pipelines tensor-parallel collectives with the GEMMs
 # (Transformer Engine userbuffers, `tp_comm_overlap: True` in the NeMo
 # performance recipes and Megatron-Bridge perf configs) when tp > 1; rows

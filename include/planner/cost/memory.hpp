@@ -63,8 +63,11 @@ struct OptimizerSetup {
   /// Data-parallel degree d the states are sharded over. Requires: >= 1.
   int data_parallel = 1;
   /// Keep 16-bit parameters' gradients in fp32 (Megatron main grads); the
-  /// distributed optimizer always does.
+  /// distributed optimizer does unless grads_16bit.
   bool fp32_grads = false;
+  /// The gradient buffer is 16-bit even under the distributed optimizer
+  /// (Megatron-Core with grad_reduce_in_fp32 off; NeMo grad_sync_dtype bf16).
+  bool grads_16bit = false;
 };
 
 /// Bytes per parameter before sharding.
@@ -125,6 +128,10 @@ struct MemorySetup {
   double fragmentation = 0.07;
   /// Reserve the communicator's buffers (any collective on this device).
   bool communicator = true;
+  /// Fused cross-entropy: the 16-bit logits are the loss buffer (their
+  /// gradient is written in place), so the op producing them adds no
+  /// transient. Unfused, the 16-bit logits live beside their fp32 copy.
+  bool fused_loss = false;
 };
 
 /// What a memory item is, for advice on how to shrink it.
