@@ -224,6 +224,14 @@ Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g
     out[0] = TpView::part();
     return out;
   }
+  if (type == "Gather" && d < 0 && split_in(1) >= 0) {
+    // Whole table, ids split (sequence parallelism: each rank looks up its
+    // sequence block): the output is split along the ids' dim, shifted by
+    // the gather axis; the table's gradient is a partial sum over tp.
+    const int axis = axis_attr(op, "axis", 0, rank_of(in_shape(0)));
+    out[0] = TpView::split_at(axis + split_in(1));
+    return out;
+  }
   if (type == "SoftmaxCrossEntropyLoss" && d == 1 && split_in(1) < 0 && in.size() == 2 && out.size() == 1 &&
       op.attr_string("reduction").value_or("mean") == "mean") {
     out[0] = TpView::rep();  // vocabulary-parallel: TpRank::forward reduces max, sum and target over tp
@@ -289,6 +297,25 @@ Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g
   if (type == "Softmax") {
     if (axis_attr(op, "axis", -1, ro) == d) return make_error("its softmax axis {} is split", d);
     out[0] = TpView::split_at(d);
+    return out;
+  }
+  if (type.rfind("Reduce", 0) == 0) {  // a reduction over other dims (RMSNorm's mean over the hidden dim)
+    std::vector<std::int64_t> axes = op.attr_ints("axes").value_or(std::vector<std::int64_t>{});
+    if (axes.empty() && op.inputs.size() > 1 && op.inputs[1]) {
+      const auto& v = g.tensor(*op.inputs[1]).values;
+      if (!v || v->is_float) return make_error("its axes are not a known constant");
+      axes = v->ints;
+    }
+    if (axes.empty()) return make_error("it reduces every dim, the split dim {} among them", d);
+    const int ri = rank_of(in_shape(0));
+    const bool keep = op.attr_int("keepdims").value_or(1) != 0;
+    int below = 0;
+    for (auto a : axes) {
+      const auto ax = a < 0 ? a + ri : a;
+      if (ax == d) return make_error("it reduces the split dim {}", d);
+      if (ax < d) ++below;
+    }
+    out[0] = TpView::split_at(keep ? d : d - below);
     return out;
   }
   if (type == "LayerNormalization" || type == "RMSNormalization") {

@@ -233,10 +233,47 @@ TEST_CASE("tp output views of single ops", "[executor][real][tp]") {
   REQUIRE(sm.ok());
   CHECK((*sm)[0] == TpView::split_at(1));
   CHECK_FALSE(derive("layers.0/attn/Softmax", {TpView::split_at(3)}).ok());
+  // Sequence parallelism: a whole table looked up by ids split along the
+  // sequence (ids [2,32] split at 1) gives [2,32,64] split at 1.
+  auto look = derive("embed/tokens/Gather", {TpView::rep(), TpView::split_at(1)});
+  REQUIRE(look.ok());
+  CHECK((*look)[0] == TpView::split_at(1));
   // Nothing split: nothing derived.
   auto none = derive("layers.0/attn/Softmax", {TpView::rep()});
   REQUIRE(none.ok());
   CHECK((*none)[0] == TpView::rep());
+}
+
+TEST_CASE("tp output views of reductions (llama's RMSNorm mean over the hidden dim)", "[executor][real][tp]") {
+  using real_detail::TpView;
+  static const graph::OpGraph g = [] {
+    modelgen::ModelSpec s;
+    s.arch = modelgen::Arch::llama;
+    s.layers = 1;
+    s.hidden = 64;
+    s.heads = 4;
+    s.seq = 32;
+    s.vocab = 128;
+    s.batch = 2;
+    auto built = modelgen::build(s, "llama.onnx.data");
+    if (!built) FAIL(built.error().message);
+    onnx::ImportOptions o;
+    o.batch = 2;
+    auto m = onnx::import_bytes(built->bytes, "llama.onnx", std::filesystem::temp_directory_path(), o);
+    if (!m) FAIL(m.error().message);
+    return std::move(m->graph);
+  }();
+  const auto id = g.find_op("layers.0/attn_norm/ReduceMean");
+  REQUIRE(id);
+  // x[2,32,64], mean over axis -1 with keepdims: [2,32,1]. Split by sequence
+  // (dim 1): each rank reduces its rows, the output is split at 1 too.
+  auto seq = real_detail::derive_outputs(g.op(*id), g, {TpView::split_at(1)}, {}, 2);
+  REQUIRE(seq.ok());
+  CHECK((*seq)[0] == TpView::split_at(1));
+  // Split along the reduced hidden dim: refused with the reason.
+  auto hid = real_detail::derive_outputs(g.op(*id), g, {TpView::split_at(2)}, {}, 2);
+  REQUIRE_FALSE(hid.ok());
+  CHECK(hid.error().message == "it reduces the split dim 2");
 }
 
 TEST_CASE("tp share helpers", "[executor][real][tp]") {
