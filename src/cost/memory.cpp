@@ -71,7 +71,7 @@ Bytes largest_layer_weights(const graph::OpGraph& g, const PrecisionPolicy& poli
 // Largest transient of one op: its floating outputs, plus the gradients of
 // its inputs (activations only: parameter gradients live in the gradient
 // buffer) while its backward runs. A flash pattern counts o and dq, dk, dv.
-std::pair<Bytes, std::string> largest_temporary(const graph::OpGraph& g, const ComputeContext& ctx) {
+std::pair<Bytes, std::string> compute_largest_temporary(const graph::OpGraph& g, const ComputeContext& ctx) {
   const ops::GradMask grad = ops::gradient_mask(g);
   Bytes best;
   std::string name;
@@ -112,6 +112,19 @@ std::pair<Bytes, std::string> largest_temporary(const graph::OpGraph& g, const C
     consider(b, op.name);
   }
   return {best, name};
+}
+
+// Key of the largest transient among the graph's derived values: what
+// compute_largest_temporary reads of the context.
+struct TemporaryKey {
+  PrecisionPolicy precision;
+  AttentionMode attention;
+  friend bool operator==(const TemporaryKey&, const TemporaryKey&) = default;
+};
+
+std::pair<Bytes, std::string> largest_temporary(const graph::OpGraph& g, const ComputeContext& ctx) {
+  const TemporaryKey key{ctx.precision(), ctx.attention()};
+  return *g.derived<TemporaryKey, std::pair<Bytes, std::string>>(key, [&] { return compute_largest_temporary(g, ctx); });
 }
 
 }  // namespace
@@ -161,7 +174,15 @@ StateBytes state_bytes_per_param(Optimizer o, bool kept_fp32, bool fp32_grads) {
   return {2.0, fp32_grads ? 4.0 : 2.0, 4.0 + states};
 }
 
+namespace {
+struct ParamCountsKey {
+  PrecisionPolicy policy;
+  friend bool operator==(const ParamCountsKey&, const ParamCountsKey&) = default;
+};
+}  // namespace
+
 ParamCounts count_parameters(const graph::OpGraph& g, const PrecisionPolicy& policy) {
+  return *g.derived<ParamCountsKey, ParamCounts>(ParamCountsKey{policy}, [&] {
   ParamCounts c;
   for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
     const auto& t = g.tensor(TensorId{i});
@@ -169,6 +190,7 @@ ParamCounts count_parameters(const graph::OpGraph& g, const PrecisionPolicy& pol
     (is_kept_fp32(g, TensorId{i}, policy) ? c.fp32 : c.low_precision) += static_cast<double>(t.numel());
   }
   return c;
+  });
 }
 
 ModelState model_state(const ParamCounts& params, const OptimizerSetup& s) {

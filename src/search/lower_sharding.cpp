@@ -74,7 +74,8 @@ class Lowerer {
     std::vector<std::size_t> pos(g_.num_ops(), 0);
     for (std::size_t i = 0; i < order.size(); ++i) pos[order[i].value] = i;
     const auto active = active_ops(g_, order);
-    const auto kinds = ops::dim_kinds(g_);
+    const auto kinds_memo = ops::shared_dim_kinds(g_);
+    const auto& kinds = *kinds_memo;
     grad_ = ops::gradient_mask(g_);
 
     // Units: fused patterns first, then every other active op.

@@ -20,6 +20,7 @@ void find_repeated_blocks(OpGraph& g);
 
 /// Both of the above.
 inline void analyze(OpGraph& g) {
+  g.drop_derived();
   find_attention(g);
   find_repeated_blocks(g);
 }
