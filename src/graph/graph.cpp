@@ -111,7 +111,18 @@ const Tensor* OpGraph::output(const Op& op, std::size_t i) const {
   return &tensors_[op.outputs[i]->value];
 }
 
+namespace {
+// Key of the topological order among the graph's derived values.
+struct TopoKey {
+  friend bool operator==(const TopoKey&, const TopoKey&) = default;
+};
+}  // namespace
+
 Result<std::vector<OpId>> OpGraph::topological_order() const {
+  return *derived<TopoKey, Result<std::vector<OpId>>>(TopoKey{}, [&] { return compute_topological_order(); });
+}
+
+Result<std::vector<OpId>> OpGraph::compute_topological_order() const {
   // Kahn's algorithm with a min-heap on op id gives a deterministic order that
   // keeps the file's order where it is already valid. Boost.Graph's
   // topological_sort (DFS) is used to find a cycle to name when Kahn stalls.

@@ -245,7 +245,8 @@ class OpGraph {
   const Tensor* output(const Op& op, std::size_t i) const;
 
   /// Ops in dependency order (Boost.Graph topological sort; ties by id, so
-  /// the order is deterministic). Error names an op on a cycle.
+  /// the order is deterministic). Error names an op on a cycle. Kept with
+  /// the graph (derived()) until it changes.
   Result<std::vector<OpId>> topological_order() const;
 
   /// Reorders ops_ into topological order (ids change; tensors are remapped).
@@ -276,6 +277,7 @@ class OpGraph {
   }
 
  private:
+  Result<std::vector<OpId>> compute_topological_order() const;
   std::shared_ptr<DerivedCache> derived_ = std::make_shared<DerivedCache>();
   std::vector<Tensor> tensors_;
   std::vector<Op> ops_;
