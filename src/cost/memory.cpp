@@ -182,14 +182,15 @@ struct ParamCountsKey {
 }  // namespace
 
 ParamCounts count_parameters(const graph::OpGraph& g, const PrecisionPolicy& policy) {
+  // Kept with the graph per policy (each estimate of a search asks).
   return *g.derived<ParamCountsKey, ParamCounts>(ParamCountsKey{policy}, [&] {
-  ParamCounts c;
-  for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
-    const auto& t = g.tensor(TensorId{i});
-    if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
-    (is_kept_fp32(g, TensorId{i}, policy) ? c.fp32 : c.low_precision) += static_cast<double>(t.numel());
-  }
-  return c;
+    ParamCounts c;
+    for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
+      const auto& t = g.tensor(TensorId{i});
+      if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
+      (is_kept_fp32(g, TensorId{i}, policy) ? c.fp32 : c.low_precision) += static_cast<double>(t.numel());
+    }
+    return c;
   });
 }
 

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+
 #include <utility>
 
 #include "graph/graph_builder.hpp"
