@@ -244,7 +244,9 @@ graph::TensorId alias_root(const graph::OpGraph& g, graph::TensorId t) {
   return t;
 }
 
-ActivationReport saved_activations(const graph::OpGraph& g, const ActivationOptions& options) {
+namespace {
+
+ActivationReport compute_saved_activations(const graph::OpGraph& g, const ActivationOptions& options) {
   const ops::GradMask grad = ops::gradient_mask(g);
   ActivationReport r = count(g, options, collect(g, options, grad, options.recompute));
   if (options.recompute != RecomputePolicy::none) {
@@ -258,6 +260,27 @@ ActivationReport saved_activations(const graph::OpGraph& g, const ActivationOpti
     }
   }
   return r;
+}
+
+// Key of a report among the graph's derived values: every option.
+struct SavedKey {
+  PrecisionPolicy precision;
+  AttentionMode attention;
+  RecomputePolicy recompute;
+  bool fuse_elementwise;
+  friend bool operator==(const SavedKey&, const SavedKey&) = default;
+};
+
+}  // namespace
+
+std::shared_ptr<const ActivationReport> shared_saved_activations(const graph::OpGraph& g,
+                                                                 const ActivationOptions& options) {
+  const SavedKey key{options.precision, options.attention, options.recompute, options.fuse_elementwise};
+  return g.derived<SavedKey, ActivationReport>(key, [&] { return compute_saved_activations(g, options); });
+}
+
+ActivationReport saved_activations(const graph::OpGraph& g, const ActivationOptions& options) {
+  return *shared_saved_activations(g, options);
 }
 
 }  // namespace planner::cost

@@ -3,6 +3,7 @@
 #include "planner/cost/compute.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 
 #include "internal.hpp"
@@ -252,11 +253,27 @@ bool mask_only(const graph::Op& op, const graph::OpGraph& g, int depth) {
   return any;
 }
 
+// Key of the per-op answers among the graph's derived values.
+struct MaskOnlyKey {
+  friend bool operator==(const MaskOnlyKey&, const MaskOnlyKey&) = default;
+};
+
 }  // namespace
 
 bool feeds_only_flash_masks(const graph::Op& op, const graph::OpGraph& g) {
   if (op.fused_group) return false;
-  return mask_only(op, g, 0);
+  // Every op's answer, computed once per graph (each walks up to 32 ops
+  // downstream; the cost model asks for every op in every estimate).
+  const auto ops = g.ops();
+  const std::less<const graph::Op*> before;
+  if (ops.empty() || before(&op, ops.data()) || !before(&op, ops.data() + ops.size()))
+    return mask_only(op, g, 0);  // an op that is not g's
+  const auto answers = g.derived<MaskOnlyKey, std::vector<bool>>(MaskOnlyKey{}, [&] {
+    std::vector<bool> v(ops.size(), false);
+    for (std::size_t i = 0; i < ops.size(); ++i) v[i] = !ops[i].fused_group && mask_only(ops[i], g, 0);
+    return v;
+  });
+  return (*answers)[static_cast<std::size_t>(&op - ops.data())];
 }
 
 OpBytes op_bytes(const graph::Op& op, const graph::OpGraph& g, const PrecisionPolicy& policy) {

@@ -104,7 +104,8 @@ bool inside_fused_chain(const graph::OpGraph& g, const graph::Op& op) {
 // Under fused kernels a fused softmax writes its input gradient in place of
 // its output gradient (Megatron scaled_masked_softmax backward), and ops
 // inside a fused chain hold nothing of their own.
-std::pair<Bytes, std::string> largest_temporary(const graph::OpGraph& g, const ComputeContext& ctx, bool fused_loss) {
+std::pair<Bytes, std::string> compute_largest_temporary(const graph::OpGraph& g, const ComputeContext& ctx,
+                                                        bool fused_loss) {
   const ops::GradMask grad = ops::gradient_mask(g);
   Bytes best;
   std::string name;
@@ -149,6 +150,22 @@ std::pair<Bytes, std::string> largest_temporary(const graph::OpGraph& g, const C
     consider(b, op.name);
   }
   return {best, name};
+}
+
+// Key of the largest transient among the graph's derived values: what
+// compute_largest_temporary reads of the context.
+struct TemporaryKey {
+  PrecisionPolicy precision;
+  AttentionMode attention;
+  bool fuse_elementwise = false;
+  bool fused_loss = false;
+  friend bool operator==(const TemporaryKey&, const TemporaryKey&) = default;
+};
+
+std::pair<Bytes, std::string> largest_temporary(const graph::OpGraph& g, const ComputeContext& ctx, bool fused_loss) {
+  const TemporaryKey key{ctx.precision(), ctx.attention(), ctx.fuse_elementwise(), fused_loss};
+  return *g.derived<TemporaryKey, std::pair<Bytes, std::string>>(
+      key, [&] { return compute_largest_temporary(g, ctx, fused_loss); });
 }
 
 }  // namespace
@@ -198,14 +215,24 @@ StateBytes state_bytes_per_param(Optimizer o, bool kept_fp32, bool fp32_grads) {
   return {2.0, fp32_grads ? 4.0 : 2.0, 4.0 + states};
 }
 
+namespace {
+struct ParamCountsKey {
+  PrecisionPolicy policy;
+  friend bool operator==(const ParamCountsKey&, const ParamCountsKey&) = default;
+};
+}  // namespace
+
 ParamCounts count_parameters(const graph::OpGraph& g, const PrecisionPolicy& policy) {
-  ParamCounts c;
-  for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
-    const auto& t = g.tensor(TensorId{i});
-    if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
-    (is_kept_fp32(g, TensorId{i}, policy) ? c.fp32 : c.low_precision) += static_cast<double>(t.numel());
-  }
-  return c;
+  // Kept with the graph per policy (each estimate of a search asks).
+  return *g.derived<ParamCountsKey, ParamCounts>(ParamCountsKey{policy}, [&] {
+    ParamCounts c;
+    for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
+      const auto& t = g.tensor(TensorId{i});
+      if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
+      (is_kept_fp32(g, TensorId{i}, policy) ? c.fp32 : c.low_precision) += static_cast<double>(t.numel());
+    }
+    return c;
+  });
 }
 
 ModelState model_state(const ParamCounts& params, const OptimizerSetup& s) {

@@ -160,6 +160,28 @@ const StageMemory& Estimate::peak_stage() const {
 
 namespace detail {
 
+namespace {
+struct LayerIndexKey {
+  friend bool operator==(const LayerIndexKey&, const LayerIndexKey&) = default;
+};
+}  // namespace
+
+std::shared_ptr<const LayerIndex> layers_of(const graph::OpGraph& g) {
+  return g.derived<LayerIndexKey, LayerIndex>(LayerIndexKey{}, [&] {
+    std::set<int> ids;
+    for (const auto& op : g.ops())
+      if (op.layer) ids.insert(*op.layer);
+    std::map<int, int> pos;
+    for (int id : ids) pos.emplace(id, static_cast<int>(pos.size()));
+    LayerIndex x;
+    x.layers = static_cast<int>(ids.size());
+    x.pos_of_op.assign(g.num_ops(), -1);
+    for (std::uint32_t i = 0; i < g.num_ops(); ++i)
+      if (const auto& l = g.op(OpId{i}).layer) x.pos_of_op[i] = pos.at(*l);
+    return x;
+  });
+}
+
 Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
                             const ShardingSolver* solver) {
   Layout L;
@@ -185,11 +207,10 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   }
 
   // Layers and chunks.
-  std::set<int> layer_ids;
-  for (const auto& op : g.ops())
-    if (op.layer) layer_ids.insert(*op.layer);
+  const auto layer_index = layers_of(g);
+  const std::vector<int>& pos_of_op = layer_index->pos_of_op;
   L.chunks = c.pp * c.vp;
-  const int layers = static_cast<int>(layer_ids.size());
+  const int layers = layer_index->layers;
   L.layers = layers;
   if (L.chunks > 1 && layers < L.chunks)
     return Error{fmt::format("--pp {} x --vp {} = {} pipeline chunks need at least {} repeated layers; the model has {}",
@@ -206,8 +227,6 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
       return Error{fmt::format("{} pipeline chunks with {} layers in all given; the layout has {} chunks and the model {} layers",
                                c.layers_per_chunk.size(), sum, L.chunks, layers)};
   }
-  std::map<int, int> pos_of_layer;
-  for (int id : layer_ids) pos_of_layer.emplace(id, static_cast<int>(pos_of_layer.size()));
   PLANNER_TRY(std::vector<OpId> order, g.topological_order());
   L.order = order;
   find_experts(g, L);
@@ -259,6 +278,10 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
 
   // Strategy per op; layout per tensor (every copy of a shared node).
   L.strategy_of_op.assign(g.num_ops(), nullptr);
+  L.layout_of_tensor.assign(g.num_tensors(), nullptr);
+  auto set_layout = [&](TensorId t, const layout::TensorLayout& l) {
+    if (!L.layout_of_tensor[t.value]) L.layout_of_tensor[t.value] = &l;  // the first copy's port wins
+  };
   for (std::size_t n = 0; n < L.lowered.nodes.size(); ++n) {
     const auto& node = L.lowered.nodes[n];
     const auto& s = search::chosen(L.lowered, L.choice, n);
@@ -283,13 +306,13 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
       for (std::size_t p = 0; p < node.sharding.spec.outputs.size() && p < s.outputs.size(); ++p) {
         const auto& port = node.sharding.spec.outputs[p];
         if (!port.tensor || !s.outputs[p]) continue;
-        if (auto t = copy_tensor(*port.tensor, false)) L.layout_of_tensor.emplace(t->value, *s.outputs[p]);
+        if (auto t = copy_tensor(*port.tensor, false)) set_layout(*t, *s.outputs[p]);
       }
       for (std::size_t p = 0; p < node.sharding.spec.inputs.size() && p < s.inputs.size(); ++p) {
         const auto& port = node.sharding.spec.inputs[p];
         if (!port.tensor || !s.inputs[p]) continue;
         if (g.tensor(*port.tensor).role != graph::TensorRole::parameter) continue;
-        if (auto t = copy_tensor(*port.tensor, true)) L.layout_of_tensor.emplace(t->value, *s.inputs[p]);
+        if (auto t = copy_tensor(*port.tensor, true)) set_layout(*t, *s.inputs[p]);
       }
     }
   }
@@ -319,7 +342,7 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
     int pos = -1;
     for (OpId id : order) {
       const auto& op = g.op(id);
-      if (op.layer) pos = pos_of_layer.at(*op.layer);
+      if (op.layer) pos = pos_of_op[id.value];
       const double t = L.op_times[id.value].total().value;
       if (pos < 0) pre += t;
       else if (!op.layer && pos == layers - 1) post += t;
@@ -338,7 +361,7 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   int current = 0;
   for (OpId id : order) {
     const auto& op = g.op(id);
-    if (op.layer) current = chunk_of_pos[static_cast<std::size_t>(pos_of_layer.at(*op.layer))];
+    if (op.layer) current = chunk_of_pos[static_cast<std::size_t>(pos_of_op[id.value])];
     L.chunk_of_op[id.value] = current;
   }
   return L;
@@ -414,12 +437,16 @@ std::vector<int> balanced_chunk_sizes(const std::vector<double>& layer_time, dou
 }
 
 double local_fraction(const Layout& L, const graph::OpGraph& g, TensorId t) {
-  const auto it = L.layout_of_tensor.find(t.value);
+  const auto* l = t.value < L.layout_of_tensor.size() ? L.layout_of_tensor[t.value] : nullptr;
   const auto& tensor = g.tensor(t);
-  if (it == L.layout_of_tensor.end() || tensor.numel() <= 0) return 1.0;
-  const auto local = it->second.local_shape(tensor.shape, L.mp);
+  if (!l || tensor.numel() <= 0) return 1.0;
+  // The local shape's element count (TensorLayout::local_shape, without
+  // building it).
   double n = 1;
-  for (auto e : local) n *= static_cast<double>(e);
+  for (std::size_t d = 0; d < tensor.shape.size(); ++d) {
+    const int di = static_cast<int>(d);
+    n *= static_cast<double>(tensor.shape[d] / (di < l->rank() ? l->shard_count(di, L.mp) : 1));
+  }
   return n / static_cast<double>(tensor.numel());
 }
 

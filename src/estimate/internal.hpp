@@ -8,7 +8,7 @@
 #include "planner/estimate/estimate.hpp"
 #include "planner/search/lower_sharding.hpp"
 
-#include <unordered_map>
+#include <memory>
 #include <vector>
 
 namespace planner::estimate::detail {
@@ -41,8 +41,9 @@ struct Layout {
   std::vector<const ops::Strategy*> strategy_of_op;
   /// Time of each op (by OpId::value) at its chosen strategy's local shape.
   std::vector<cost::OpTime> op_times;
-  /// Layout of op outputs and parameters under the chosen strategies.
-  std::unordered_map<std::uint32_t, layout::TensorLayout> layout_of_tensor;
+  /// Layout of op outputs and parameters under the chosen strategies, by
+  /// TensorId::value (nullptr: none, replicated); points into `lowered`.
+  std::vector<const layout::TensorLayout*> layout_of_tensor;
   /// Expert index of each op (by OpId::value), -1 outside experts (experts.hpp).
   std::vector<int> expert_of_op;
   int experts = 0;  ///< experts per MoE layer (0: no MoE)
@@ -73,6 +74,15 @@ std::vector<ExpertTraffic> expert_traffic(const graph::OpGraph& g, const Layout&
 /// stride ep).
 enum class DataGroup : std::uint8_t { data, expert, expert_data };
 cluster::Placement data_group(const Layout& L, const ParallelConfig& c, DataGroup which);
+
+/// The repeated layers of a graph: how many distinct op.layer values, and
+/// each op's position among them (ascending layer id; -1: outside layers).
+struct LayerIndex {
+  int layers = 0;
+  std::vector<int> pos_of_op;
+};
+/// Computed once per graph (OpGraph::derived).
+std::shared_ptr<const LayerIndex> layers_of(const graph::OpGraph& g);
 
 /// Resolves `c` on `g`: meshes, divisibility, chunks, op-level sharding.
 Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -26,7 +28,8 @@ cost::ActivationOptions activation_options(const cost::CostModel& model, cost::R
 // Local share of one saved item: its tensor's layout, else the share of the
 // work of the op saving it (tensors inside a fused unit), else whole.
 double item_fraction(const Layout& L, const graph::OpGraph& g, const cost::SavedItem& item) {
-  if (item.tensor && L.layout_of_tensor.count(item.tensor->value)) return local_fraction(L, g, *item.tensor);
+  if (item.tensor && item.tensor->value < L.layout_of_tensor.size() && L.layout_of_tensor[item.tensor->value])
+    return local_fraction(L, g, *item.tensor);
   if (const auto* s = L.strategy_of_op[item.saver.value]) return s->compute_fraction;
   return 1.0;
 }
@@ -48,13 +51,38 @@ bool grads_in_fp32(const ParallelConfig& c, const cost::CostModel& model) {
   return true;
 }
 
+// Per floating parameter (ascending id): its reader (param_reader) and
+// whether the policy keeps it in fp32; computed once per graph and policy.
+struct ParamInfo {
+  TensorId tensor;
+  std::optional<OpId> reader;
+  bool fp32 = false;
+};
+struct ParamInfoKey {
+  cost::PrecisionPolicy policy;
+  friend bool operator==(const ParamInfoKey&, const ParamInfoKey&) = default;
+};
+
+std::shared_ptr<const std::vector<ParamInfo>> params_of(const graph::OpGraph& g, const cost::PrecisionPolicy& policy) {
+  return g.derived<ParamInfoKey, std::vector<ParamInfo>>(ParamInfoKey{policy}, [&] {
+    std::vector<ParamInfo> out;
+    for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
+      const TensorId t{i};
+      const auto& tensor = g.tensor(t);
+      if (tensor.role != graph::TensorRole::parameter || !graph::is_floating(tensor.dtype)) continue;
+      out.push_back(ParamInfo{t, param_reader(g, t), cost::is_kept_fp32(g, t, policy)});
+    }
+    return out;
+  });
+}
+
 }  // namespace
 
 std::vector<Bytes> chunk_activations(const graph::OpGraph& g, const cost::CostModel& model, const Layout& L,
                                      cost::RecomputePolicy recompute) {
   std::vector<Bytes> per(static_cast<std::size_t>(L.chunks));
-  const auto rep = cost::saved_activations(g, activation_options(model, recompute));
-  for (const auto& item : rep.items)
+  const auto rep = cost::shared_saved_activations(g, activation_options(model, recompute));
+  for (const auto& item : rep->items)
     per[static_cast<std::size_t>(L.chunk_of_op[item.saver.value])] += item.bytes * item_fraction(L, g, item);
   return per;
 }
@@ -71,30 +99,33 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
   std::vector<cost::ParamCounts> expert_counts(static_cast<std::size_t>(pp));
   // 16-bit bytes of each layer's local parameters per rank (ZeRO-3 gathers).
   std::vector<std::map<int, double>> layer_bytes(static_cast<std::size_t>(pp));
-  for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
-    const TensorId t{i};
+  const bool zero3 = c.state_sharding() == cost::StateSharding::zero3 && c.dp * c.cp > 1;  // reads layer_bytes
+  for (const auto& info : *params_of(g, policy)) {
+    const TensorId t = info.tensor;
+    const auto i = t.value;
     const auto& tensor = g.tensor(t);
-    if (tensor.role != graph::TensorRole::parameter || !graph::is_floating(tensor.dtype)) continue;
-    const auto reader = param_reader(g, t);
+    const auto& reader = info.reader;
     const int chunk = reader ? L.chunk_of_op[reader->value] : 0;
     const auto rank = static_cast<std::size_t>(chunk % pp);
     const bool expert = c.ep > 1 && is_expert_op(L, reader);
     const double local = static_cast<double>(tensor.numel()) * local_fraction(L, g, t) / (expert ? c.ep : 1);
-    const bool fp32 = cost::is_kept_fp32(g, t, policy);
+    const bool fp32 = info.fp32;
     auto& into = expert ? expert_counts[rank] : counts[rank];
     (fp32 ? into.fp32 : into.low_precision) += local;
+    if (!zero3) continue;
     const int layer = reader && g.op(*reader).layer ? *g.op(*reader).layer : -1 - static_cast<int>(i);
     layer_bytes[rank][layer] += local * (fp32 ? 4.0 : 2.0);
   }
 
   // Activations of one micro-batch per chunk, and the reserves the cost
   // model computes for the whole graph (context, communicator, temporary).
-  const auto rep = cost::saved_activations(g, activation_options(model, recompute));
+  const auto rep_memo = cost::shared_saved_activations(g, activation_options(model, recompute));
+  const auto& rep = *rep_memo;
   const auto rep_none = recompute == cost::RecomputePolicy::none
-                            ? rep
-                            : cost::saved_activations(g, activation_options(model, cost::RecomputePolicy::none));
+                            ? rep_memo
+                            : cost::shared_saved_activations(g, activation_options(model, cost::RecomputePolicy::none));
   double full = 0, local = 0;
-  for (const auto& item : rep_none.items) {
+  for (const auto& item : rep_none->items) {
     full += item.bytes.value;
     local += item.bytes.value * item_fraction(L, g, item);
   }

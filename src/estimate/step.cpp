@@ -3,6 +3,7 @@
 // and advice. Design note: include/planner/estimate/estimate.hpp.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -162,6 +163,12 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
 
   // 1. Compute per op at its local shape.
   Flops model_flops_replica, hardware_flops_replica;
+  // Compute per op class and chunk, summed in op order as by_class would be
+  // (a flash pattern counts as attention), moved into by_class after.
+  constexpr std::size_t kClasses = static_cast<std::size_t>(graph::OpClass::other) + 1;
+  std::vector<std::array<Seconds, kClasses>> class_time(static_cast<std::size_t>(C));
+  std::vector<std::array<bool, kClasses>> class_seen(static_cast<std::size_t>(C));
+  for (auto& seen : class_seen) seen.fill(false);
   for (OpId id : L.order) {
     const auto& op = g.op(id);
     const auto ch = static_cast<std::size_t>(L.chunk_of_op[id.value]);
@@ -173,7 +180,9 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     ct.recompute += t.recompute;
     if (t.total().value > 0) {
       const bool flash_pattern = op.fused_group && ctx.attention() == cost::AttentionMode::flash;
-      ct.by_class[flash_pattern ? std::string("attention") : std::string(graph::op_class_name(op.op_class))] += t.total();
+      const auto k = static_cast<std::size_t>(flash_pattern ? graph::OpClass::attention : op.op_class);
+      class_time[ch][k] += t.total();
+      class_seen[ch][k] = true;
     }
     if (op.op_class == graph::OpClass::matmul && !op.fused_group) {
       work[ch].fwd_gemm += t.forward;
@@ -187,17 +196,23 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     model_flops_replica += whole;
     hardware_flops_replica += whole + redo;
   }
+  for (std::size_t ch = 0; ch < static_cast<std::size_t>(C); ++ch)
+    for (std::size_t k = 0; k < kClasses; ++k)
+      if (class_seen[ch][k])
+        e.chunks[ch].by_class[std::string(graph::op_class_name(static_cast<graph::OpClass>(k)))] = class_time[ch][k];
   for (int ch = 0; ch < C; ++ch) {
     e.chunks[static_cast<std::size_t>(ch)].has_embedding = ch == 0;
     e.chunks[static_cast<std::size_t>(ch)].has_head = ch == C - 1;
   }
   {
-    std::map<int, int> first_pos;
+    // Layers in order of their first op (layers_of numbers them by id).
+    const auto index = detail::layers_of(g);
+    std::vector<bool> seen(static_cast<std::size_t>(index->layers), false);
     int pos = 0;
     for (OpId id : L.order) {
       const auto& op = g.op(id);
-      if (!op.layer || first_pos.count(*op.layer)) continue;
-      first_pos[*op.layer] = pos;
+      if (!op.layer || seen[static_cast<std::size_t>(index->pos_of_op[id.value])]) continue;
+      seen[static_cast<std::size_t>(index->pos_of_op[id.value])] = true;
       auto& ct = e.chunks[static_cast<std::size_t>(L.chunk_of_op[id.value])];
       if (ct.last_layer < ct.first_layer) ct.first_layer = pos;
       ct.last_layer = pos;
@@ -282,7 +297,8 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     }
   }
 
-  // Local parameters per chunk.
+  // Local parameters per chunk (gather units: ZeRO-3 / FSDP only).
+  const bool per_mb_sharding = (c.zero >= 3 || (c.zero == 2 && c.framework == Framework::fsdp)) && c.dp * c.cp > 1;
   for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
     const auto& t = g.tensor(TensorId{i});
     if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
@@ -294,14 +310,11 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     const double local =
         static_cast<double>(t.numel()) * detail::local_fraction(L, g, TensorId{i}) / (expert ? c.ep : 1);
     work[ch].local_params += local;
+    if (expert) work[ch].expert_params += local;
+    if (!per_mb_sharding) continue;
     const std::int64_t unit = c.framework == Framework::fsdp ? (reader.layer ? *reader.layer : -1)
                                                              : static_cast<std::int64_t>(i) + (1LL << 32);
-    if (expert) {
-      work[ch].expert_params += local;
-      work[ch].expert_gather_units[unit] += local;
-    } else {
-      work[ch].gather_units[unit] += local;
-    }
+    (expert ? work[ch].expert_gather_units : work[ch].gather_units)[unit] += local;
   }
 
   // 3. ZeRO-3 (and FSDP SHARD_GRAD_OP): weights gathered per micro-batch,
@@ -310,7 +323,6 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
   //    first layer's gather of each pass.
   const double grad_bytes = grad_reduce_bytes(c, ctx);
   const double param_bytes = gathered_param_bytes(ctx);
-  const bool per_mb_sharding = (c.zero >= 3 || (c.zero == 2 && c.framework == Framework::fsdp)) && c.dp * c.cp > 1;
   std::vector<Seconds> fwd_extra(static_cast<std::size_t>(C)), bwd_extra(static_cast<std::size_t>(C));
   std::vector<Seconds> dp_per_mb(static_cast<std::size_t>(C));  // ZeRO-3 traffic per micro-batch
   // DeepSpeed ZeRO-3 (framework `deepspeed`, as of 2021-2022): weights

@@ -72,6 +72,7 @@ std::optional<std::vector<std::int64_t>> Op::attr_ints(std::string_view n) const
 }
 
 TensorId OpGraph::add_tensor(Tensor t) {
+  drop_derived();
   TensorId id{static_cast<std::uint32_t>(tensors_.size())};
   tensor_index_.emplace(t.name, id.value);
   tensors_.push_back(std::move(t));
@@ -79,6 +80,7 @@ TensorId OpGraph::add_tensor(Tensor t) {
 }
 
 OpId OpGraph::add_op(Op op) {
+  drop_derived();
   OpId id{static_cast<std::uint32_t>(ops_.size())};
   for (const auto& in : op.inputs)
     if (in) tensors_[in->value].consumers.push_back(id);
@@ -111,11 +113,37 @@ const Tensor* OpGraph::output(const Op& op, std::size_t i) const {
   return &tensors_[op.outputs[i]->value];
 }
 
+namespace {
+// Key of the topological order among the graph's derived values.
+struct TopoKey {
+  friend bool operator==(const TopoKey&, const TopoKey&) = default;
+};
+}  // namespace
+
 Result<std::vector<OpId>> OpGraph::topological_order() const {
+  return *derived<TopoKey, Result<std::vector<OpId>>>(TopoKey{}, [&] { return compute_topological_order(); });
+}
+
+Result<std::vector<OpId>> OpGraph::compute_topological_order() const {
   // Kahn's algorithm with a min-heap on op id gives a deterministic order that
   // keeps the file's order where it is already valid. Boost.Graph's
   // topological_sort (DFS) is used to find a cycle to name when Kahn stalls.
   const std::size_t n = ops_.size();
+  // Ops already in order (every producer before its readers; the importer
+  // sorts them): Kahn with ties by id takes them as they are, op 0 first
+  // and each next op the lowest ready one. O(edges), no adjacency lists.
+  bool in_order = true;
+  for (std::uint32_t i = 0; i < n && in_order; ++i)
+    for (const auto& in : ops_[i].inputs)
+      if (in && tensors_[in->value].producer && tensors_[in->value].producer->value >= i) {
+        in_order = false;
+        break;
+      }
+  if (in_order) {
+    std::vector<OpId> order(n);
+    for (std::uint32_t i = 0; i < n; ++i) order[i] = OpId{i};
+    return order;
+  }
   std::vector<std::vector<std::uint32_t>> succ(n);
   std::vector<std::uint32_t> indeg(n, 0);
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -179,6 +207,7 @@ Result<std::vector<OpId>> OpGraph::topological_order() const {
 }
 
 Status OpGraph::sort_topologically() {
+  drop_derived();
   PLANNER_TRY(auto order, topological_order());
   bool sorted = true;
   for (std::size_t i = 0; i < order.size(); ++i)

@@ -326,6 +326,17 @@ std::string describe(const OpSharding& op, const Strategy& s, const DeviceMesh& 
                      list(s.inputs), list(s.outputs));
 }
 
+namespace {
+// Key of the dimension kinds among the graph's derived values.
+struct DimKindsKey {
+  friend bool operator==(const DimKindsKey&, const DimKindsKey&) = default;
+};
+}  // namespace
+
+std::shared_ptr<const DimKinds> shared_dim_kinds(const OpGraph& g) {
+  return g.derived<DimKindsKey, DimKinds>(DimKindsKey{}, [&] { return dim_kinds(g); });
+}
+
 DimKinds dim_kinds(const OpGraph& g) {
   DimKinds kinds(g.num_tensors());
   for (std::size_t i = 0; i < g.num_tensors(); ++i) {

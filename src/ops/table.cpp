@@ -75,7 +75,9 @@ OpCost fallback_cost(const graph::Op& op, const graph::OpGraph& g, const GradMas
   return c;
 }
 
-GradMask gradient_mask(const graph::OpGraph& g) {
+namespace {
+
+GradMask compute_gradient_mask(const graph::OpGraph& g) {
   GradMask mask(g.num_tensors(), false);
   const auto& tensors = g.tensors();
   for (std::size_t i = 0; i < tensors.size(); ++i)
@@ -101,6 +103,17 @@ GradMask gradient_mask(const graph::OpGraph& g) {
         mask[out->value] = true;
   }
   return mask;
+}
+
+// Key of the gradient mask among the graph's derived values (no options).
+struct GradMaskKey {
+  friend bool operator==(const GradMaskKey&, const GradMaskKey&) = default;
+};
+
+}  // namespace
+
+GradMask gradient_mask(const graph::OpGraph& g) {
+  return *g.derived<GradMaskKey, GradMask>(GradMaskKey{}, [&] { return compute_gradient_mask(g); });
 }
 
 bool importer_costed(const graph::Op& op) { return op.op_class == OpClass::control_flow; }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -64,41 +65,96 @@ struct CommKeyHash {
   }
 };
 
+// Repeated layers: copy c's op k stands for copy 0's op k (when every unit
+// of every copy maps onto a unit of copy 0 op for op).
+void share_blocks(const OpGraph& g, const std::vector<OpId>& order, const std::vector<int>& unit_of,
+                  const std::vector<Unit>& units, std::vector<OpId>& rep) {
+  std::map<int, std::vector<OpId>> by_layer;
+  for (OpId id : order)
+    if (g.op(id).layer) by_layer[*g.op(id).layer].push_back(id);
+  for (const auto& b : g.blocks) {
+    bool ok = true;
+    for (int l = b.first_layer; l < b.first_layer + b.count && ok; ++l)
+      ok = by_layer[l].size() == static_cast<std::size_t>(b.ops_per_block);
+    if (!ok || b.count < 2) continue;
+    std::vector<OpId> saved = rep;
+    const auto& first = by_layer[b.first_layer];
+    for (int l = b.first_layer + 1; l < b.first_layer + b.count; ++l)
+      for (std::size_t k = 0; k < first.size(); ++k) rep[by_layer[l][k].value] = first[k];
+    // Every unit of a copy must map onto a unit of copy 0 op for op.
+    for (int l = b.first_layer + 1; l < b.first_layer + b.count && ok; ++l)
+      for (OpId id : by_layer[l]) {
+        const int u = unit_of[id.value], r = unit_of[rep[id.value].value];
+        if ((u < 0) != (r < 0) || g.op(id).type != g.op(rep[id.value]).type) { ok = false; break; }
+        if (u < 0) continue;
+        const auto &uo = units[static_cast<std::size_t>(u)].ops, &ro = units[static_cast<std::size_t>(r)].ops;
+        if (uo.size() != ro.size()) { ok = false; break; }
+        for (std::size_t i = 0; i < uo.size() && ok; ++i) ok = rep[uo[i].value] == ro[i];
+      }
+    if (!ok) rep = std::move(saved);
+  }
+}
+
+// What lowering reads of the graph alone, whatever the mesh, options of the
+// strategies and costs: kept with the graph (OpGraph::derived), so the
+// layouts of a search build it once.
+struct Structure {
+  std::vector<OpId> order;
+  std::vector<std::size_t> pos;  // topological position of each op
+  std::vector<int> unit_of;      // unit of each op, -1: inactive
+  std::vector<Unit> units;       // fused patterns first, then every other active op
+  std::vector<OpId> rep;         // representative of each op (itself outside shared layers)
+};
+struct StructureKey {
+  bool fuse_attention = true, share_repeated_layers = true;
+  friend bool operator==(const StructureKey&, const StructureKey&) = default;
+};
+
+Result<std::shared_ptr<const Structure>> structure_of(const OpGraph& g, bool fuse_attention, bool share) {
+  PLANNER_TRY(auto order, g.topological_order());
+  return g.derived<StructureKey, Structure>(StructureKey{fuse_attention, share}, [&] {
+    Structure st;
+    st.order = std::move(order);
+    st.pos.assign(g.num_ops(), 0);
+    for (std::size_t i = 0; i < st.order.size(); ++i) st.pos[st.order[i].value] = i;
+    const auto active = active_ops(g, st.order);
+    st.unit_of.assign(g.num_ops(), -1);
+    if (fuse_attention)
+      for (const auto& p : g.fused) {
+        if (p.ops.size() < 2 || !std::all_of(p.ops.begin(), p.ops.end(), [&](OpId o) { return active[o.value]; }))
+          continue;
+        auto spec = ops::pattern_spec(g, p);
+        if (!spec) continue;
+        for (OpId o : p.ops) st.unit_of[o.value] = static_cast<int>(st.units.size());
+        st.units.push_back(Unit{p.ops, std::move(spec), st.pos[p.ops.front().value]});
+      }
+    for (OpId id : st.order)
+      if (active[id.value] && st.unit_of[id.value] < 0) {
+        st.unit_of[id.value] = static_cast<int>(st.units.size());
+        st.units.push_back(Unit{{id}, std::nullopt, st.pos[id.value]});
+      }
+    st.rep.resize(g.num_ops());
+    for (std::uint32_t i = 0; i < g.num_ops(); ++i) st.rep[i] = OpId{i};
+    if (share) share_blocks(g, st.order, st.unit_of, st.units, st.rep);
+    return st;
+  });
+}
+
 class Lowerer {
  public:
   Lowerer(const OpGraph& g, const layout::DeviceMesh& mesh, const ShardingCostOracle& oracle, const LoweringOptions& o)
       : g_(g), mesh_(mesh), oracle_(oracle), o_(o) {}
 
   Result<LoweredSharding> run() {
-    PLANNER_TRY(auto order, g_.topological_order());
-    std::vector<std::size_t> pos(g_.num_ops(), 0);
-    for (std::size_t i = 0; i < order.size(); ++i) pos[order[i].value] = i;
-    const auto active = active_ops(g_, order);
-    const auto kinds = ops::dim_kinds(g_);
+    PLANNER_TRY(const auto st, structure_of(g_, o_.fuse_attention, o_.share_repeated_layers));
+    const std::vector<OpId>& order = st->order;
+    const std::vector<std::size_t>& pos = st->pos;
+    const std::vector<int>& unit_of = st->unit_of;
+    const std::vector<Unit>& units = st->units;
+    const std::vector<OpId>& rep = st->rep;
+    const auto kinds_memo = ops::shared_dim_kinds(g_);
+    const auto& kinds = *kinds_memo;
     grad_ = ops::gradient_mask(g_);
-
-    // Units: fused patterns first, then every other active op.
-    std::vector<int> unit_of(g_.num_ops(), -1);
-    std::vector<Unit> units;
-    if (o_.fuse_attention)
-      for (const auto& p : g_.fused) {
-        if (p.ops.size() < 2 || !std::all_of(p.ops.begin(), p.ops.end(), [&](OpId o) { return active[o.value]; }))
-          continue;
-        auto spec = ops::pattern_spec(g_, p);
-        if (!spec) continue;
-        for (OpId o : p.ops) unit_of[o.value] = static_cast<int>(units.size());
-        units.push_back(Unit{p.ops, std::move(spec), pos[p.ops.front().value]});
-      }
-    for (OpId id : order)
-      if (active[id.value] && unit_of[id.value] < 0) {
-        unit_of[id.value] = static_cast<int>(units.size());
-        units.push_back(Unit{{id}, std::nullopt, pos[id.value]});
-      }
-
-    // Repeated layers: copy c's op k stands for copy 0's op k.
-    std::vector<OpId> rep(g_.num_ops());
-    for (std::uint32_t i = 0; i < g_.num_ops(); ++i) rep[i] = OpId{i};
-    if (o_.share_repeated_layers) share_blocks(order, unit_of, units, rep);
 
     // Nodes: one per representative unit, in topological order.
     std::vector<int> rep_unit(units.size());
@@ -134,34 +190,6 @@ class Lowerer {
   }
 
  private:
-  void share_blocks(const std::vector<OpId>& order, const std::vector<int>& unit_of, const std::vector<Unit>& units,
-                    std::vector<OpId>& rep) {
-    std::map<int, std::vector<OpId>> by_layer;
-    for (OpId id : order)
-      if (g_.op(id).layer) by_layer[*g_.op(id).layer].push_back(id);
-    for (const auto& b : g_.blocks) {
-      bool ok = true;
-      for (int l = b.first_layer; l < b.first_layer + b.count && ok; ++l)
-        ok = by_layer[l].size() == static_cast<std::size_t>(b.ops_per_block);
-      if (!ok || b.count < 2) continue;
-      std::vector<OpId> saved = rep;
-      const auto& first = by_layer[b.first_layer];
-      for (int l = b.first_layer + 1; l < b.first_layer + b.count; ++l)
-        for (std::size_t k = 0; k < first.size(); ++k) rep[by_layer[l][k].value] = first[k];
-      // Every unit of a copy must map onto a unit of copy 0 op for op.
-      for (int l = b.first_layer + 1; l < b.first_layer + b.count && ok; ++l)
-        for (OpId id : by_layer[l]) {
-          const int u = unit_of[id.value], r = unit_of[rep[id.value].value];
-          if ((u < 0) != (r < 0) || g_.op(id).type != g_.op(rep[id.value]).type) { ok = false; break; }
-          if (u < 0) continue;
-          const auto &uo = units[static_cast<std::size_t>(u)].ops, &ro = units[static_cast<std::size_t>(r)].ops;
-          if (uo.size() != ro.size()) { ok = false; break; }
-          for (std::size_t i = 0; i < uo.size() && ok; ++i) ok = rep[uo[i].value] == ro[i];
-        }
-      if (!ok) rep = std::move(saved);
-    }
-  }
-
   Status collect_uses(const std::vector<OpId>& order, const std::vector<int>& unit_of,
                       const std::vector<std::size_t>& node_of_unit, const std::vector<OpId>& rep) {
     std::map<std::pair<std::size_t, std::size_t>, std::size_t> edge_index;

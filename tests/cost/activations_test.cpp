@@ -141,3 +141,21 @@ TEST_CASE("the graph analysis finds the same layers as the builder", "[cost][act
   CHECK(found.per_layer == expected.per_layer);
   CHECK(found.total == expected.total);
 }
+
+TEST_CASE("saved activations are computed once per graph and options, again after a change", "[cost][activations]") {
+  GptShape m;
+  auto g = build_gpt(m);
+  const graph::OpGraph& cg = g;
+  const auto a = cost::shared_saved_activations(cg, bf16());
+  const auto b = cost::shared_saved_activations(cg, bf16());
+  CHECK(a.get() == b.get());  // kept: the same report
+  const auto f = cost::shared_saved_activations(cg, bf16(AttentionMode::unfused, RecomputePolicy::full));
+  CHECK(f.get() != a.get());  // other options: its own (2 sbh per layer, above)
+  for (const auto& [layer, bytes] : f->per_layer) CHECK(bytes.value == 2 * m.sbh());
+  // Any mutable access drops it; the recount gives the same 2,887,680 B per layer.
+  g.op(graph::OpId{0}).name += "_renamed";
+  const auto c = cost::shared_saved_activations(cg, bf16());
+  CHECK(c.get() != a.get());
+  CHECK(c->per_layer.at(0).value == 2887680);
+  CHECK(c->total == a->total);
+}

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <utility>
+
 #include "graph/graph_builder.hpp"
 #include "planner/graph/analysis.hpp"
 
@@ -177,4 +179,68 @@ TEST_CASE("a Softmax without a score MatMul is not attention", "[graph][attentio
   b.op("softmax", "Softmax", {x}, {y});
   find_attention(b.g);
   CHECK(b.g.fused.empty());
+}
+
+TEST_CASE("topological order of ops already in order is their id order", "[graph]") {
+  // x -> a (op 0) -> b (op 1) -> d (op 3); c (op 2) reads only x: Kahn
+  // with ties by id takes 0, then 1 and 2 ready (1 first), then 2, then 3.
+  GraphBuilder b;
+  auto x = b.tensor("x", {2}, TensorRole::input);
+  auto a = b.tensor("a", {2});
+  auto bt = b.tensor("b", {2});
+  auto c = b.tensor("c", {2});
+  auto d = b.tensor("d", {2});
+  b.op("op0", "Relu", {x}, {a});
+  b.op("op1", "Relu", {a}, {bt});
+  b.op("op2", "Relu", {x}, {c});
+  b.op("op3", "Add", {bt, c}, {d});
+  auto order = b.g.topological_order();
+  REQUIRE(order.ok());
+  REQUIRE(order->size() == 4);
+  for (std::uint32_t i = 0; i < 4; ++i) CHECK((*order)[i].value == i);
+  // An op reading its own output is still a cycle, named.
+  GraphBuilder s;
+  auto y = s.tensor("y", {2});
+  s.op("self", "Relu", {y}, {y});
+  auto bad = s.g.topological_order();
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("self") != std::string::npos);
+}
+
+namespace {
+struct CountKey {
+  int k = 0;
+  friend bool operator==(const CountKey&, const CountKey&) = default;
+};
+}  // namespace
+
+TEST_CASE("derived values are computed once per key and dropped when the graph changes", "[graph]") {
+  GraphBuilder b;
+  auto x = b.tensor("x", {2, 4}, TensorRole::input);
+  auto y = b.tensor("y", {2, 4});
+  b.op("r", "Relu", {x}, {y});
+  int calls = 0;
+  auto ops_plus = [&](int k) {
+    ++calls;
+    return static_cast<int>(b.g.num_ops()) + k;
+  };
+  const OpGraph& cg = b.g;
+  CHECK(*cg.derived<CountKey, int>(CountKey{10}, [&] { return ops_plus(10); }) == 11);  // 1 op + 10
+  CHECK(*cg.derived<CountKey, int>(CountKey{10}, [&] { return ops_plus(10); }) == 11);  // kept
+  CHECK(calls == 1);
+  CHECK(*cg.derived<CountKey, int>(CountKey{20}, [&] { return ops_plus(20); }) == 21);  // another key
+  CHECK(calls == 2);
+  // A copy shares what was computed until it changes.
+  OpGraph copy = b.g;
+  CHECK(*std::as_const(copy).derived<CountKey, int>(CountKey{10}, [&] { return -1; }) == 11);
+  // Adding an op drops the kept values: 2 ops + 10.
+  auto z = b.tensor("z", {2, 4});
+  b.op("r2", "Relu", {y}, {z});
+  CHECK(*cg.derived<CountKey, int>(CountKey{10}, [&] { return ops_plus(10); }) == 12);
+  CHECK(calls == 3);
+  // So does a mutable op access; the copy keeps its own.
+  b.g.op(OpId{0}).name = "renamed";
+  CHECK(*cg.derived<CountKey, int>(CountKey{10}, [&] { return ops_plus(10); }) == 12);
+  CHECK(calls == 4);
+  CHECK(*std::as_const(copy).derived<CountKey, int>(CountKey{10}, [&] { return -1; }) == 11);
 }

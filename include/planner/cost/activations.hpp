@@ -41,6 +41,7 @@
 /// amount of one layer.
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -107,6 +108,12 @@ struct ActivationReport {
 /// Counts the activations kept for backward.
 /// Requires: ops::annotate(g) ran; graph::analyze(g) for patterns and layers.
 ActivationReport saved_activations(const graph::OpGraph& g, const ActivationOptions& options);
+
+/// saved_activations(g, options), computed once per graph and options and
+/// kept with the graph (OpGraph::derived): what the estimates of a search,
+/// which all ask the same few questions of one graph, read.
+std::shared_ptr<const ActivationReport> shared_saved_activations(const graph::OpGraph& g,
+                                                                 const ActivationOptions& options);
 
 /// The tensor whose storage `t` views: follows Reshape, Squeeze, Unsqueeze,
 /// Flatten, Identity, Transpose and Split back to the first tensor written by

@@ -27,6 +27,7 @@ bool fusible_elementwise_edge(const Tensor& t, const OpGraph& g);
 
 /// Both of the above.
 inline void analyze(OpGraph& g) {
+  g.drop_derived();
   find_attention(g);
   find_repeated_blocks(g);
 }

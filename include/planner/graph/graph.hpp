@@ -10,11 +10,15 @@
 /// Architecture invariant: this module includes no ONNX, CUDA or MPI header.
 
 #include <cstdint>
+#include <atomic>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <typeinfo>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -165,6 +169,46 @@ struct ModelInfo {
   std::map<std::string, std::int64_t> opsets;
 };
 
+/// Values computed from a graph alone (topological order, gradient mask,
+/// saved activations, ...), kept with it so that the many estimates of one
+/// search compute each once. One entry per (key type, value type, key
+/// value); thread-safe (two threads asking at once may both compute, the
+/// first stored wins: the values are equal).
+class DerivedCache {
+ public:
+  template <class Key, class Value, class Make>
+  std::shared_ptr<const Value> get(const Key& key, Make&& make) {
+    auto find = [&]() -> std::shared_ptr<const Value> {
+      for (const auto& s : slots_)
+        if (*s.type == typeid(Tag<Key, Value>) && *static_cast<const Key*>(s.key.get()) == key)
+          return std::static_pointer_cast<const Value>(s.value);
+      return nullptr;
+    };
+    {
+      std::lock_guard lock(mu_);
+      if (auto v = find()) return v;
+    }
+    auto v = std::make_shared<const Value>(make());
+    std::lock_guard lock(mu_);
+    if (auto w = find()) return w;
+    slots_.push_back(Slot{&typeid(Tag<Key, Value>), std::make_shared<const Key>(key), v});
+    filled_.store(true, std::memory_order_relaxed);
+    return v;
+  }
+  bool filled() const { return filled_.load(std::memory_order_relaxed); }
+
+ private:
+  template <class K, class V>
+  struct Tag {};
+  struct Slot {
+    const std::type_info* type;
+    std::shared_ptr<const void> key, value;
+  };
+  std::mutex mu_;
+  std::vector<Slot> slots_;
+  std::atomic<bool> filled_{false};
+};
+
 /// The graph. Add tensors first, then ops referring to them; add_op fills
 /// producers and consumers.
 class OpGraph {
@@ -174,12 +218,21 @@ class OpGraph {
   OpId add_op(Op op);
 
   const Tensor& tensor(TensorId id) const { return tensors_[id.value]; }
-  Tensor& tensor(TensorId id) { return tensors_[id.value]; }
+  Tensor& tensor(TensorId id) {
+    drop_derived();
+    return tensors_[id.value];
+  }
   const Op& op(OpId id) const { return ops_[id.value]; }
-  Op& op(OpId id) { return ops_[id.value]; }
+  Op& op(OpId id) {
+    drop_derived();
+    return ops_[id.value];
+  }
   std::span<const Tensor> tensors() const { return tensors_; }
   std::span<const Op> ops() const { return ops_; }
-  std::span<Op> mutable_ops() { return ops_; }
+  std::span<Op> mutable_ops() {
+    drop_derived();
+    return ops_;
+  }
   std::size_t num_ops() const { return ops_.size(); }
   std::size_t num_tensors() const { return tensors_.size(); }
 
@@ -192,7 +245,8 @@ class OpGraph {
   const Tensor* output(const Op& op, std::size_t i) const;
 
   /// Ops in dependency order (Boost.Graph topological sort; ties by id, so
-  /// the order is deterministic). Error names an op on a cycle.
+  /// the order is deterministic). Error names an op on a cycle. Kept with
+  /// the graph (derived()) until it changes.
   Result<std::vector<OpId>> topological_order() const;
 
   /// Reorders ops_ into topological order (ids change; tensors are remapped).
@@ -204,7 +258,27 @@ class OpGraph {
   std::vector<FusedPattern> fused;
   std::vector<RepeatedBlocks> blocks;
 
+  /// The value `make()` derived from this graph alone, computed on the first
+  /// call with an equal `key` (a type with ==; its type and Value name the
+  /// computation, its value the options) and kept until the graph changes.
+  /// Every mutable accessor (add_*, non-const op/tensor, mutable_ops,
+  /// sort_topologically) drops the kept values; code that edits the public
+  /// fields above in place after a derived value was read calls
+  /// drop_derived() (graph::analyze does). A copy shares the kept values
+  /// until either changes.
+  template <class Key, class Value, class Make>
+  std::shared_ptr<const Value> derived(const Key& key, Make&& make) const {
+    if (!derived_) return std::make_shared<const Value>(make());
+    return derived_->template get<Key, Value>(key, std::forward<Make>(make));
+  }
+  /// Forgets the derived values (a later derived() call computes afresh).
+  void drop_derived() {
+    if (!derived_ || derived_->filled()) derived_ = std::make_shared<DerivedCache>();
+  }
+
  private:
+  Result<std::vector<OpId>> compute_topological_order() const;
+  std::shared_ptr<DerivedCache> derived_ = std::make_shared<DerivedCache>();
   std::vector<Tensor> tensors_;
   std::vector<Op> ops_;
   std::unordered_map<std::string, std::uint32_t> tensor_index_;

@@ -62,6 +62,7 @@
 /// here knows costs in seconds (the search's oracle does).
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -237,6 +238,10 @@ ShardSpec replicated_spec(const graph::OpGraph& g, graph::OpId op);
 /// hidden, middle -> sequence), parameters and constants (inner).
 /// A dim with batch_axis set is batch whatever the propagation says.
 DimKinds dim_kinds(const graph::OpGraph& g);
+
+/// dim_kinds(g), computed once per graph and kept with it
+/// (OpGraph::derived): what repeated lowerings of one graph read.
+std::shared_ptr<const DimKinds> shared_dim_kinds(const graph::OpGraph& g);
 
 /// Every strategy of `spec` on `mesh` under `options`: assignments of the
 /// axes of size > 1 to letters their role allows (or to none) whose splits
