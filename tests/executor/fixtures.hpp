@@ -26,6 +26,18 @@ inline plan::Plan load_plan(const std::string& name) {
   return *p;
 }
 
+// Imports a modelgen model of batch 2 (shape-only: weights declared external).
+inline graph::OpGraph build_graph(modelgen::ModelSpec s, const std::string& name) {
+  s.batch = 2;
+  auto built = modelgen::build(s, name + ".data");
+  if (!built) FAIL(built.error().message);
+  onnx::ImportOptions o;
+  o.batch = 2;
+  auto m = onnx::import_bytes(built->bytes, name, std::filesystem::temp_directory_path(), o);
+  if (!m) FAIL(m.error().message);
+  return std::move(m->graph);
+}
+
 inline const graph::OpGraph& tiny_gpt() {
   static const graph::OpGraph g = [] {
     modelgen::ModelSpec s;
@@ -35,14 +47,7 @@ inline const graph::OpGraph& tiny_gpt() {
     s.heads = 4;
     s.seq = 32;
     s.vocab = 128;
-    s.batch = 2;
-    auto built = modelgen::build(s, "tiny.onnx.data");
-    if (!built) FAIL(built.error().message);
-    onnx::ImportOptions o;
-    o.batch = 2;
-    auto m = onnx::import_bytes(built->bytes, "tiny.onnx", std::filesystem::temp_directory_path(), o);
-    if (!m) FAIL(m.error().message);
-    return std::move(m->graph);
+    return build_graph(s, "tiny.onnx");
   }();
   return g;
 }

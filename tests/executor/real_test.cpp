@@ -254,14 +254,7 @@ TEST_CASE("tp output views of reductions (llama's RMSNorm mean over the hidden d
     s.heads = 4;
     s.seq = 32;
     s.vocab = 128;
-    s.batch = 2;
-    auto built = modelgen::build(s, "llama.onnx.data");
-    if (!built) FAIL(built.error().message);
-    onnx::ImportOptions o;
-    o.batch = 2;
-    auto m = onnx::import_bytes(built->bytes, "llama.onnx", std::filesystem::temp_directory_path(), o);
-    if (!m) FAIL(m.error().message);
-    return std::move(m->graph);
+    return testing::build_graph(s, "llama.onnx");
   }();
   const auto id = g.find_op("layers.0/attn_norm/ReduceMean");
   REQUIRE(id);
