@@ -1,9 +1,18 @@
 #include "planner/runtime/communicator.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace planner::runtime {
+
+void poll_backoff(int& spins) {
+  if (++spins < 20000)
+    std::this_thread::yield();
+  else
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
 
 std::size_t dtype_size(DType t) {
   switch (t) {

@@ -36,13 +36,6 @@ Clock::time_point deadline_after(Seconds s) {
          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.value));
 }
 
-void backoff(int& spins) {
-  if (++spins < 200)
-    std::this_thread::yield();
-  else
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-}
-
 Status cuda_ok(cudaError_t e, std::string_view what) {
   if (e == cudaSuccess) return {};
   return make_error("{}: CUDA error {}", what, cudaGetErrorString(e));
@@ -61,7 +54,7 @@ std::string nccl_text(ncclResult_t r, ncclComm_t comm) {
 // (after init or split); aborts it at the deadline.
 Status wait_ready(ncclComm_t comm, Seconds timeout, std::string_view what) {
   const auto until = deadline_after(timeout);
-  for (int spins = 0;; backoff(spins)) {
+  for (int spins = 0;; poll_backoff(spins)) {
     ncclResult_t st = ncclSuccess;
     ncclCommGetAsyncError(comm, &st);
     if (st == ncclSuccess) return {};
@@ -259,7 +252,7 @@ class NcclCommunicator final : public Communicator {
     if (enqueued != ncclSuccess && enqueued != ncclInProgress)
       return fail(make_error("{}: NCCL error {}", what, nccl_text(enqueued, comm_)));
     const auto until = deadline_after(timeout_);
-    for (int spins = 0;; backoff(spins)) {
+    for (int spins = 0;; poll_backoff(spins)) {
       ncclResult_t st = ncclSuccess;
       ncclCommGetAsyncError(comm_, &st);
       if (st != ncclSuccess && st != ncclInProgress) {

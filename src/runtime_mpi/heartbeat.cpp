@@ -102,7 +102,7 @@ std::map<int, Answer> Heartbeat::probe(const std::string& label, const std::vect
   int spins = 0;
   while (answers_.size() < ranks.size() && std::chrono::steady_clock::now() < until) {
     service();
-    backoff(spins);
+    poll_backoff(spins);
   }
   return answers_;
 }
@@ -117,20 +117,6 @@ std::optional<std::string> Heartbeat::verdict(const std::string& label, std::uin
   const auto it = verdicts_.find({label, k});
   if (it == verdicts_.end()) return std::nullopt;
   return it->second;
-}
-
-void backoff(int& spins) {
-  // Spin (yielding to other ranks on an oversubscribed host) for the first
-  // ~20,000 polls, some 10-50 ms, then sleep 100 us between polls. The
-  // non-blocking collectives progress only inside MPI_Test: with a sleep
-  // after a few hundred polls, a rank that reached a collective ~0.2 ms
-  // before its peer (skew between ranks after a GEMM) slept through every
-  // later round of it, so a replayed 2 MiB tp all-reduce took several times
-  // its calibrated (back-to-back, in-step) time. Long waits still sleep.
-  if (++spins < 20000)
-    std::this_thread::yield();
-  else
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
 }
 
 std::string mpi_error_text(int rc) {

@@ -70,8 +70,6 @@ class Heartbeat {
   std::list<std::pair<std::string, MPI_Request>> pending_;
 };
 
-/// Between two polls: yield for the first ~20,000 (10-50 ms), then sleep 100 us.
-void backoff(int& spins);
 
 /// An MPI_Comm error code as "MPI_ERR_...: text".
 std::string mpi_error_text(int rc);

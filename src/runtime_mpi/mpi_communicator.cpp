@@ -259,7 +259,7 @@ class MpiCommunicator final : public Communicator {
     const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                           std::chrono::duration<double>(timeout_.value));
     Poll result = Poll::timed_out;
-    for (int spins = 0;; backoff(spins)) {
+    for (int spins = 0;; poll_backoff(spins)) {
       int done = 0;
       MPI_Test(&req, &done, st);
       if (done) {

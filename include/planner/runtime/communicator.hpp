@@ -57,6 +57,15 @@ enum class CallKind : std::uint8_t {
 };
 std::string_view call_kind_name(CallKind k);
 
+/// Between two polls of an operation in flight (the MPI and NCCL
+/// communicators' wait loops): yield for the first ~20,000 polls (some
+/// 10-50 ms), then sleep 100 us. Spinning first matters: MPI's non-blocking
+/// collectives progress only inside MPI_Test, and a GPU collective is seen
+/// done only when polled, so a rank that sleeps after a short wait (one that
+/// arrived ~0.2 ms before its peer) stretches every later round of the
+/// operation. Long waits (a stalled peer, a pipeline bubble) still sleep.
+void poll_backoff(int& spins);
+
 /// The default deadline of a blocking call.
 inline constexpr Seconds kDefaultTimeout{300.0};
 
