@@ -104,6 +104,19 @@ Status write(const CalibrateArgs& a, const calibrate::WrittenProfile& w) {
   return io::write_file(a.output, w.text, a.force ? io::Overwrite::replace : io::Overwrite::refuse);
 }
 
+// The checks every rank of --backend cpu|cuda makes alike before measuring:
+// the output is writable, the base profile (if any) loads. Returns the
+// problem ("" when none) and sets `base`.
+std::string check_output_and_base(const CalibrateArgs& a, std::optional<calibrate::BaseProfile>& base) {
+  if (auto st = io::check_writable(a.output, a.force ? io::Overwrite::replace : io::Overwrite::refuse); !st)
+    return st.error().message;
+  if (a.base.empty()) return {};
+  auto b = load_base(a.base);
+  if (!b) return b.error().message;
+  base = std::move(*b);
+  return {};
+}
+
 int run_nccl(const CalibrateArgs& a) {
   if (a.base.empty()) return fail("calibrate", "--from-nccl-tests needs --base PROFILE (the device part comes from it)");
   const auto mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
@@ -144,14 +157,7 @@ int run_cpu(const CalibrateArgs& a) {
   runtime::Communicator& comm = **world;
   // Every rank checks the arguments alike; rank 0 reports.
   std::optional<calibrate::BaseProfile> base;
-  std::string problem;
-  if (auto st = io::check_writable(a.output, a.force ? io::Overwrite::replace : io::Overwrite::refuse); !st) {
-    problem = st.error().message;
-  } else if (!a.base.empty()) {
-    auto b = load_base(a.base);
-    if (b) base = std::move(*b);
-    else problem = b.error().message;
-  }
+  std::string problem = check_output_and_base(a, base);
   if (!problem.empty()) {
     if (root) fail("calibrate", problem);
     return kExitBadInput;
@@ -220,14 +226,7 @@ int run_cuda(const CalibrateArgs& a) {
   }
   runtime::Communicator& comm = **world;
   std::optional<calibrate::BaseProfile> base;
-  std::string problem;
-  if (auto st = io::check_writable(a.output, a.force ? io::Overwrite::replace : io::Overwrite::refuse); !st) {
-    problem = st.error().message;
-  } else if (!a.base.empty()) {
-    auto b = load_base(a.base);
-    if (b) base = std::move(*b);
-    else problem = b.error().message;
-  }
+  std::string problem = check_output_and_base(a, base);
   // Every rank needs a GPU; any rank without one fails the whole job alike.
   auto device_index = runtime::local_cuda_device((*session)->world_rank());
   std::unique_ptr<runtime::Device> dev;

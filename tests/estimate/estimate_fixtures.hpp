@@ -107,6 +107,14 @@ class FakeCostModel final : public cost::CostModel {
   mutable std::vector<Call> calls_;
 };
 
+// The collectives of one kind the estimate asked the fake to cost, in order.
+inline std::vector<FakeCostModel::Call> calls_of(const FakeCostModel& m, cluster::Collective kind) {
+  std::vector<FakeCostModel::Call> out;
+  for (const auto& c : m.calls())
+    if (c.kind == kind) out.push_back(c);
+  return out;
+}
+
 /// Batch axes of activations as the ONNX importer derives them: an op's
 /// output inherits the batch axis of an input whose dims up to and
 /// including that axis it keeps (the builders mark graph inputs only).

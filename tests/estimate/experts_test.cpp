@@ -15,13 +15,6 @@ namespace {
 
 Approx rel(double v) { return Approx(v).epsilon(1e-12).margin(1e-15); }
 
-std::vector<FakeCostModel::Call> calls_of(const FakeCostModel& m, cluster::Collective kind) {
-  std::vector<FakeCostModel::Call> out;
-  for (const auto& c : m.calls())
-    if (c.kind == kind) out.push_back(c);
-  return out;
-}
-
 // moe_mlp(B=4, h=8, f=16, E=4, classes=2): 1 + 12 + 3 + 2 = 18 ops;
 // parameters pre 64 + experts 4 x (128 + 128) = 1,024 + head 16 = 1,104.
 graph::OpGraph small_moe() { return moe_mlp(4, 8, 16, 4, 2); }

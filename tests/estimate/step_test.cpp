@@ -20,13 +20,6 @@ namespace {
 // Relative comparison for sums of seconds.
 Approx rel(double v) { return Approx(v).epsilon(1e-12).margin(1e-15); }
 
-std::vector<FakeCostModel::Call> calls_of(const FakeCostModel& m, cluster::Collective kind) {
-  std::vector<FakeCostModel::Call> out;
-  for (const auto& c : m.calls())
-    if (c.kind == kind) out.push_back(c);
-  return out;
-}
-
 // The large MLP of the overlap tests: x[8, 8000] -> fc1 (8000 x 10000) ->
 // Relu -> fc2 (10000 x 10) -> loss. P = 80,000,000 + 10,000 + 100,000 + 10
 // = 80,110,010 parameters, above Megatron's 40M-parameter bucket.
