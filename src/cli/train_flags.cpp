@@ -17,6 +17,10 @@ void TrainFlags::add_to(CLI::App& app) {
   app.add_option("--precision", precision, "bf16 | fp16 | fp8 | tf32 | fp32")->capture_default_str();
   app.add_option("--attention", attention, "flash | unfused")->capture_default_str();
   recompute_opt = app.add_option("--recompute", recompute, "none | selective | full")->capture_default_str();
+  app.add_option("--memory-format", memory_format,
+                 "Convolution activations: nchw (PyTorch's default; tensor-core convolutions pay layout "
+                 "transposes) | nhwc (channels_last)")
+      ->capture_default_str();
 }
 
 Result<cluster::ClusterProfile> TrainFlags::load() const {
@@ -66,7 +70,11 @@ Result<cost::ProfileCostModel> TrainFlags::cost_model(cluster::ClusterProfile p,
   else if (recompute == "selective") rc = cost::RecomputePolicy::selective;
   else if (recompute == "full") rc = cost::RecomputePolicy::full;
   else return Error{fmt::format("--recompute '{}' is not one of none, selective, full", recompute)};
-  return cost::ProfileCostModel::create(std::move(p), std::move(policy), att, rc, fused_kernels);
+  bool channels_last = false;
+  if (memory_format == "nhwc") channels_last = true;
+  else if (memory_format != "nchw")
+    return Error{fmt::format("--memory-format '{}' is not one of nchw, nhwc", memory_format)};
+  return cost::ProfileCostModel::create(std::move(p), std::move(policy), att, rc, fused_kernels, channels_last);
 }
 
 }  // namespace planner::cli

@@ -44,6 +44,47 @@ GemmShape local_shape(const graph::Op& op, const graph::OpGraph& g, const OpScal
   return *shape;
 }
 
+}  // namespace
+
+namespace detail {
+
+double winograd_factor(const graph::Op& op, const graph::OpGraph& g, Precision p) {
+  if (p != Precision::fp32 || op.type != "Conv") return 1.0;
+  const auto* w = g.input(op, 1);
+  if (!w || w->shape.size() != 4 || w->shape[2] != 3 || w->shape[3] != 3) return 1.0;
+  if (op.attr_int("group").value_or(1) != 1) return 1.0;
+  auto all_one = [&](const char* name) {
+    const auto v = op.attr_ints(name);
+    return !v || std::all_of(v->begin(), v->end(), [](std::int64_t x) { return x == 1; });
+  };
+  return all_one("strides") && all_one("dilations") ? kWinogradF2x2 : 1.0;
+}
+
+ConvLayoutTime conv_layout_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s,
+                                const ComputeContext& ctx) {
+  const Precision p = ctx.precision().of(op);
+  if (ctx.channels_last() || p == Precision::fp32 || op.op_class != OpClass::conv) return {};
+  const auto *x = g.input(op, 0), *y = g.output(op, 0);
+  if (!x || !y || !graph::is_floating(x->dtype) || x->shape.size() < 3) return {};
+  const Seconds launch = ctx.device().launch_overhead;
+  // One transpose kernel reads and writes its tensor once.
+  auto transpose = [&](const graph::Tensor& t) { return memory_time(bytes_at(t, p) * (2.0 * s.bytes), ctx) + launch; };
+  ConvLayoutTime r;
+  r.forward = transpose(*x) + transpose(*y);  // X in, Y back out
+  r.forward_kernels = 2;
+  r.backward = transpose(*y) + transpose(*x);  // dY in (data and weight grads), X in (weight grad)
+  r.backward_kernels = 2;
+  if (x->role == graph::TensorRole::activation) {  // dX back out
+    r.backward += transpose(*x);
+    r.backward_kernels += 1;
+  }
+  return r;
+}
+
+}  // namespace detail
+
+namespace {
+
 OpTime gemm_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s, const ComputeContext& ctx) {
   const Precision p = ctx.precision().of(op);
   const Flops fwd = op.cost.forward_flops * s.flops;
@@ -51,7 +92,10 @@ OpTime gemm_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScalin
   const auto bytes = detail::scaled_bytes(op, g, ctx.precision(), s.bytes);
   bool shaped = false;
   const GemmShape shape = local_shape(op, g, s, shaped);
+  // Winograd-domain convolutions do fewer multiplications (same shape).
+  const double wino = detail::winograd_factor(op, g, p);
   auto kernel = [&](Flops f) {
+    f = f / wino;
     return shaped ? detail::gemm_time(f, shape, p, ctx) : detail::gemm_time_unshaped(f, p, ctx);
   };
   // One gradient GEMM per operand needing a gradient (dX, dW), each the
@@ -63,8 +107,18 @@ OpTime gemm_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScalin
   }
   const int fwd_kernels = (fwd.value > 0 || bytes.forward.value > 0) ? 1 : 0;
   const double n = std::max(bwd_kernels, 1);
-  return detail::roofline(kernel(fwd), detail::memory_time(bytes.forward, ctx), fwd_kernels,
-                          kernel(bwd / n) * n, detail::memory_time(bytes.backward / n, ctx) * n, bwd_kernels, ctx);
+  OpTime t = detail::roofline(kernel(fwd), detail::memory_time(bytes.forward, ctx), fwd_kernels,
+                              kernel(bwd / n) * n, detail::memory_time(bytes.backward / n, ctx) * n, bwd_kernels, ctx);
+  if (fwd_kernels > 0) {
+    const auto layout = detail::conv_layout_time(op, g, s, ctx);
+    t.forward += layout.forward;
+    t.forward_kernels += layout.forward_kernels;
+    if (bwd_kernels > 0) {
+      t.backward += layout.backward;
+      t.backward_kernels += layout.backward_kernels;
+    }
+  }
+  return t;
 }
 
 OpTime unshaped_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s,

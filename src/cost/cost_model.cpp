@@ -6,9 +6,10 @@ namespace planner::cost {
 
 Result<ProfileCostModel> ProfileCostModel::create(cluster::ClusterProfile profile, PrecisionPolicy precision,
                                                   AttentionMode attention, RecomputePolicy recompute,
-                                                  bool fuse_elementwise) {
+                                                  bool fuse_elementwise, bool channels_last) {
   PLANNER_TRY(ComputeContext ctx,
               ComputeContext::create(profile.device, std::move(precision), attention, recompute, fuse_elementwise));
+  ctx.set_channels_last(channels_last);
   return ProfileCostModel(std::move(profile), std::move(ctx));
 }
 

@@ -36,6 +36,30 @@ double numel_of(const graph::Tensor* t);
 /// Dimension `i` (negative counts from the end) of `t`, 1 when out of range.
 std::int64_t dim_of(const graph::Tensor* t, int i);
 
+/// Multiplication saving of cuDNN's fused Winograd F(2x2,3x3) kernel: 16
+/// products per 2x2 output tile instead of 4 x 9 = 36 (Lavin & Gray, "Fast
+/// Algorithms for Convolutional Neural Networks", 2016).
+inline constexpr double kWinogradF2x2 = 36.0 / 16.0;
+
+/// How many times fewer GEMM FLOPs a convolution executes than it counts:
+/// kWinogradF2x2 for an fp32 (CUDA-core) Conv with a 3x3 kernel, stride 1,
+/// dilation 1 and one group (cuDNN's autotuner, cudnn.benchmark, picks
+/// Winograd for these; tensor-core precisions run implicit GEMM), else 1.
+double winograd_factor(const graph::Op& op, const graph::OpGraph& g, Precision p);
+
+/// cuDNN's NCHW <-> NHWC transposes around one tensor-core convolution when
+/// activations are NCHW (ComputeContext::channels_last() false, precision
+/// not fp32): forward transposes X in and Y out; backward dY and X in, and
+/// dX out when X is an activation (has a gradient). Each is one kernel
+/// reading and writing its tensor (local bytes at the op's precision,
+/// scaling.bytes of it): memory_time(2 b) + launch. Zero otherwise.
+struct ConvLayoutTime {
+  Seconds forward{0}, backward{0};
+  int forward_kernels = 0, backward_kernels = 0;
+};
+ConvLayoutTime conv_layout_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& scaling,
+                                const ComputeContext& ctx);
+
 /// Time of one op on its own (no flash pattern handling, no recompute).
 OpTime single_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& scaling,
                       const ComputeContext& ctx);

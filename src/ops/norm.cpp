@@ -10,7 +10,9 @@
 //   SkipLayerNormalization 7 + 1 (skip add) + 1 with a bias input
 //   SkipSimplifiedLayerNormalization 4 + 1 + 1 with a bias input
 //   BatchNormalization, InstanceNormalization, GroupNormalization 7 (batch
-//     statistics, as in training, whatever training_mode says);
+//     statistics, as in training, whatever training_mode says); BatchNorm
+//     reads X once more forward and dY and X once more backward (two-pass
+//     kernels, batch_norm() below);
 //     com.microsoft GroupNorm + 5 when activation = 1 (SiLU)
 //   LpNormalization 3, MeanVarianceNormalization 5, LRN size + 5
 // forward  F * numel(X) FLOPs; reads every input, writes every output, plus
@@ -81,7 +83,20 @@ OpCost skip_rms_norm(const CostQuery& q) {
   return normalize(q, 4.0 + 1.0 + (q.in(3) ? 1.0 : 0.0), last_dim_rows(q), true);
 }
 
-OpCost batch_norm(const CostQuery& q) { return normalize(q, 7.0, dim(q.in(0), 1), false); }
+// Batch statistics span the whole batch (N x spatial per channel), far more
+// than one kernel keeps on chip, so training BatchNorm runs as a reduction
+// kernel then an elementwise one (cuDNN and PyTorch's native kernels alike):
+// forward reads X for the statistics, then X again to write Y; backward
+// reduces dY and dY*(X - mean) for dgamma/dbeta, then reads dY and X again
+// to write dX. One extra read of X forward, of dY and X backward, over
+// normalize()'s single pass. (LayerNorm/RMSNorm rows fit on chip: one pass.)
+OpCost batch_norm(const CostQuery& q) {
+  OpCost c = normalize(q, 7.0, dim(q.in(0), 1), false);
+  if (!q.in(0) || !q.out(0)) return c;
+  c.forward_bytes_read += bytes(q.in(0));
+  c.backward_bytes_read += bytes(q.out(0)) + bytes(q.in(0));
+  return c;
+}
 OpCost instance_norm(const CostQuery& q) { return normalize(q, 7.0, dim(q.in(0), 0) * dim(q.in(0), 1), false); }
 OpCost group_norm(const CostQuery& q) {
   const double groups = static_cast<double>(q.op.attr_int("num_groups").value_or(q.op.attr_int("groups").value_or(1)));

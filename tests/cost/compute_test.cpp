@@ -198,3 +198,69 @@ TEST_CASE("precision policies: defaults, overrides, byte sizes", "[cost][precisi
   t.dtype = graph::DType::i64;
   CHECK(cost::bytes_at(t, cluster::Precision::bf16).value == 800);
 }
+
+namespace {
+
+// Y = Conv(X, W), no bias, strides `stride`; X an activation (it has a
+// gradient). Shapes are given (the rule reads Y's).
+graph::OpGraph conv(Shape x, Shape w, Shape y, std::int64_t stride = 1) {
+  Builder B;
+  B.act("X", std::move(x));
+  B.param("W", std::move(w));
+  B.act("Y", std::move(y));
+  B.op("Conv", {"X", "W"}, {"Y"}, {{"strides", std::vector<std::int64_t>{stride, stride}}});
+  return B.finish();
+}
+
+cost::ComputeContext with_layout(cost::ComputeContext c, bool channels_last) {
+  c.set_channels_last(channels_last);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("tensor-core convolutions on NCHW activations pay cuDNN's layout transposes", "[cost][compute][conv]") {
+  // 1x1 conv, X and Y [32, 64, 56, 56]: 6,422,528 elements, 12,845,056 B in bf16.
+  const auto g = conv({32, 64, 56, 56}, {64, 64, 1, 1}, {32, 64, 56, 56});
+  const auto& op = g.op(graph::OpId{0});
+  const auto nchw = time_of(op, g, OpScaling::whole(), with_layout(context("a100-sxm4-80gb"), false));
+  const auto nhwc = time_of(op, g, OpScaling::whole(), with_layout(context("a100-sxm4-80gb"), true));
+  // One transpose reads and writes its tensor: 2 x 12,845,056 = 25,690,112 B;
+  // e_mem = 0.6216 + (0.7777 - 0.6216) * log10(2.5690112) = 0.685564;
+  // 25690112 / (1.79432e12 * 0.685564) = 2.088420e-5 s, + 4 us launch = 2.488420e-5 s.
+  // Forward: X in, Y out = 2 transposes = 4.976840e-5 s.
+  CHECK(nchw.forward.value - nhwc.forward.value == Approx(4.976840e-5).epsilon(1e-5));
+  CHECK(nchw.forward_kernels == nhwc.forward_kernels + 2);
+  // Backward: dY in, X in (weight gradient), dX out = 3 transposes = 7.465259e-5 s.
+  CHECK(nchw.backward.value - nhwc.backward.value == Approx(7.465259e-5).epsilon(1e-5));
+  CHECK(nchw.backward_kernels == nhwc.backward_kernels + 3);
+  // fp32 convolutions run on CUDA cores in NCHW: no transposes.
+  const auto fp32 = context("a100-sxm4-80gb", PrecisionPolicy::uniform(cluster::Precision::fp32),
+                            cost::AttentionMode::unfused);
+  CHECK(time_of(op, g, OpScaling::whole(), with_layout(fp32, false)).forward.value ==
+        time_of(op, g, OpScaling::whole(), with_layout(fp32, true)).forward.value);
+}
+
+TEST_CASE("fp32 3x3 stride-1 convolutions run as Winograd F(2x2,3x3)", "[cost][compute][conv]") {
+  // X, Y [32, 256, 28, 28], W [256, 256, 3, 3]: implicit GEMM m = 32*28*28 =
+  // 25088, n = 256, k = 256*9 = 2304; F = 2 m n k = 29,595,009,024.
+  // GEMM efficiency at F: 0.7349 + (0.7957 - 0.7349) * ln(2.9595)/ln(3) = 0.794948
+  // (min dim 256: skinny 1; multiples of 4 fp32 elements: aligned).
+  // Winograd: F / 2.25 / (19.5e12 * 0.794948) = 8.485213e-4 s (memory: X, W, Y
+  // in fp32 = 53,739,520 B, ~4e-5 s: compute-bound), + 4 us launch.
+  const auto fp32 = context("a100-sxm4-80gb", PrecisionPolicy::uniform(cluster::Precision::fp32),
+                            cost::AttentionMode::unfused);
+  const auto s1 = conv({32, 256, 28, 28}, {256, 256, 3, 3}, {32, 256, 28, 28}, 1);
+  const auto t1 = time_of(s1.op(graph::OpId{0}), s1, OpScaling::whole(), fp32);
+  CHECK(t1.forward.value == Approx(8.485213e-4 + kLaunch).epsilon(1e-5));
+  CHECK(t1.forward_bound == Bound::compute);
+  // Strided: implicit GEMM at the full F (same shape here): 1.909173e-3 s + 4 us.
+  const auto s2 = conv({32, 256, 28, 28}, {256, 256, 3, 3}, {32, 256, 28, 28}, 2);
+  CHECK(time_of(s2.op(graph::OpId{0}), s2, OpScaling::whole(), fp32).forward.value ==
+        Approx(1.909173e-3 + kLaunch).epsilon(1e-5));
+  // Tensor-core precisions never use it: the bf16 time of the stride-1 conv
+  // equals the strided one's.
+  const auto bf16 = with_layout(context("a100-sxm4-80gb"), true);
+  CHECK(time_of(s1.op(graph::OpId{0}), s1, OpScaling::whole(), bf16).forward.value ==
+        time_of(s2.op(graph::OpId{0}), s2, OpScaling::whole(), bf16).forward.value);
+}

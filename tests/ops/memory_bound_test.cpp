@@ -45,10 +45,14 @@ TEST_CASE("BatchNormalization costs batch statistics", "[ops][norm]") {
   b.act("x", {2, 3, 4, 4}).param("s", {3}).param("bias", {3}).constant("m", {3}).constant("v", {3}).act("y", {2, 3, 4, 4});
   auto id = b.op("BatchNormalization", {"x", "s", "bias", "m", "v"}, {"y"});
   // 7 * 96 = 672 forward; stats C=3 rows * 8 = 24 bytes written.
-  // forward reads 384 + 4 * 12 = 432, writes 384 + 24 = 408.
+  // Two-pass kernels: forward reads X for the statistics and again to
+  // normalise: 2 * 384 + 4 * 12 = 816; writes 384 + 24 = 408.
   CHECK(b.cost(id).forward_flops.value == 672);
-  CHECK(b.cost(id).forward_bytes_read.value == 432);
+  CHECK(b.cost(id).forward_bytes_read.value == 816);
   CHECK(b.cost(id).forward_bytes_written.value == 408);
+  // Backward: the reduction pass reads dY 384 and X 384, the elementwise pass
+  // dY 384, X, s, bias, m, v 432 and the statistics 24: 1608.
+  CHECK(b.cost(id).backward_bytes_read.value == 1608);
 }
 
 TEST_CASE("Softmax", "[ops][softmax]") {

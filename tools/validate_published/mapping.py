@@ -388,6 +388,17 @@ def resnet_batch(row, prec, notes):
     return b
 
 
+def resnet_memory_format(row, prec, notes):
+    """nchw | nhwc of a DeepLearningExamples ResNet-50 row (configs.yml memory_format)."""
+    gpu = as_text(get(row, "hardware", "gpu")).upper()
+    platform = "DGXA100" if "A100" in gpu else "DGX1V" if "V100" in gpu else None
+    dle_prec = {"fp16": "AMP", "fp32": "FP32", "tf32": "TF32"}.get(prec)
+    fmt = "nhwc" if (platform, dle_prec) in tables.DLE_RESNET50_NHWC else "nchw"
+    notes.append(f"activations {fmt} ({tables.DLE_SOURCE}: memory_format "
+                 + ("nhwc" if fmt == "nhwc" else "not set, main.py default nchw") + ")")
+    return fmt
+
+
 def batches(row, shape, precision, tp, pp, dp, notes):
     """(micro-batch, global batch, virtual stages or None); appends notes."""
     par = row.get("parallelism") if isinstance(row.get("parallelism"), dict) else {}
@@ -572,6 +583,10 @@ def map_row(row, repo_root):
         notes.append(f"gradients reduced and held in bf16 (--grad-reduce-bytes 2): {bf16_grads}")
     eargs += ["--recompute", recompute, "--precision", precision]
     plan += [f"rc-{recompute}", precision]
+    if arch == "resnet" and group.startswith("dle_resnet"):
+        fmt = resnet_memory_format(row, precision, notes)
+        eargs += ["--memory-format", fmt]
+        plan.append(fmt)
     if attention:
         eargs += ["--attention", attention]
         plan.append(attention)

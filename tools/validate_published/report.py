@@ -148,7 +148,7 @@ planner model ARCH [shape flags] --batch MICRO_BATCH -o MODELS/NAME.onnx
 planner estimate MODELS/NAME.onnx --profile cost_profiles/P.json --devices N --tp T --pp P --dp D \\
     [--vp V --schedule interleaved | --schedule 1f1b] [--sp] [--cp C] [--ep E] \\
     --micro-batch b --global-batch B [--zero Z] [--distributed-optimizer] --recompute R \\
-    --precision X [--attention A] [--gpus-per-node G] [--framework F] --json
+    --precision X [--attention A] [--memory-format M] [--gpus-per-node G] [--framework F] --json
 ```
 
 **Model.** Architecture from `model.type` and `model.name`: ResNet -> `resnet --depth 50 --image 224
@@ -236,7 +236,11 @@ def rules_tables():
     out += ["", f"ResNet-50 per-GPU batch ({tables.DLE_SOURCE}; an assumption: the README does not state it): "
             + ", ".join(f"{p} {x} {b}" for (p, x), b in tables.DLE_RESNET50_BATCH.items())
             + f"; otherwise {tables.DLE_DEFAULT_BATCH}. Global batch = batch x GPUs x int("
-            + f"{tables.DLE_OPTIMIZER_BATCH} / (batch x GPUs)) (gradient accumulation to optimizer_batch_size).", ""]
+            + f"{tables.DLE_OPTIMIZER_BATCH} / (batch x GPUs)) (gradient accumulation to optimizer_batch_size). "
+            + "Activation layout (`--memory-format`, same file): nhwc (channels_last) for "
+            + ", ".join(f"{p} {x}" for p, x in sorted(tables.DLE_RESNET50_NHWC))
+            + "; otherwise nchw (main.py's default), where tensor-core convolutions pay cuDNN's layout "
+            + "transposes (docs/estimate.md).", ""]
     return out
 
 

@@ -164,6 +164,9 @@ DLE_RESNET50_BATCH = {
     ("DGXA100", "AMP"): 256,
     ("DGXA100", "TF32"): 256,
 }
+# Same file: the AMP entries set memory_format: nhwc (channels_last); the
+# FP32/TF32 ones leave it at main.py's default, nchw.
+DLE_RESNET50_NHWC = {("DGX1V", "AMP"), ("DGXA100", "AMP")}
 DLE_OPTIMIZER_BATCH = 2048
 DLE_DEFAULT_BATCH = 256
 DLE_SOURCE = "NVIDIA/DeepLearningExamples PyTorch/Classification/ConvNets/configs.yml (commit 097c7ff)"

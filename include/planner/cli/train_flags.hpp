@@ -23,6 +23,7 @@ struct TrainFlags {
   std::string precision = "bf16";
   std::string attention = "flash";
   std::string recompute = "none";
+  std::string memory_format = "nchw";  ///< convolution activations: nchw | nhwc (channels_last)
   CLI::Option* profile_opt = nullptr;
   CLI::Option* recompute_opt = nullptr;
   CLI::Option* gpus_opt = nullptr;

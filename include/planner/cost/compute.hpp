@@ -127,6 +127,14 @@ class ComputeContext {
                                        RecomputePolicy recompute = RecomputePolicy::none,
                                        bool fuse_elementwise = false);
 
+  /// Activations of convolutions are kept channels-last (NHWC, PyTorch
+  /// `channels_last`) rather than ONNX's and PyTorch's default NCHW. Tensor-
+  /// core convolution kernels work on NHWC only, so under NCHW every
+  /// tensor-core Conv (any precision but fp32) also pays cuDNN's layout
+  /// transposes (conv_layout_time). Default: NCHW.
+  void set_channels_last(bool on) { channels_last_ = on; }
+  bool channels_last() const { return channels_last_; }
+
   /// The device the times are for.
   const cluster::DeviceProfile& device() const { return device_; }
   /// Compute dtype per op class.
@@ -154,6 +162,7 @@ class ComputeContext {
   AttentionMode attention_ = AttentionMode::flash;
   RecomputePolicy recompute_ = RecomputePolicy::none;
   bool fuse_elementwise_ = false;
+  bool channels_last_ = false;
   std::array<FlopsPerSecond, cluster::kPrecisionCount> peaks_{};
   FlopsPerSecond vector_peak_;
 };

@@ -69,11 +69,12 @@ class CostModel {
 /// CostModel from a cluster profile.
 class ProfileCostModel final : public CostModel {
  public:
-  /// Validates the context (see ComputeContext::create).
+  /// Validates the context (see ComputeContext::create); `channels_last`:
+  /// ComputeContext::set_channels_last.
   static Result<ProfileCostModel> create(cluster::ClusterProfile profile, PrecisionPolicy precision,
                                          AttentionMode attention = AttentionMode::flash,
                                          RecomputePolicy recompute = RecomputePolicy::none,
-                                         bool fuse_elementwise = false);
+                                         bool fuse_elementwise = false, bool channels_last = false);
 
   /// time_of() under the model's context.
   OpTime op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& scaling) const override;
