@@ -278,6 +278,10 @@ class RowMapping(unittest.TestCase):
         self.assertEqual(flag(m1, "--global-batch"), "2048")
         a100["precision"] = "TF32"
         self.assertEqual(flag(map_row(a100, REPO), "--attention"), "unfused")
+        # configs.yml: AMP runs channels_last (nhwc), TF32/FP32 keep main.py's nchw
+        self.assertEqual(flag(m, "--memory-format"), "nhwc")
+        self.assertEqual(flag(m1, "--memory-format"), "nhwc")
+        self.assertEqual(flag(map_row(a100, REPO), "--memory-format"), "nchw")
         t, how = measure.measured_iteration(r, m.eff)
         self.assertAlmostEqual(t, 2048 / 8322)
         r["measured"] = {}
