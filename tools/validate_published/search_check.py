@@ -32,7 +32,7 @@ LAYOUT_VALUE_FLAGS = ("--tp", "--pp", "--dp", "--cp", "--ep", "--vp", "--schedul
 LAYOUT_BARE_FLAGS = ("--sp", "--distributed-optimizer")
 # Estimate flags passed on unchanged: model, cluster, batch, numerics, framework.
 KEPT_VALUE_FLAGS = ("--profile", "--devices", "--global-batch", "--precision", "--attention", "--gpus-per-node",
-                    "--framework", "--grad-reduce-bytes")
+                    "--framework", "--grad-reduce-bytes", "--memory-format")
 KEPT_BARE_FLAGS = ("--tp-comm-overlap", "--fused-loss")
 
 # What the search offers per framework (zero stage, distributed optimizer)
