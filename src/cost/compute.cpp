@@ -63,7 +63,8 @@ double winograd_factor(const graph::Op& op, const graph::OpGraph& g, Precision p
 ConvLayoutTime conv_layout_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s,
                                 const ComputeContext& ctx) {
   const Precision p = ctx.precision().of(op);
-  if (ctx.channels_last() || p == Precision::fp32 || op.op_class != OpClass::conv) return {};
+  if (ctx.channels_last() || p == Precision::fp32 || op.op_class != OpClass::conv || op.type == "NhwcConv")
+    return {};  // NhwcConv (com.microsoft) is channels-last already
   const auto *x = g.input(op, 0), *y = g.output(op, 0);
   if (!x || !y || !graph::is_floating(x->dtype) || x->shape.size() < 3) return {};
   const Seconds launch = ctx.device().launch_overhead;

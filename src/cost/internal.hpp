@@ -49,7 +49,7 @@ double winograd_factor(const graph::Op& op, const graph::OpGraph& g, Precision p
 
 /// cuDNN's NCHW <-> NHWC transposes around one tensor-core convolution when
 /// activations are NCHW (ComputeContext::channels_last() false, precision
-/// not fp32): forward transposes X in and Y out; backward dY and X in, and
+/// not fp32; not com.microsoft NhwcConv): forward transposes X in and Y out; backward dY and X in, and
 /// dX out when X is an activation (has a gradient). Each is one kernel
 /// reading and writing its tensor (local bytes at the op's precision,
 /// scaling.bytes of it): memory_time(2 b) + launch. Zero otherwise.
