@@ -19,6 +19,7 @@
 #include "planner/runtime_cpu/interpreter.hpp"
 #include "planner/runtime_cpu/rng.hpp"
 #include "real_data.hpp"
+#include "real_recompute.hpp"
 #include "real_tp.hpp"
 
 namespace planner::executor {
@@ -40,8 +41,8 @@ constexpr int kTagAct = 0, kTagGrad = 1, kTagCheck = 5;
 Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
   const auto& l = p.layout;
   const auto no = [&](std::string_view what) {
-    return make_error("the real mode cannot run {} yet (it runs data, tensor and pipeline parallelism and ZeRO "
-                      "0-3); --replay can time this plan",
+    return make_error("the real mode cannot run {} yet (it runs data, tensor and pipeline parallelism, ZeRO "
+                      "0-3 and recomputation); --replay can time this plan",
                       what);
   };
   if (l.cp > 1) return no(fmt::format("context parallelism (layout.cp = {})", l.cp));
@@ -51,8 +52,9 @@ Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
     return make_error("model.batch {} differs from training.micro_batch {}: the real mode runs the graph as one "
                       "micro-batch",
                       *p.model.batch, p.training.micro_batch);
-  if (p.training.recompute != "none")
-    return no(fmt::format("recomputation (training.recompute = {})", p.training.recompute));
+  const auto& rc = p.training.recompute;
+  if (rc != "none" && rc != "selective" && rc != "full")
+    return make_error("training.recompute '{}' is none of none, selective, full", rc);
   for (const auto& op : g.ops())
     if (!runtime_cpu::is_supported(op))
       return make_error("the real mode cannot run op '{}' ({}): the CPU kernels have none; --replay can time this plan",
@@ -109,6 +111,7 @@ class Runner {
       for (const auto& name : c.ops) ops.push_back(*g_.find_op(name));
       chunk_ops_.push_back(std::move(ops));
     }
+    PLANNER_TRY(rc_, plan_recompute(g_, p_.training.recompute, chunk_ops_));
     // Tensors that need a gradient: downstream of a parameter.
     needs_grad_.assign(g_.num_tensors(), false);
     for (std::uint32_t i = 0; i < g_.num_tensors(); ++i) {
@@ -189,6 +192,7 @@ class Runner {
     grads_.clear();
     grad_acc_.assign(static_cast<std::size_t>(padded_), 0.0f);
     loss_sum = 0;
+    recomputed_ops_ = recomputed_flops_ = 0;
     // A micro-batch's activations and gradients are freed after its last B step here.
     std::map<int, std::size_t> last_b;
     for (std::size_t i = 0; i < prog_.steps.size(); ++i)
@@ -262,6 +266,11 @@ class Runner {
     return chunk_of_[g_.tensor(*loss_).producer->value] % l().pp == pp_rank_ && tp_rank_ == 0;
   }
   int dp_rank() const { return dp_rank_; }
+  /// Recompute: ops run again in the last step and their unsharded forward
+  /// FLOPs (0 on tp ranks other than 0); the activation bytes held at peak.
+  double recomputed_ops() const { return recomputed_ops_; }
+  double recomputed_flops() const { return recomputed_flops_; }
+  double peak_held_bytes() const { return peak_held_; }
   int pp_rank() const { return pp_rank_; }
   const std::vector<int>& chunk_of() const { return chunk_of_; }
   const runtime_cpu::OptimizerConfig& optimizer() const { return opt_; }
@@ -321,7 +330,26 @@ class Runner {
 
   Status forward(const plan::ScheduleStep& st, double& loss_sum) {
     auto& v = vals(st.micro_batch);
-    for (graph::OpId oid : chunk_ops_[static_cast<std::size_t>(st.chunk)]) {
+    const auto& ops = chunk_ops_[static_cast<std::size_t>(st.chunk)];
+    for (std::size_t j = 0; j < ops.size(); ++j) {
+      PLANNER_TRY_STATUS(run_op(ops[j], st.micro_batch));
+      note_held();
+      // Recompute: a group's inner tensors go once its last op has run.
+      const int gi = rc_.group_of[ops[j].value];
+      if (gi >= 0 && (j + 1 == ops.size() || rc_.group_of[ops[j + 1].value] != gi)) drop_group(gi, st.micro_batch);
+    }
+    if (chunk_of_[g_.tensor(*loss_).producer->value] == st.chunk) {
+      const Tensor* x = runtime_cpu::as_float(v[loss_->value] ? &*v[loss_->value] : nullptr);
+      if (!x || x->size() != 1) return make_error("the loss '{}' is not a scalar", g_.tensor(*loss_).name);
+      loss_sum += (*x)[0];
+    }
+    return Status::success();
+  }
+
+  // Forward of one op of micro-batch mb: its outputs stored in vals(mb).
+  Status run_op(graph::OpId oid, int mb) {
+    auto& v = vals(mb);
+    {
       const graph::Op& op = g_.op(oid);
       std::vector<const Value*> in;
       std::vector<Value> keep;
@@ -333,7 +361,7 @@ class Runner {
           continue;
         }
         if (!v[t->value] || (g_.tensor(*t).role == graph::TensorRole::parameter && !g_.tensor(*t).producer))
-          PLANNER_TRY_STATUS(provide(v, *t, st.micro_batch));
+          PLANNER_TRY_STATUS(provide(v, *t, mb));
         in.push_back(port(v, oid, i, keep));
       }
       std::vector<runtime_cpu::OutputSpec> specs;
@@ -352,7 +380,7 @@ class Runner {
         auto& slot = v[op.outputs[k]->value];
         if (converted) {
           slot = std::move(stored);
-          auto& m = made_[st.micro_batch];
+          auto& m = made_[mb];
           if (m.empty()) m.resize(g_.num_tensors());
           m[op.outputs[k]->value] = std::move(outs[k]);
         } else {
@@ -360,12 +388,49 @@ class Runner {
         }
       }
     }
-    if (chunk_of_[g_.tensor(*loss_).producer->value] == st.chunk) {
-      const Tensor* x = runtime_cpu::as_float(v[loss_->value] ? &*v[loss_->value] : nullptr);
-      if (!x || x->size() != 1) return make_error("the loss '{}' is not a scalar", g_.tensor(*loss_).name);
-      loss_sum += (*x)[0];
+    return Status::success();
+  }
+
+  // Recompute: free group gi's inner tensors of micro-batch mb.
+  void drop_group(int gi, int mb) {
+    auto& v = vals(mb);
+    auto& m = made_[mb];
+    for (TensorId t : rc_.groups[static_cast<std::size_t>(gi)].dropped) {
+      v[t.value].reset();
+      if (!m.empty()) m[t.value].reset();
+    }
+  }
+
+  // Recompute: run group gi's ops forward again (their tp collectives too),
+  // counted once per tp group: ops and the unsharded ops' forward FLOPs.
+  Status recompute_group(int gi, int mb) {
+    for (graph::OpId o : rc_.groups[static_cast<std::size_t>(gi)].ops) {
+      PLANNER_TRY_STATUS(run_op(o, mb));
+      note_held();
+      if (tp_rank_ == 0) {
+        ++recomputed_ops_;
+        recomputed_flops_ += g_.op(o).cost.forward_flops.value;
+      }
     }
     return Status::success();
+  }
+
+  // The activation bytes this rank holds now (every micro-batch's values
+  // and tp's outputs as made; parameters and constants not counted); keeps
+  // the peak.
+  void note_held() {
+    double bytes = 0;
+    const auto add = [&](const std::optional<Value>& x, std::uint32_t i) {
+      if (!x) return;
+      const auto& t = g_.tensor(TensorId{i});
+      if (t.values || (t.role == graph::TensorRole::parameter && !t.producer)) return;
+      if (const auto* f = std::get_if<Tensor>(&*x)) bytes += 4.0 * static_cast<double>(f->size());
+      else bytes += 8.0 * static_cast<double>(std::get<IndexTensor>(*x).data.size());
+    };
+    for (const auto* m : {&values_, &made_})
+      for (const auto& [mb, v] : *m)
+        for (std::uint32_t i = 0; i < v.size(); ++i) add(v[i], i);
+    peak_held_ = std::max(peak_held_, bytes);
   }
 
   Status backward(const plan::ScheduleStep& st) {
@@ -379,9 +444,15 @@ class Runner {
     const auto& ops = chunk_ops_[static_cast<std::size_t>(st.chunk)];
     auto& gp = gps(st.micro_batch);
     auto& made = made_[st.micro_batch];
+    int live = -1;  // the recomputed group whose inner tensors are held
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
       const graph::OpId oid = *it;
       const graph::Op& op = g_.op(oid);
+      if (const int gi = rc_.group_of[oid.value]; gi != live) {
+        if (live >= 0) drop_group(live, st.micro_batch);
+        live = gi;
+        if (gi >= 0) PLANNER_TRY_STATUS(recompute_group(gi, st.micro_batch));
+      }
       std::vector<const Tensor*> dout;
       std::vector<const Value*> outs;
       std::vector<Tensor> out_keep;
@@ -425,6 +496,7 @@ class Runner {
         else slot = std::move(gin[k]);
       }
     }
+    if (live >= 0) drop_group(live, st.micro_batch);
     // Parameter gradients join the step's accumulator, micro-batch by micro-batch.
     for (auto id : params_) {
       PLANNER_TRY_STATUS(tp().finalize(gr[id.value], gp[id.value]));
@@ -598,6 +670,8 @@ class Runner {
   std::map<int, std::vector<std::optional<Tensor>>> grads_, partials_;
   std::map<int, std::vector<std::optional<Value>>> made_;  // tp: outputs as made, when stored converted
   std::deque<PendingSend> sends_;
+  RecomputePlan rc_;
+  double recomputed_ops_ = 0, recomputed_flops_ = 0, peak_held_ = 0;
 };
 
 }  // namespace
@@ -776,11 +850,23 @@ Result<RealResult> run_real(const plan::Plan& p, const RankProgram& prog, const 
       return out;
     }
   }
-  // Peak RSS of every rank (as the replay reports it).
-  float mine = static_cast<float>(peak_rss_bytes());
-  std::vector<float> all(static_cast<std::size_t>(world.size()));
-  PLANNER_TRY_STATUS(world.all_gather(&mine, all.data(), 1, runtime::DType::f32));
-  out.peak_rss_bytes.assign(all.begin(), all.end());
+  // Peak RSS and peak activations of every rank (as the replay reports it),
+  // the recomputed work of the last step summed over ranks.
+  float mine[2] = {static_cast<float>(peak_rss_bytes()), static_cast<float>(run.peak_held_bytes())};
+  std::vector<float> all(2 * static_cast<std::size_t>(world.size()));
+  PLANNER_TRY_STATUS(world.all_gather(mine, all.data(), 2, runtime::DType::f32));
+  for (std::size_t r = 0; r < all.size(); r += 2) {
+    out.peak_rss_bytes.push_back(all[r]);
+    out.peak_activation_bytes.push_back(all[r + 1]);
+  }
+  // (doubles gathered as their raw bits, two f32 words each: exact sums)
+  const double work[2] = {run.recomputed_ops(), run.recomputed_flops()};
+  std::vector<double> works(2 * static_cast<std::size_t>(world.size()));
+  PLANNER_TRY_STATUS(world.all_gather(work, works.data(), 4, runtime::DType::f32));
+  for (std::size_t r = 0; r < works.size(); r += 2) {
+    out.recomputed_ops_per_step += works[r];
+    out.recomputed_flops_per_step += works[r + 1];
+  }
   return out;
 }
 

@@ -65,6 +65,13 @@ struct RealResult {
   std::vector<double> step_times_s;  ///< per measured step, max over ranks
   std::vector<CheckedStep> checked;  ///< rank 0 with check
   std::vector<double> peak_rss_bytes;  ///< per rank (getrusage ru_maxrss), after the last step
+  /// Per rank: the most activation bytes held at once (every micro-batch's
+  /// tensors, parameters and constants not counted), over all steps.
+  std::vector<double> peak_activation_bytes;
+  /// training.recompute: the ops run forward again inside backward in the
+  /// last step, and their forward FLOPs (the unsharded op's, counted once
+  /// per tp group), summed over ranks: per micro-batch of each replica.
+  double recomputed_ops_per_step = 0, recomputed_flops_per_step = 0;
   /// Non-empty: --check failed (every rank learns it; rank 0 has the text).
   std::string check_failure;
 };
