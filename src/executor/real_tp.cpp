@@ -262,6 +262,13 @@ Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g
     return out;
   }
   if (in[0] && in[0]->kind == TpView::Kind::partial) return make_error("input 0 is a partial sum");
+  if (type == "Expand") {  // a broadcast along other dims than the split one (GQA's repeated kv heads)
+    const int o = d + ro - rank_of(in_shape(0));
+    if (o < 0 || os[static_cast<std::size_t>(o)] != in_shape(0)[static_cast<std::size_t>(d)])
+      return make_error("it broadcasts the split dim {}", d);
+    out[0] = TpView::split_at(o);
+    return out;
+  }
   if (type == "Transpose") {
     std::vector<std::int64_t> perm = op.attr_ints("perm").value_or(std::vector<std::int64_t>{});
     if (perm.empty())
