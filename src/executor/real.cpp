@@ -47,7 +47,6 @@ Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
   };
   if (l.cp > 1) return no(fmt::format("context parallelism (layout.cp = {})", l.cp));
   if (l.ep > 1) return no(fmt::format("expert parallelism (layout.ep = {})", l.ep));
-  if (l.tp_splits_batch) return no("a batch split over tp (layout.tp_splits_batch)");
   if (p.model.batch && *p.model.batch != p.training.micro_batch)
     return make_error("model.batch {} differs from training.micro_batch {}: the real mode runs the graph as one "
                       "micro-batch",

@@ -135,6 +135,44 @@ est gpt4h gpt_tp4_dp2_full --devices 8 --tp 4 --global-batch 8 --hints "$meg" --
 est gpt4h gpt_tp4_pp2_sel --devices 8 --tp 4 --pp 2 --global-batch 8 --hints gpt_tp_vocab.hints --sp --optimizer sgd \
   --recompute selective
 
+# The tp axis splitting the batch (layout.tp_splits_batch, --tp-any): Wide &
+# Deep (64-row table of dim 8, 4 ids and 5 dense features a sample,
+# micro-batch 4) with its table row-split (tp:v, a masked lookup
+# all-reduced) or column-split (tp:h, all-gathered before the Reshape), the
+# dense part and the loss batch-split (tp:m, tp:d0, tp:n: each rank's mean
+# over its rows / tp, all-reduced); the layout estimate picks for tp 2 (a
+# row-parallel fc2 whose bias tp rank 0 adds), with dp 2 and tp 4.
+"$bin" model widedeep --rows 64 --dim 8 --fields 4 --dense-features 5 --batch 4 -o wd.onnx >/dev/null || exit 1
+for t in v h; do
+  printf '%s\n' "embedding/Gather tp:$t" "embedding/Reshape replicated" "features/Concat tp:d0" "*/Gemm tp:m" \
+    "*/Relu tp:d0" "logits/Add tp:d0" "loss/SoftmaxCrossEntropyLoss tp:n" > "wd_$t.hints"
+done
+estw() { local o=$1; shift; "$bin" estimate wd.onnx --profile a100-sxm4-80gb --micro-batch 4 --tp-any "$@" -o "$o.json" \
+  >/dev/null || exit 1; }
+estw wd_row --devices 2 --tp 2 --global-batch 8 --hints wd_v.hints --optimizer sgd
+estw wd_col --devices 2 --tp 2 --global-batch 8 --hints wd_h.hints --optimizer sgd
+estw wd_col_dp2 --devices 4 --tp 2 --global-batch 16 --hints wd_h.hints --optimizer sgd
+estw wd_row_tp4 --devices 4 --tp 4 --global-batch 8 --hints wd_v.hints --optimizer sgd
+estw wd_tp2 --devices 2 --tp 2 --global-batch 8
+python3 - <<'PY' || exit 1
+import json
+for name, gather in [("wd_row", "[tp,-]"), ("wd_col", "[-,tp]"), ("wd_tp2", None)]:
+    p = json.load(open(f"{name}.json"))
+    assert p["layout"]["tp_splits_batch"] and p["layout"]["tp"] == 2, name
+    s = {u["unit"]: u for u in p["layout"]["strategies"]}
+    if gather:
+        assert s["embedding/Gather"]["inputs"][0] == gather, s["embedding/Gather"]
+        assert s["loss/SoftmaxCrossEntropyLoss"]["inputs"] == ["[tp,-]", "[tp]"], name
+    else:
+        assert s["deep/fc2/Gemm"]["assignment"] == "tp:k", s["deep/fc2/Gemm"]
+# A batch-split loss reading its labels whole (hand-edited): refused.
+p = json.load(open("wd_row.json"))
+for u in p["layout"]["strategies"]:
+    if u["unit"] == "loss/SoftmaxCrossEntropyLoss":
+        u["inputs"][1] = "[-]"
+json.dump(p, open("wd_row_labels.json", "w"), indent=1)
+PY
+
 # Healthy runs: --check passes at each of the 3 checked steps.
 for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2 mlp_pp2_gpipe" "4 mlp_dp4_z3" \
          "4 mlp_dp2_pp2_z1" "2 gpt_dp2" "2 gpt_dp2_z3" "2 gpt_dp2_do" "2 gpt_pp2" "2 gpt_pp2_gpipe" "2 gpt_pp2_vp2" \
@@ -142,7 +180,8 @@ for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2
          "2 gpt_tp2_head" "2 gpt_tp2_vocab" "4 gpt_tp2_dp2" "4 gpt_tp2_pp2" "4 gpt_tp2_pp2_gpipe" "4 gpt_tp2_dp2_z1" "4 mlp_tp2_dp2_do" "2 gpt_tp2_sp" "4 gpt_tp2_pp2_sp" "4 gpt_tp2_pp2_vp2_sp" \
          "2 llama_tp2" "2 llama_tp2_sp" "2 gpt_pp2_full" "2 gpt_pp2_sel" "2 gpt_dp2_z3_full" "2 gpt_pp2_vp2_full" \
          "4 gpt_dp2_pp2_full" "2 gpt_tp2_meg_full" "2 gpt_tp2_sp_sel" "4 gpt_tp2_pp2_sel" "2 llama_tp2_full" \
-         "4 gpt_tp4_meg" "4 gpt_tp4_vocab_sp" "4 llama_kv4_tp4" "2 llama_kv2_tp2" "8 gpt_tp4_dp2_full" "8 gpt_tp4_pp2_sel"; do
+         "4 gpt_tp4_meg" "4 gpt_tp4_vocab_sp" "4 llama_kv4_tp4" "2 llama_kv2_tp2" "8 gpt_tp4_dp2_full" "8 gpt_tp4_pp2_sel" \
+         "2 wd_row" "2 wd_col" "4 wd_col_dp2" "4 wd_row_tp4" "2 wd_tp2"; do
   set -- $c
   expect "check $2 on $1 ranks" 0 mpi "$1" run "$2.json" --check --steps 3 --warmup 1 --timeout 60 -o "m_$2.json" &&
     contains "$2" "planner run: mode real, $2.json ($1 ranks" &&
@@ -252,6 +291,8 @@ contains "drop fault tp" "planner run: error: --check failed at step 1: gradient
 expect "a split normalised axis refused" 2 mpi 2 run gpt_tp2_ln.json --check
 contains "ln refused" "planner run: error: gpt_tp2_ln.json: the real mode cannot run op 'layers.0/ln1/LayerNormalization' (LayerNormalization) under tensor parallelism with strategy ((1,1,1),(1,),(1,)) (replicated): its normalised axis 2 is split"
 count "ln refused" 1 "error"
+expect "a batch-split loss with whole labels refused" 2 mpi 2 run wd_row_labels.json --check
+contains "labels refused" "planner run: error: wd_row_labels.json: the real mode cannot run op 'loss/SoftmaxCrossEntropyLoss' (SoftmaxCrossEntropyLoss) under tensor parallelism with strategy"
 expect "--check with --replay" 2 mpi 2 run gpt_dp2.json --replay --check
 contains "--check with --replay" "planner run: error: --check compares a real run with the interpreter"
 expect "stall fault in the real mode" 2 mpi 2 run gpt_dp2.json --fault stall:1:1
