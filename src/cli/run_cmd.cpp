@@ -270,9 +270,9 @@ int run_real_mode(const RunArgs& a, runtime::MpiSession& s, runtime::Communicato
       fmt::print("{}", text);
     } else {
       const auto& l = pr.plan.layout;
-      fmt::print("planner run: mode real, {} ({} ranks: dp={} tp={} pp={} zero={}, {} schedule, {} micro-batches, {})\n",
-                 a.plan_file, world_size, l.dp, l.tp, l.pp, l.zero, l.schedule, pr.plan.training.micro_batches,
-                 pr.plan.training.optimizer.name);
+      fmt::print("planner run: mode real, {} ({} ranks: dp={} tp={} pp={}{} zero={}, {} schedule, {} micro-batches, {})\n",
+                 a.plan_file, world_size, l.dp, l.tp, l.pp, l.cp > 1 ? fmt::format(" cp={}", l.cp) : "", l.zero,
+                 l.schedule, pr.plan.training.micro_batches, pr.plan.training.optimizer.name);
       for (std::size_t i = 0; i < res->losses.size(); ++i)
         fmt::print("step {}{}: loss {:.6f}\n", i + 1, static_cast<int>(i) < a.warmup ? " (warm-up)" : "",
                    res->losses[i]);

@@ -84,6 +84,10 @@ struct TpLayout {
 /// real mode cannot run it.
 Result<TpLayout> derive_tp_layout(const plan::Plan& p, const graph::OpGraph& g);
 
+/// The views of context parallelism (layout.cp > 1, tp = 1): the cp group in
+/// the tp role, the sequence split from the token ids on (real_cp.cpp).
+Result<TpLayout> derive_cp_layout(const plan::Plan& p, const graph::OpGraph& g);
+
 /// Output views of `op` from its input views (nullopt entries: absent
 /// inputs); `declared`: the plan's output views when it has them (Reshape
 /// needs them to tell where the split lands). Error: the reason only.

@@ -1,8 +1,9 @@
-// The real mode's recomputation (src/executor/real_recompute.hpp) and the
-// tp rules added for it and for tp_splits_batch (real_tp.hpp): groups and
-// dropped tensors of the tiny GPT counted by hand, a recomputing run on the
-// in-process fake communicator, and the output views of Expand, a
-// batch-split loss and a row-parallel Gemm with a bias.
+// The real mode's recomputation (src/executor/real_recompute.hpp), context
+// parallelism's views (real_cp.cpp) and the tp rules added for GQA and
+// tp_splits_batch (real_tp.hpp): groups and dropped tensors of the tiny GPT
+// counted by hand, a recomputing run and a cp run on the in-process fake
+// communicator, and the output views of Expand, a batch-split loss and a
+// row-parallel Gemm with a bias.
 
 #include <thread>
 
@@ -193,6 +194,63 @@ TEST_CASE("tp output views: Expand, a batch-split loss, a row-parallel Gemm with
       real_detail::derive_outputs(gemm, mlp, {TpView::split_at(1), TpView::split_at(0), TpView::split_at(0)}, {}, 2);
   REQUIRE_FALSE(split_bias.ok());
   CHECK(split_bias.error().message == "a split bias added to a partial sum");
+}
+
+TEST_CASE("cp views of the tiny GPT: the sequence split, K^T and V gathered", "[executor][real][cp]") {
+  const auto& g = testing::tiny_gpt();
+  auto p = testing::load_plan("gpt_pp2.json");
+  p.layout.pp = 1;
+  p.layout.cp = 2;
+  auto l = real_detail::derive_cp_layout(p, g);
+  REQUIRE(l.ok());
+  const auto op = [&](const char* name) -> const real_detail::TpOpInfo& { return l->ops[g.find_op(name)->value]; };
+  const auto out_of = [&](const char* name) { return *g.op(*g.find_op(name)).outputs[0]; };
+  // ids [2,32] read split along the sequence: tokens [2,32,64] split at 1.
+  CHECK(op("embed/tokens/Gather").in[1].view == TpView::split_at(1));
+  CHECK(l->stored[out_of("embed/tokens/Gather").value] == TpView::split_at(1));
+  // The position rows [32,64] are made whole and read as the rank's block.
+  CHECK(l->stored[out_of("embed/positions/Gather").value] == TpView::rep());
+  CHECK(op("embed/Add").in[1].view == TpView::split_at(0));
+  // q [2,4,32,16] split at 2 (its queries); K^T [2,4,16,32] made split at 3
+  // and kept whole (all-gathered) for the scores; the causal mask [32,32]
+  // read as its rows; V kept whole for the context.
+  CHECK(op("layers.0/attn/scores/MatMul").in[0].view == TpView::split_at(2));
+  CHECK(op("layers.0/attn/scores/MatMul").in[1].view == TpView::rep());
+  CHECK(op("layers.0/attn/k/Transpose").out[0].view == TpView::split_at(3));
+  CHECK(l->stored[out_of("layers.0/attn/k/Transpose").value] == TpView::rep());
+  CHECK(op("layers.0/attn/scores/Add").in[1].view == TpView::split_at(0));
+  CHECK(op("layers.0/attn/Softmax").out[0].view == TpView::split_at(2));
+  CHECK(op("layers.0/attn/context/MatMul").in[1].view == TpView::rep());
+  CHECK(l->stored[out_of("layers.0/attn/context/Reshape").value] == TpView::split_at(1));
+  // The logits [2,32,128] gathered for the reshape before the loss; the loss whole.
+  CHECK(l->stored[out_of("lm_head/MatMul").value] == TpView::rep());
+  CHECK(op("loss/SoftmaxCrossEntropyLoss").out[0].view == TpView::rep());
+  // No parameter is a share.
+  for (std::uint32_t i = 0; i < g.num_tensors(); ++i)
+    if (g.tensor(graph::TensorId{i}).role == graph::TensorRole::parameter) CHECK_FALSE(l->stored[i].is_split());
+
+  // On the fake communicator: --check passes, and every rank learns one loss.
+  // gpt_dp2's two ranks, turned into a cp group (one micro-batch of 2).
+  p = testing::load_plan("gpt_dp2.json");
+  p.layout.dp = 1;
+  p.layout.cp = 2;
+  for (auto& a : p.layout.mesh) {
+    if (a.name == "dp") a.size = 1;
+    if (a.name == "cp") a.size = 2;
+  }
+  p.training.optimizer.name = "sgd";
+  RealOptions o;
+  o.steps = 1;
+  o.warmup = 0;
+  o.check = true;
+  const auto res = run_ranks(p, o);
+  for (const auto& r : res) {
+    REQUIRE(r.ok());
+    CHECK(r->check_failure.empty());
+    CHECK(r->losses == res[0]->losses);
+  }
+  REQUIRE(res[0]->checked.size() == 1);
+  CHECK(res[0]->checked[0].max_rel_error <= 1e-5);
 }
 
 }  // namespace planner::executor

@@ -2,7 +2,8 @@
 /// The real execution mode of `planner run` (no --replay): the plan's model
 /// trained for real in fp32 on the CPU kernels (runtime_cpu), data-parallel
 /// (ZeRO 0-3), tensor-parallel (the plan's per-op strategies, sequence
-/// parallelism; src/executor/real_tp.hpp) and pipeline-parallel as the plan
+/// parallelism, the batch split over tp; src/executor/real_tp.hpp),
+/// context-parallel, with recomputation, and pipeline-parallel as the plan
 /// lays it out, with `--check` comparing every step against the
 /// single-device interpreter on rank 0 (docs/executor.md, "Real mode and
 /// --check").
@@ -20,7 +21,10 @@
 /// order, are summed over the data-parallel group (all-reduce, or
 /// reduce-scatter under ZeRO >= 1) and scaled by 1 / (dp x micro-batches).
 /// Under tp the ops run at their local shapes, with the tp collectives their
-/// views imply in between (real_tp.hpp's design note).
+/// views imply in between (real_tp.hpp's design note); under cp (tp = 1)
+/// the same machinery splits the sequence over the cp group (real_cp.cpp).
+/// With training.recompute the ops the cost model prices as recomputed run
+/// forward again inside backward (real_recompute.hpp).
 ///
 /// Architecture invariant: no MPI, CUDA or ONNX header; the communicator is
 /// injected.
