@@ -270,9 +270,9 @@ int run_real_mode(const RunArgs& a, runtime::MpiSession& s, runtime::Communicato
       fmt::print("{}", text);
     } else {
       const auto& l = pr.plan.layout;
-      fmt::print("planner run: mode real, {} ({} ranks: dp={} tp={} pp={} zero={}, {} schedule, {} micro-batches, {})\n",
-                 a.plan_file, world_size, l.dp, l.tp, l.pp, l.zero, l.schedule, pr.plan.training.micro_batches,
-                 pr.plan.training.optimizer.name);
+      fmt::print("planner run: mode real, {} ({} ranks: dp={} tp={} pp={}{} zero={}, {} schedule, {} micro-batches, {})\n",
+                 a.plan_file, world_size, l.dp, l.tp, l.pp, l.cp > 1 ? fmt::format(" cp={}", l.cp) : "", l.zero,
+                 l.schedule, pr.plan.training.micro_batches, pr.plan.training.optimizer.name);
       for (std::size_t i = 0; i < res->losses.size(); ++i)
         fmt::print("step {}{}: loss {:.6f}\n", i + 1, static_cast<int>(i) < a.warmup ? " (warm-up)" : "",
                    res->losses[i]);
@@ -284,6 +284,13 @@ int run_real_mode(const RunArgs& a, runtime::MpiSession& s, runtime::Communicato
       for (std::size_t r = 0; r < m.peak_memory_bytes.size(); ++r)
         mem += fmt::format("{}{}", r ? ", " : "", mib(m.peak_memory_bytes[r]));
       fmt::print("peak memory (RSS) per rank: {}\n", mem);
+      std::string act;
+      for (std::size_t r = 0; r < res->peak_activation_bytes.size(); ++r)
+        act += fmt::format("{}{:.0f}", r ? ", " : "", res->peak_activation_bytes[r]);
+      fmt::print("peak activations held per rank (bytes): {}\n", act);
+      if (pr.plan.training.recompute != "none")
+        fmt::print("recomputed per step ({}): {:.0f} ops, {:.0f} forward FLOPs\n", pr.plan.training.recompute,
+                   res->recomputed_ops_per_step, res->recomputed_flops_per_step);
       fmt::print("step time: median {:.6f} s over {} steps after {} warm-up\n", m.step_time_s, a.steps, a.warmup);
       if (!a.output.empty() && rc == kExitOk) fmt::print("wrote {}\n", a.output);
     }

@@ -18,7 +18,9 @@
 #include "planner/runtime_cpu/elementwise.hpp"
 #include "planner/runtime_cpu/interpreter.hpp"
 #include "planner/runtime_cpu/rng.hpp"
+#include "real_check.hpp"
 #include "real_data.hpp"
+#include "real_recompute.hpp"
 #include "real_tp.hpp"
 
 namespace planner::executor {
@@ -40,19 +42,20 @@ constexpr int kTagAct = 0, kTagGrad = 1, kTagCheck = 5;
 Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
   const auto& l = p.layout;
   const auto no = [&](std::string_view what) {
-    return make_error("the real mode cannot run {} yet (it runs data, tensor and pipeline parallelism and ZeRO "
-                      "0-3); --replay can time this plan",
+    return make_error("the real mode cannot run {} yet (it runs data, tensor and pipeline parallelism, ZeRO "
+                      "0-3, recomputation and context parallelism without tp); --replay can time this plan",
                       what);
   };
-  if (l.cp > 1) return no(fmt::format("context parallelism (layout.cp = {})", l.cp));
+  if (l.cp > 1 && l.tp > 1)
+    return no(fmt::format("context parallelism with tensor parallelism (layout.cp = {}, layout.tp = {})", l.cp, l.tp));
   if (l.ep > 1) return no(fmt::format("expert parallelism (layout.ep = {})", l.ep));
-  if (l.tp_splits_batch) return no("a batch split over tp (layout.tp_splits_batch)");
   if (p.model.batch && *p.model.batch != p.training.micro_batch)
     return make_error("model.batch {} differs from training.micro_batch {}: the real mode runs the graph as one "
                       "micro-batch",
                       *p.model.batch, p.training.micro_batch);
-  if (p.training.recompute != "none")
-    return no(fmt::format("recomputation (training.recompute = {})", p.training.recompute));
+  const auto& rc = p.training.recompute;
+  if (rc != "none" && rc != "selective" && rc != "full")
+    return make_error("training.recompute '{}' is none of none, selective, full", rc);
   for (const auto& op : g.ops())
     if (!runtime_cpu::is_supported(op))
       return make_error("the real mode cannot run op '{}' ({}): the CPU kernels have none; --replay can time this plan",
@@ -80,6 +83,7 @@ Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
     }
   }
   if (l.tp > 1) PLANNER_TRY_STATUS(derive_tp_layout(p, g));
+  if (l.cp > 1) PLANNER_TRY_STATUS(derive_cp_layout(p, g));
   return Status::success();
 }
 
@@ -98,8 +102,14 @@ class Runner {
     C_ = static_cast<int>(l.chunks.size());
     pp_rank_ = coordinate(p_, rank_, "pp");
     dp_rank_ = coordinate(p_, rank_, "dp");
-    tp_rank_ = coordinate(p_, rank_, "tp");
-    PLANNER_TRY(tpl_, derive_tp_layout(p_, g_));
+    // The group sharing an op's work: tp, or cp (the sequence; tp = 1).
+    shard_axis_ = l.cp > 1 ? "cp" : "tp";
+    tp_rank_ = coordinate(p_, rank_, shard_axis_);
+    if (l.cp > 1) {
+      PLANNER_TRY(tpl_, derive_cp_layout(p_, g_));
+    } else {
+      PLANNER_TRY(tpl_, derive_tp_layout(p_, g_));
+    }
     tp_.emplace(tpl_, g_, tp_rank_, &world_);  // its group comes below, after the dp group
     seed_ = p_.training.seed;
     opt_ = optimizer_of(p_.training.optimizer);
@@ -109,6 +119,7 @@ class Runner {
       for (const auto& name : c.ops) ops.push_back(*g_.find_op(name));
       chunk_ops_.push_back(std::move(ops));
     }
+    PLANNER_TRY(rc_, plan_recompute(g_, p_.training.recompute, chunk_ops_));
     // Tensors that need a gradient: downstream of a parameter.
     needs_grad_.assign(g_.num_tensors(), false);
     for (std::uint32_t i = 0; i < g_.num_tensors(); ++i) {
@@ -170,8 +181,8 @@ class Runner {
     }
     // The tensor-parallel group, split after the dp group on every rank.
     runtime::Communicator* tp_comm = &world_;
-    if (l.tp > 1 && l.tp != world_.size()) {
-      PLANNER_TRY(owned_tp_, world_.split(with_coordinate(p_, rank_, "tp", 0), rank_));
+    if (tpl_.tp > 1 && tpl_.tp != world_.size()) {
+      PLANNER_TRY(owned_tp_, world_.split(with_coordinate(p_, rank_, shard_axis_, 0), rank_));
       tp_comm = owned_tp_.get();
     }
     tp_.emplace(tpl_, g_, tp_rank_, tp_comm);
@@ -189,6 +200,7 @@ class Runner {
     grads_.clear();
     grad_acc_.assign(static_cast<std::size_t>(padded_), 0.0f);
     loss_sum = 0;
+    recomputed_ops_ = recomputed_flops_ = 0;
     // A micro-batch's activations and gradients are freed after its last B step here.
     std::map<int, std::size_t> last_b;
     for (std::size_t i = 0; i < prog_.steps.size(); ++i)
@@ -248,7 +260,7 @@ class Runner {
     } else {
       w = flat_w_;
     }
-    if (l().tp > 1) {  // whole tensors from the tp shares (a tp collective each)
+    if (tpl_.tp > 1) {  // whole tensors from the tp (cp) shares (a tp collective each)
       std::vector<float> local;
       local.swap(grad);
       PLANNER_TRY_STATUS(tp().gather_full(params_, local, grad));
@@ -262,6 +274,11 @@ class Runner {
     return chunk_of_[g_.tensor(*loss_).producer->value] % l().pp == pp_rank_ && tp_rank_ == 0;
   }
   int dp_rank() const { return dp_rank_; }
+  /// Recompute: ops run again in the last step and their unsharded forward
+  /// FLOPs (0 on tp ranks other than 0); the activation bytes held at peak.
+  double recomputed_ops() const { return recomputed_ops_; }
+  double recomputed_flops() const { return recomputed_flops_; }
+  double peak_held_bytes() const { return peak_held_; }
   int pp_rank() const { return pp_rank_; }
   const std::vector<int>& chunk_of() const { return chunk_of_; }
   const runtime_cpu::OptimizerConfig& optimizer() const { return opt_; }
@@ -321,44 +338,13 @@ class Runner {
 
   Status forward(const plan::ScheduleStep& st, double& loss_sum) {
     auto& v = vals(st.micro_batch);
-    for (graph::OpId oid : chunk_ops_[static_cast<std::size_t>(st.chunk)]) {
-      const graph::Op& op = g_.op(oid);
-      std::vector<const Value*> in;
-      std::vector<Value> keep;
-      keep.reserve(op.inputs.size());
-      for (std::size_t i = 0; i < op.inputs.size(); ++i) {
-        const auto& t = op.inputs[i];
-        if (!t) {
-          in.push_back(nullptr);
-          continue;
-        }
-        if (!v[t->value] || (g_.tensor(*t).role == graph::TensorRole::parameter && !g_.tensor(*t).producer))
-          PLANNER_TRY_STATUS(provide(v, *t, st.micro_batch));
-        in.push_back(port(v, oid, i, keep));
-      }
-      std::vector<runtime_cpu::OutputSpec> specs;
-      for (std::size_t k = 0; k < op.outputs.size(); ++k) {
-        const auto& t = op.outputs[k];
-        if (!t) return make_error("op '{}' ({}): omitted outputs are not supported", op.name, op.type);
-        const auto& x = g_.tensor(*t);
-        specs.push_back({tp().out_shape(oid, k), x.dtype, x.values ? &*x.values : nullptr});
-      }
-      PLANNER_TRY(auto outs, tp().forward(oid, in, specs));
-      for (std::size_t k = 0; k < outs.size(); ++k) {
-        // tp: a partial sum is all-reduced, a split read whole all-gathered;
-        // the op's own output is kept for its backward.
-        Value stored;
-        PLANNER_TRY(const bool converted, tp().store_output(oid, k, outs[k], stored));
-        auto& slot = v[op.outputs[k]->value];
-        if (converted) {
-          slot = std::move(stored);
-          auto& m = made_[st.micro_batch];
-          if (m.empty()) m.resize(g_.num_tensors());
-          m[op.outputs[k]->value] = std::move(outs[k]);
-        } else {
-          slot = std::move(outs[k]);
-        }
-      }
+    const auto& ops = chunk_ops_[static_cast<std::size_t>(st.chunk)];
+    for (std::size_t j = 0; j < ops.size(); ++j) {
+      PLANNER_TRY_STATUS(run_op(ops[j], st.micro_batch));
+      note_held();
+      // Recompute: a group's inner tensors go once its last op has run.
+      const int gi = rc_.group_of[ops[j].value];
+      if (gi >= 0 && (j + 1 == ops.size() || rc_.group_of[ops[j + 1].value] != gi)) drop_group(gi, st.micro_batch);
     }
     if (chunk_of_[g_.tensor(*loss_).producer->value] == st.chunk) {
       const Tensor* x = runtime_cpu::as_float(v[loss_->value] ? &*v[loss_->value] : nullptr);
@@ -366,6 +352,91 @@ class Runner {
       loss_sum += (*x)[0];
     }
     return Status::success();
+  }
+
+  // Forward of one op of micro-batch mb: its outputs stored in vals(mb).
+  Status run_op(graph::OpId oid, int mb) {
+    auto& v = vals(mb);
+    const graph::Op& op = g_.op(oid);
+    std::vector<const Value*> in;
+    std::vector<Value> keep;
+    keep.reserve(op.inputs.size());
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      const auto& t = op.inputs[i];
+      if (!t) {
+        in.push_back(nullptr);
+        continue;
+      }
+      if (!v[t->value] || (g_.tensor(*t).role == graph::TensorRole::parameter && !g_.tensor(*t).producer))
+        PLANNER_TRY_STATUS(provide(v, *t, mb));
+      in.push_back(port(v, oid, i, keep));
+    }
+    std::vector<runtime_cpu::OutputSpec> specs;
+    for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+      const auto& t = op.outputs[k];
+      if (!t) return make_error("op '{}' ({}): omitted outputs are not supported", op.name, op.type);
+      const auto& x = g_.tensor(*t);
+      specs.push_back({tp().out_shape(oid, k), x.dtype, x.values ? &*x.values : nullptr});
+    }
+    PLANNER_TRY(auto outs, tp().forward(oid, in, specs));
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      // tp: a partial sum is all-reduced, a split read whole all-gathered;
+      // the op's own output is kept for its backward.
+      Value stored;
+      PLANNER_TRY(const bool converted, tp().store_output(oid, k, outs[k], stored));
+      auto& slot = v[op.outputs[k]->value];
+      if (converted) {
+        slot = std::move(stored);
+        auto& m = made_[mb];
+        if (m.empty()) m.resize(g_.num_tensors());
+        m[op.outputs[k]->value] = std::move(outs[k]);
+      } else {
+        slot = std::move(outs[k]);
+      }
+    }
+    return Status::success();
+  }
+
+  // Recompute: free group gi's inner tensors of micro-batch mb.
+  void drop_group(int gi, int mb) {
+    auto& v = vals(mb);
+    auto& m = made_[mb];
+    for (TensorId t : rc_.groups[static_cast<std::size_t>(gi)].dropped) {
+      v[t.value].reset();
+      if (!m.empty()) m[t.value].reset();
+    }
+  }
+
+  // Recompute: run group gi's ops forward again (their tp collectives too),
+  // counted once per tp group: ops and the unsharded ops' forward FLOPs.
+  Status recompute_group(int gi, int mb) {
+    for (graph::OpId o : rc_.groups[static_cast<std::size_t>(gi)].ops) {
+      PLANNER_TRY_STATUS(run_op(o, mb));
+      note_held();
+      if (tp_rank_ == 0) {
+        ++recomputed_ops_;
+        recomputed_flops_ += g_.op(o).cost.forward_flops.value;
+      }
+    }
+    return Status::success();
+  }
+
+  // The activation bytes this rank holds now (every micro-batch's values
+  // and tp's outputs as made; parameters and constants not counted); keeps
+  // the peak.
+  void note_held() {
+    double bytes = 0;
+    const auto add = [&](const std::optional<Value>& x, std::uint32_t i) {
+      if (!x) return;
+      const auto& t = g_.tensor(TensorId{i});
+      if (t.values || (t.role == graph::TensorRole::parameter && !t.producer)) return;
+      if (const auto* f = std::get_if<Tensor>(&*x)) bytes += 4.0 * static_cast<double>(f->size());
+      else bytes += 8.0 * static_cast<double>(std::get<IndexTensor>(*x).data.size());
+    };
+    for (const auto* m : {&values_, &made_})
+      for (const auto& [mb, v] : *m)
+        for (std::uint32_t i = 0; i < v.size(); ++i) add(v[i], i);
+    peak_held_ = std::max(peak_held_, bytes);
   }
 
   Status backward(const plan::ScheduleStep& st) {
@@ -379,9 +450,15 @@ class Runner {
     const auto& ops = chunk_ops_[static_cast<std::size_t>(st.chunk)];
     auto& gp = gps(st.micro_batch);
     auto& made = made_[st.micro_batch];
+    int live = -1;  // the recomputed group whose inner tensors are held
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
       const graph::OpId oid = *it;
       const graph::Op& op = g_.op(oid);
+      if (const int gi = rc_.group_of[oid.value]; gi != live) {
+        if (live >= 0) drop_group(live, st.micro_batch);
+        live = gi;
+        if (gi >= 0) PLANNER_TRY_STATUS(recompute_group(gi, st.micro_batch));
+      }
       std::vector<const Tensor*> dout;
       std::vector<const Value*> outs;
       std::vector<Tensor> out_keep;
@@ -425,6 +502,7 @@ class Runner {
         else slot = std::move(gin[k]);
       }
     }
+    if (live >= 0) drop_group(live, st.micro_batch);
     // Parameter gradients join the step's accumulator, micro-batch by micro-batch.
     for (auto id : params_) {
       PLANNER_TRY_STATUS(tp().finalize(gr[id.value], gp[id.value]));
@@ -575,7 +653,8 @@ class Runner {
   const RankProgram& prog_;
   const OpGraph& g_;
   runtime::Communicator& world_;
-  int rank_ = 0, dp_ = 1, M_ = 1, C_ = 1, pp_rank_ = 0, dp_rank_ = 0, tp_rank_ = 0;
+  int rank_ = 0, dp_ = 1, M_ = 1, C_ = 1, pp_rank_ = 0, dp_rank_ = 0, tp_rank_ = 0;  // tp_rank_: in the tp or cp group
+  const char* shard_axis_ = "tp";
   std::uint64_t seed_ = 0;
   runtime_cpu::OptimizerConfig opt_;
   std::vector<int> chunk_of_;
@@ -598,72 +677,8 @@ class Runner {
   std::map<int, std::vector<std::optional<Tensor>>> grads_, partials_;
   std::map<int, std::vector<std::optional<Value>>> made_;  // tp: outputs as made, when stored converted
   std::deque<PendingSend> sends_;
-};
-
-}  // namespace
-
-namespace {
-
-// The unsharded model for --check: the single-device interpreter run over the
-// global batch, one micro-batch graph at a time (the graph's batch is fixed
-// at import). Gradients are summed as the distributed run sums them:
-// per replica d over its micro-batches m in order, then over d in order; the
-// sum scaled by 1 / (dp x micro-batches); then the optimizer on every tensor.
-class Reference {
- public:
-  Reference(runtime_cpu::Interpreter it, const plan::Plan& p, const OpGraph& g)
-      : it_(std::move(it)), p_(p), g_(g),
-        inputs_(draw_global_inputs(g, p.training.seed, static_cast<std::int64_t>(p.layout.dp) * p.training.micro_batches)),
-        opt_(optimizer_of(p.training.optimizer)) {}
-
-  struct Step {
-    double loss = 0;
-    std::map<std::string, Tensor> gradients, weights;
-  };
-
-  Result<Step> step() {
-    const int dp = p_.layout.dp;
-    const auto M = p_.training.micro_batches;
-    Step out;
-    double loss = 0;
-    for (int d = 0; d < dp; ++d) {
-      std::map<std::string, Tensor> acc;
-      for (std::int64_t m = 0; m < M; ++m) {
-        for (const auto& [id, full] : inputs_) {
-          const auto& t = g_.tensor(TensorId{id});
-          PLANNER_TRY_STATUS(it_.set_input(t.name, slice_rows(full, t, m * dp + d)));
-        }
-        PLANNER_TRY(double l, it_.forward());
-        loss += l;
-        PLANNER_TRY(auto grads, it_.backward());
-        for (auto& [name, gr] : grads) {
-          if (auto a = acc.find(name); a != acc.end()) runtime_cpu::accumulate(a->second, gr);
-          else acc.emplace(name, std::move(gr));
-        }
-      }
-      for (auto& [name, gr] : acc) {
-        if (auto a = out.gradients.find(name); a != out.gradients.end()) runtime_cpu::accumulate(a->second, gr);
-        else out.gradients.emplace(name, std::move(gr));
-      }
-    }
-    const float scale = 1.0f / static_cast<float>(static_cast<std::int64_t>(dp) * M);
-    for (auto& [name, gr] : out.gradients) {
-      for (auto& x : gr.data) x *= scale;
-      Tensor* w = it_.parameter(name);
-      optimizer_step(opt_, w->span(), gr.span(), state_[name]);
-      out.weights.emplace(name, *w);
-    }
-    out.loss = loss / static_cast<double>(static_cast<std::int64_t>(dp) * M);
-    return out;
-  }
-
- private:
-  runtime_cpu::Interpreter it_;
-  const plan::Plan& p_;
-  const OpGraph& g_;
-  std::map<std::uint32_t, Value> inputs_;
-  runtime_cpu::OptimizerConfig opt_;
-  std::map<std::string, runtime_cpu::OptimState> state_;
+  RecomputePlan rc_;
+  double recomputed_ops_ = 0, recomputed_flops_ = 0, peak_held_ = 0;
 };
 
 }  // namespace
@@ -727,43 +742,8 @@ Result<RealResult> run_real(const plan::Plan& p, const RankProgram& prog, const 
     if (rank == 0) {
       PLANNER_TRY(auto r, ref->step());
       CheckedStep cs;
-      cs.step = step;
-      cs.loss = out.losses.back();
-      cs.reference_loss = r.loss;
-      cs.max_rel_error = rel_error(cs.loss, r.loss);
-      cs.worst = "the loss";
-      std::string failure;
-      if (cs.max_rel_error > opts.tolerance)
-        failure = fmt::format("--check failed at step {}: the loss is {:.9g}, the reference {:.9g} (relative error "
-                              "{:.3g} > {:.0e})",
-                              step, cs.loss, r.loss, cs.max_rel_error, opts.tolerance);
-      for (int s = 0; s < p.layout.pp; ++s) {
-        std::int64_t off = 0;
-        for (auto id : stage_params[static_cast<std::size_t>(s)]) {
-          const auto& name = micro_graph.tensor(id).name;
-          for (int kind = 0; kind < 2; ++kind) {
-            const auto& mine = kind == 0 ? stage_grad[static_cast<std::size_t>(s)] : stage_w[static_cast<std::size_t>(s)];
-            const auto& theirs = kind == 0 ? r.gradients.at(name) : r.weights.at(name);
-            const char* what = kind == 0 ? "gradient" : "weight";
-            double scale = 0;  // tp: norm-wise (real_data.hpp)
-            if (p.layout.tp > 1)
-              for (float b : theirs.data) scale = std::max(scale, static_cast<double>(std::fabs(b)));
-            for (std::int64_t i = 0; i < theirs.size(); ++i) {
-              const float a = mine[static_cast<std::size_t>(off + i)], b = theirs[i];
-              const double e = rel_error(a, b, scale);
-              if (!(e <= cs.max_rel_error)) {
-                cs.max_rel_error = std::isnan(e) ? INFINITY : e;
-                cs.worst = fmt::format("{} of '{}'", what, name);
-              }
-              if (failure.empty() && !(e <= opts.tolerance))
-                failure = fmt::format("--check failed at step {}: {} of '{}' element {} is {:.9g}, the reference "
-                                      "{:.9g} (relative error {:.3g} > {:.0e})",
-                                      step, what, name, i, a, b, e, opts.tolerance);
-            }
-          }
-          off += micro_graph.tensor(id).numel();
-        }
-      }
+      const std::string failure =
+          compare_step(p, micro_graph, stage_params, stage_grad, stage_w, r, step, out.losses.back(), opts.tolerance, cs);
       out.checked.push_back(cs);
       if (!failure.empty()) {
         out.check_failure = failure;
@@ -776,11 +756,23 @@ Result<RealResult> run_real(const plan::Plan& p, const RankProgram& prog, const 
       return out;
     }
   }
-  // Peak RSS of every rank (as the replay reports it).
-  float mine = static_cast<float>(peak_rss_bytes());
-  std::vector<float> all(static_cast<std::size_t>(world.size()));
-  PLANNER_TRY_STATUS(world.all_gather(&mine, all.data(), 1, runtime::DType::f32));
-  out.peak_rss_bytes.assign(all.begin(), all.end());
+  // Peak RSS and peak activations of every rank (as the replay reports it),
+  // the recomputed work of the last step summed over ranks.
+  float mine[2] = {static_cast<float>(peak_rss_bytes()), static_cast<float>(run.peak_held_bytes())};
+  std::vector<float> all(2 * static_cast<std::size_t>(world.size()));
+  PLANNER_TRY_STATUS(world.all_gather(mine, all.data(), 2, runtime::DType::f32));
+  for (std::size_t r = 0; r < all.size(); r += 2) {
+    out.peak_rss_bytes.push_back(all[r]);
+    out.peak_activation_bytes.push_back(all[r + 1]);
+  }
+  // (doubles gathered as their raw bits, two f32 words each: exact sums)
+  const double work[2] = {run.recomputed_ops(), run.recomputed_flops()};
+  std::vector<double> works(2 * static_cast<std::size_t>(world.size()));
+  PLANNER_TRY_STATUS(world.all_gather(work, works.data(), 4, runtime::DType::f32));
+  for (std::size_t r = 0; r < works.size(); r += 2) {
+    out.recomputed_ops_per_step += works[r];
+    out.recomputed_flops_per_step += works[r + 1];
+  }
   return out;
 }
 

@@ -197,7 +197,13 @@ Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g
     if (gemm && in.size() > 2 && in[2]) {
       const Shape& cs = in_shape(2);
       const int rc = rank_of(cs);
-      if (res.kind == TpView::Kind::partial) return make_error("a bias added to a partial sum");
+      if (res.kind == TpView::Kind::partial) {
+        // Row-parallel with a bias: tp rank 0 adds it (TpRank::forward), as
+        // Megatron adds it once after the all-reduce.
+        if (split_in(2) >= 0) return make_error("a split bias added to a partial sum");
+        out[0] = res;
+        return out;
+      }
       if (res.dim == 1) {
         const bool needs = rc >= 1 && cs.back() != 1;
         if (needs != (split_in(2) == rc - 1) || (!needs && split_in(2) >= 0))
@@ -237,6 +243,11 @@ Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g
     out[0] = TpView::rep();  // vocabulary-parallel: TpRank::forward reduces max, sum and target over tp
     return out;
   }
+  if (type == "SoftmaxCrossEntropyLoss" && d == 0 && split_in(1) == 0 && in.size() == 2 && out.size() == 1 &&
+      op.attr_string("reduction").value_or("mean") == "mean" && !op.attr_int("ignore_index")) {
+    out[0] = TpView::part();  // batch-split (tp_splits_batch): each rank's mean / tp, all-reduced (real_tp_vocab.cpp)
+    return out;
+  }
   if (type == "Concat") {  // every input split alike, along a dim it does not join
     const int axis = axis_attr(op, "axis", 0, ro);
     for (std::size_t i = 0; i < in.size(); ++i)
@@ -262,6 +273,13 @@ Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g
     return out;
   }
   if (in[0] && in[0]->kind == TpView::Kind::partial) return make_error("input 0 is a partial sum");
+  if (type == "Expand") {  // a broadcast along other dims than the split one (GQA's repeated kv heads)
+    const int o = d + ro - rank_of(in_shape(0));
+    if (o < 0 || os[static_cast<std::size_t>(o)] != in_shape(0)[static_cast<std::size_t>(d)])
+      return make_error("it broadcasts the split dim {}", d);
+    out[0] = TpView::split_at(o);
+    return out;
+  }
   if (type == "Transpose") {
     std::vector<std::int64_t> perm = op.attr_ints("perm").value_or(std::vector<std::int64_t>{});
     if (perm.empty())

@@ -84,6 +84,10 @@ struct TpLayout {
 /// real mode cannot run it.
 Result<TpLayout> derive_tp_layout(const plan::Plan& p, const graph::OpGraph& g);
 
+/// The views of context parallelism (layout.cp > 1, tp = 1): the cp group in
+/// the tp role, the sequence split from the token ids on (real_cp.cpp).
+Result<TpLayout> derive_cp_layout(const plan::Plan& p, const graph::OpGraph& g);
+
 /// Output views of `op` from its input views (nullopt entries: absent
 /// inputs); `declared`: the plan's output views when it has them (Reshape
 /// needs them to tell where the split lands). Error: the reason only.
@@ -147,7 +151,10 @@ class TpRank {
   /// zeros, their gradients are dropped) and a vocabulary-parallel
   /// SoftmaxCrossEntropyLoss (scores split along the classes: the row max,
   /// the sum of exponentials and the target score all-reduced over tp, the
-  /// loss whole on every rank, each rank the gradient of its classes).
+  /// loss whole on every rank, each rank the gradient of its classes), and a
+  /// batch-split SoftmaxCrossEntropyLoss (tp_splits_batch: each rank's mean
+  /// over its rows / tp, a partial sum; its gradient / tp), and a
+  /// row-parallel Gemm with a bias (added on tp rank 0 only).
   Result<std::vector<runtime_cpu::Value>> forward(graph::OpId o, const std::vector<const runtime_cpu::Value*>& in,
                                                   const std::vector<runtime_cpu::OutputSpec>& specs) const;
   Result<std::vector<std::optional<runtime_cpu::Tensor>>> backward(
@@ -164,6 +171,8 @@ class TpRank {
   const graph::OpGraph& g_;
   bool masked_lookup(graph::OpId o) const;
   bool vocab_loss(graph::OpId o) const;
+  bool batch_loss(graph::OpId o) const;
+  bool partial_bias(graph::OpId o) const;
   Status vocab_rows(const runtime_cpu::Tensor& x, const runtime_cpu::IndexTensor& labels, std::vector<double>& lse,
                     std::vector<double>& target) const;
 

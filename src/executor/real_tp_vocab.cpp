@@ -46,7 +46,15 @@ void zero_masked(std::vector<float>& x, const Masked& m) {
 }  // namespace
 
 bool TpRank::vocab_loss(OpId o) const {
-  return g_.op(o).type == "SoftmaxCrossEntropyLoss" && l_.ops[o.value].in[0].view.is_split();
+  return g_.op(o).type == "SoftmaxCrossEntropyLoss" && l_.ops[o.value].in[0].view == TpView::split_at(1);
+}
+bool TpRank::partial_bias(OpId o) const {
+  const auto& op = g_.op(o);
+  return op.type == "Gemm" && op.inputs.size() > 2 && op.inputs[2] &&
+         l_.ops[o.value].out[0].view.kind == TpView::Kind::partial;
+}
+bool TpRank::batch_loss(OpId o) const {
+  return g_.op(o).type == "SoftmaxCrossEntropyLoss" && l_.ops[o.value].in[0].view == TpView::split_at(0);
 }
 
 // Per row of this rank's [N, C/t] logits: the log-sum-exp over all C classes
@@ -104,6 +112,21 @@ Result<std::vector<Value>> TpRank::forward(OpId o, const std::vector<const Value
     out.emplace_back(Tensor(Shape{}, {static_cast<float>(kept == 0 ? 0.0 : total / static_cast<double>(kept))}));
     return out;
   }
+  if (batch_loss(o)) {
+    // The rows split over tp (equal shares, no ignore_index): the global mean
+    // is the sum over ranks of each rank's mean / tp (a partial sum).
+    PLANNER_TRY(auto out, runtime_cpu::forward_op(op, in, specs));
+    for (auto& x : std::get<Tensor>(out[0]).data) x /= static_cast<float>(l_.tp);
+    return out;
+  }
+  if (partial_bias(o) && r_ != 0) {
+    // A row-parallel Gemm's bias is added on tp rank 0 only (the others add
+    // zeros), so the all-reduced sum holds it once.
+    const Value zero = Tensor(runtime_cpu::as_float(in[2])->shape);
+    std::vector<const Value*> without = in;
+    without[2] = &zero;
+    return runtime_cpu::forward_op(op, without, specs);
+  }
   if (!masked_lookup(o)) return runtime_cpu::forward_op(op, in, specs);
   const auto* table = runtime_cpu::as_float(in[0]);
   const auto* ids = runtime_cpu::as_index(in[1]);
@@ -143,6 +166,18 @@ Result<std::vector<std::optional<Tensor>>> TpRank::backward(OpId o, const std::v
                    (j + lo == y[i] ? 1.0 : 0.0)));
       }
     if (needs[0]) g[0] = std::move(dx);
+    return g;
+  }
+  if (batch_loss(o) && dout[0]) {
+    Tensor d = *dout[0];
+    for (auto& x : d.data) x /= static_cast<float>(l_.tp);
+    return runtime_cpu::backward_op(op, in, outs, {&d}, needs);
+  }
+  if (partial_bias(o) && r_ != 0) {
+    // Only rank 0 added the bias: the others' share of its (partial-sum)
+    // gradient is zero, so the all-reduce over tp gives rank 0's, the whole.
+    PLANNER_TRY(auto g, runtime_cpu::backward_op(op, in, outs, dout, needs));
+    if (g.size() > 2 && g[2]) std::fill(g[2]->data.begin(), g[2]->data.end(), 0.0f);
     return g;
   }
   if (!masked_lookup(o) || !dout[0]) return runtime_cpu::backward_op(op, in, outs, dout, needs);

@@ -105,19 +105,102 @@ est bert bert_dp2_z1 --devices 2 --global-batch 8 --zero 1
 # Megatron's pairs, with and without sequence parallelism.
 est llama llama_tp2 --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints --optimizer sgd
 est llama llama_tp2_sp --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints --sp --optimizer sgd
+# Recomputation (training.recompute): full recomputes every op of a layer,
+# selective the attention core, as the cost model prices them
+# (cost::recomputed); with tp the recomputed forward repeats its collectives.
+est gpt gpt_pp2_none --devices 2 --pp 2 --global-batch 8
 est gpt gpt_pp2_full --devices 2 --pp 2 --global-batch 8 --recompute full
+est gpt gpt_pp2_sel --devices 2 --pp 2 --global-batch 8 --recompute selective
+est gpt gpt_dp2_z3_full --devices 2 --global-batch 8 --zero 3 --recompute full
+est gpt gpt_pp2_vp2_full --devices 2 --pp 2 --vp 2 --schedule interleaved --global-batch 8 --recompute full
+est gpt gpt_dp2_pp2_full --devices 4 --pp 2 --global-batch 8 --recompute full --schedule gpipe
+est gpt gpt_tp2_meg_full --devices 2 --tp 2 --global-batch 8 --hints "$meg" --optimizer sgd --recompute full
+est gpt gpt_tp2_sp_sel --devices 2 --tp 2 --global-batch 8 --hints "$meg" --sp --optimizer sgd --recompute selective
+est gpt gpt_tp2_pp2_sel --devices 4 --tp 2 --pp 2 --global-batch 8 --hints "$meg" --optimizer sgd --recompute selective
+est llama llama_tp2_full --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints --optimizer sgd --recompute full
+# Tensor parallelism of degree 4: a gpt of 4 heads (d 8) and llamas with
+# grouped-query attention (8 heads on 4 kv heads, 4 heads on 2: the kv heads
+# split over tp, repeated by Expand on each rank's share), alone and with dp
+# or pp on 8 ranks.
+"$bin" model gpt --layers 4 --hidden 32 --heads 4 --seq 8 --vocab 64 --batch 2 -o gpt4h.onnx >/dev/null || exit 1
+"$bin" model llama --layers 4 --hidden 32 --heads 8 --kv-heads 4 --seq 8 --vocab 64 --batch 2 -o llama_kv4.onnx \
+  >/dev/null || exit 1
+"$bin" model llama --layers 4 --hidden 32 --heads 4 --kv-heads 2 --seq 8 --vocab 64 --batch 2 -o llama_kv2.onnx \
+  >/dev/null || exit 1
+est gpt4h gpt_tp4_meg --devices 4 --tp 4 --global-batch 8 --hints "$meg" --optimizer sgd
+est gpt4h gpt_tp4_vocab_sp --devices 4 --tp 4 --global-batch 8 --hints gpt_tp_vocab.hints --sp --optimizer sgd
+est llama_kv4 llama_kv4_tp4 --devices 4 --tp 4 --global-batch 8 --hints llama_tp.hints --optimizer sgd
+est llama_kv2 llama_kv2_tp2 --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints --optimizer sgd
+est gpt4h gpt_tp4_dp2_full --devices 8 --tp 4 --global-batch 8 --hints "$meg" --optimizer sgd --recompute full
+est gpt4h gpt_tp4_pp2_sel --devices 8 --tp 4 --pp 2 --global-batch 8 --hints gpt_tp_vocab.hints --sp --optimizer sgd \
+  --recompute selective
+
+# The tp axis splitting the batch (layout.tp_splits_batch, --tp-any): Wide &
+# Deep (64-row table of dim 8, 4 ids and 5 dense features a sample,
+# micro-batch 4) with its table row-split (tp:v, a masked lookup
+# all-reduced) or column-split (tp:h, all-gathered before the Reshape), the
+# dense part and the loss batch-split (tp:m, tp:d0, tp:n: each rank's mean
+# over its rows / tp, all-reduced); the layout estimate picks for tp 2 (a
+# row-parallel fc2 whose bias tp rank 0 adds), with dp 2 and tp 4.
+"$bin" model widedeep --rows 64 --dim 8 --fields 4 --dense-features 5 --batch 4 -o wd.onnx >/dev/null || exit 1
+for t in v h; do
+  printf '%s\n' "embedding/Gather tp:$t" "embedding/Reshape replicated" "features/Concat tp:d0" "*/Gemm tp:m" \
+    "*/Relu tp:d0" "logits/Add tp:d0" "loss/SoftmaxCrossEntropyLoss tp:n" > "wd_$t.hints"
+done
+estw() { local o=$1; shift; "$bin" estimate wd.onnx --profile a100-sxm4-80gb --micro-batch 4 --tp-any "$@" -o "$o.json" \
+  >/dev/null || exit 1; }
+estw wd_row --devices 2 --tp 2 --global-batch 8 --hints wd_v.hints --optimizer sgd
+estw wd_col --devices 2 --tp 2 --global-batch 8 --hints wd_h.hints --optimizer sgd
+estw wd_col_dp2 --devices 4 --tp 2 --global-batch 16 --hints wd_h.hints --optimizer sgd
+estw wd_row_tp4 --devices 4 --tp 4 --global-batch 8 --hints wd_v.hints --optimizer sgd
+estw wd_tp2 --devices 2 --tp 2 --global-batch 8
+python3 - <<'PY' || exit 1
+import json
+for name, gather in [("wd_row", "[tp,-]"), ("wd_col", "[-,tp]"), ("wd_tp2", None)]:
+    p = json.load(open(f"{name}.json"))
+    assert p["layout"]["tp_splits_batch"] and p["layout"]["tp"] == 2, name
+    s = {u["unit"]: u for u in p["layout"]["strategies"]}
+    if gather:
+        assert s["embedding/Gather"]["inputs"][0] == gather, s["embedding/Gather"]
+        assert s["loss/SoftmaxCrossEntropyLoss"]["inputs"] == ["[tp,-]", "[tp]"], name
+    else:
+        assert s["deep/fc2/Gemm"]["assignment"] == "tp:k", s["deep/fc2/Gemm"]
+# A batch-split loss reading its labels whole (hand-edited): refused.
+p = json.load(open("wd_row.json"))
+for u in p["layout"]["strategies"]:
+    if u["unit"] == "loss/SoftmaxCrossEntropyLoss":
+        u["inputs"][1] = "[-]"
+json.dump(p, open("wd_row_labels.json", "w"), indent=1)
+PY
+
+# Context parallelism (cp; tp = 1): the sequence split from the token ids
+# on, K^T and V all-gathered for the attention core, the logits gathered
+# before the loss; with dp (ZeRO 1), pp, and cp 4 (sequence 8 / 4) with full
+# recompute (the same 496 ops, counted once per cp group).
+est gpt gpt_cp2 --devices 2 --cp 2 --global-batch 8 --optimizer sgd
+est llama llama_cp2 --devices 2 --cp 2 --global-batch 8 --optimizer sgd
+est gpt gpt_cp2_dp2_z1 --devices 4 --cp 2 --global-batch 8 --optimizer sgd --zero 1
+est gpt gpt_cp2_pp2 --devices 4 --cp 2 --pp 2 --global-batch 8 --optimizer sgd
+est gpt gpt_cp4_full --devices 4 --cp 4 --global-batch 8 --optimizer sgd --recompute full
+est gpt gpt_cp2_tp2 --devices 4 --cp 2 --tp 2 --global-batch 8 --optimizer sgd
+est mlp mlp_cp2 --devices 2 --cp 2 --global-batch 8
 
 # Healthy runs: --check passes at each of the 3 checked steps.
 for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2 mlp_pp2_gpipe" "4 mlp_dp4_z3" \
          "4 mlp_dp2_pp2_z1" "2 gpt_dp2" "2 gpt_dp2_z3" "2 gpt_dp2_do" "2 gpt_pp2" "2 gpt_pp2_gpipe" "2 gpt_pp2_vp2" \
          "4 gpt_dp2_pp2_z2" "4 gpt_dp2_pp2_z3" "2 llama_pp2" "2 bert_dp2_z1" "2 gpt_tp2" "2 mlp_tp2" "2 gpt_tp2_meg" \
          "2 gpt_tp2_head" "2 gpt_tp2_vocab" "4 gpt_tp2_dp2" "4 gpt_tp2_pp2" "4 gpt_tp2_pp2_gpipe" "4 gpt_tp2_dp2_z1" "4 mlp_tp2_dp2_do" "2 gpt_tp2_sp" "4 gpt_tp2_pp2_sp" "4 gpt_tp2_pp2_vp2_sp" \
-         "2 llama_tp2" "2 llama_tp2_sp"; do
+         "2 llama_tp2" "2 llama_tp2_sp" "2 gpt_pp2_full" "2 gpt_pp2_sel" "2 gpt_dp2_z3_full" "2 gpt_pp2_vp2_full" \
+         "4 gpt_dp2_pp2_full" "2 gpt_tp2_meg_full" "2 gpt_tp2_sp_sel" "4 gpt_tp2_pp2_sel" "2 llama_tp2_full" \
+         "4 gpt_tp4_meg" "4 gpt_tp4_vocab_sp" "4 llama_kv4_tp4" "2 llama_kv2_tp2" "8 gpt_tp4_dp2_full" "8 gpt_tp4_pp2_sel" \
+         "2 wd_row" "2 wd_col" "4 wd_col_dp2" "4 wd_row_tp4" "2 wd_tp2" \
+         "2 gpt_cp2" "2 llama_cp2" "4 gpt_cp2_dp2_z1" "4 gpt_cp2_pp2" "4 gpt_cp4_full"; do
   set -- $c
   expect "check $2 on $1 ranks" 0 mpi "$1" run "$2.json" --check --steps 3 --warmup 1 --timeout 60 -o "m_$2.json" &&
     contains "$2" "planner run: mode real, $2.json ($1 ranks" &&
     count "$2" 3 '^check step [123]: loss [0-9.]+ vs reference [0-9.]+; max relative error .* <= 1e-05: ok$' &&
     count "$2" 4 '^step [1-4]'
+  cp out.txt "out_$2.txt"
   python3 - "m_$2.json" "$1" <<'PY' || { echo "FAIL $2: measured.json"; failures=$((failures + 1)); }
 import json, sys
 m = json.load(open(sys.argv[1]))
@@ -127,6 +210,68 @@ assert len(m["step_times_s"]) == 3 and all(t > 0 for t in m["step_times_s"])
 assert m["components_s"] == {} and len(m["peak_memory_bytes"]) == m["ranks"]
 PY
 done
+# The recomputed work per step, summed over ranks, tp shares once; every
+# plan above runs dp x micro-batches = 4 micro-batches of the gpt (b 2, s 8,
+# h 32, 2 heads of d 16, ffn 128; T = b s = 16 tokens):
+#   full: a layer's 31 ops (ln1; qkv MatMul, Add; Split; q, k, v Reshape and
+#     Transpose (6); attention 5; Transpose, Reshape; proj MatMul, Add;
+#     residual Add; ln2; fc1 MatMul, Add; GeLU Div, Erf, Add, Mul, Mul; fc2
+#     MatMul, Add; residual Add) x 4 layers x 4 = 496 ops.
+#     FLOPs per layer: qkv 2*16*32*96 = 98304 + bias 1536; proj 2*16*32*32 =
+#     32768 + 512; fc1 2*16*32*128 = 131072 + 2048; fc2 131072 + 512;
+#     attention 18176 (below); residuals 2*512; GeLU 5 ops x 2048 = 10240;
+#     LayerNorm 7 x 512 = 3584 twice -> 434432; x 16 = 6950912.
+#   selective: the attention pattern's 5 ops (scores MatMul 2*2*2*8*8*16 =
+#     8192, scale Mul 256, mask Add 256, Softmax 5*256 = 1280, context
+#     MatMul 8192 = 18176 FLOPs) x 4 layers x 4 = 80 ops, 290816 FLOPs.
+#   llama full: a layer's 52 ops (RMSNorm 6; q, k, v MatMul 3; Reshape and
+#     Transpose 6; RoPE on q and k 7 + 7 (2 Slice, Neg, Concat, 2 Mul, Add);
+#     k Transpose; attention 5 + Transpose, Reshape; o MatMul; residual Add;
+#     RMSNorm 6; gate MatMul, Sigmoid, Mul; up MatMul; Mul; down MatMul;
+#     residual Add) x 4 layers x 4 = 832 ops.
+for c in gpt_pp2_full gpt_dp2_z3_full gpt_pp2_vp2_full gpt_dp2_pp2_full gpt_tp2_meg_full gpt_cp4_full; do
+  want="recomputed per step (full): 496 ops, 6950912 forward FLOPs"
+  grep -qxF "$want" "out_$c.txt" || { echo "FAIL $c: no '$want'"; cat "out_$c.txt"; failures=$((failures + 1)); }
+done
+for c in gpt_pp2_sel gpt_tp2_sp_sel gpt_tp2_pp2_sel; do
+  want="recomputed per step (selective): 80 ops, 290816 forward FLOPs"
+  grep -qxF "$want" "out_$c.txt" || { echo "FAIL $c: no '$want'"; cat "out_$c.txt"; failures=$((failures + 1)); }
+done
+# The 4-head gpt (d 8): attention 8192 + 512 + 512 + 5*512 + 8192 = 19968
+# FLOPs a layer, so full 434432 - 18176 + 19968 = 436224 x 16 = 6979584,
+# selective 19968 x 16 = 319488; the op counts are the same.
+grep -qxF "recomputed per step (full): 496 ops, 6979584 forward FLOPs" out_gpt_tp4_dp2_full.txt ||
+  { echo "FAIL gpt_tp4_dp2_full: recomputed"; cat out_gpt_tp4_dp2_full.txt; failures=$((failures + 1)); }
+grep -qxF "recomputed per step (selective): 80 ops, 319488 forward FLOPs" out_gpt_tp4_pp2_sel.txt ||
+  { echo "FAIL gpt_tp4_pp2_sel: recomputed"; cat out_gpt_tp4_pp2_sel.txt; failures=$((failures + 1)); }
+grep -qE '^recomputed per step \(full\): 832 ops, [0-9]+ forward FLOPs$' out_llama_tp2_full.txt ||
+  { echo "FAIL llama_tp2_full: recomputed ops"; cat out_llama_tp2_full.txt; failures=$((failures + 1)); }
+# Without recompute nothing is counted; the activations held at peak fall
+# on every rank (gpt, pp 2, 1F1B, 4 micro-batches).
+expect "no recompute" 0 mpi 2 run gpt_pp2_none.json --steps 1 --warmup 0 && cp out.txt out_gpt_pp2_none.txt
+count "no recompute" 0 '^recomputed'
+python3 - <<'PY' || { echo "FAIL recompute holds less"; failures=$((failures + 1)); }
+import re
+def held(name):
+    t = open(f"out_{name}.txt").read()
+    return [int(x) for x in re.search(r"^peak activations held per rank \(bytes\): (.*)$", t, re.M).group(1).split(", ")]
+none, full, sel = held("gpt_pp2_none"), held("gpt_pp2_full"), held("gpt_pp2_sel")
+# Rank 0 holds layers 0-1 and the embedding: full keeps only the layers'
+# inputs (measured 470272 -> 132352 bytes); rank 1 also holds the logits and
+# the loss, which no policy recomputes.
+assert all(f < n for f, n in zip(full, none)) and 3 * full[0] < none[0], (none, full)
+assert all(s < n for s, n in zip(sel, none)), (none, sel)
+print(f"peak activations: none {none}, full {full}, selective {sel}")
+PY
+# A dropped share of a recomputed forward's collective: gpt_tp2_meg_full's
+# world collectives #1-8 are micro-batch 0's forward all-reduces; its
+# backward first recomputes layer 3, whose attention-projection all-reduce
+# is #9. The recomputed activations are wrong, so a gradient is (the loss,
+# from the first forward, is not).
+expect "drop fault in a recomputed forward fails --check" 1 mpi 2 run gpt_tp2_meg_full.json --check --steps 1 \
+  --warmup 0 --fault drop:1:9
+contains "drop fault recompute" "planner run: error: --check failed at step 1: gradient of '"
+
 # compare reads a real measurement: the step time is compared, the
 # components (not split in the real mode) show unmeasured.
 expect "compare a real run" 0 "$bin" compare gpt_dp2.json m_gpt_dp2.json && contains "compare" "mode real, 2 ranks"
@@ -159,8 +304,20 @@ contains "drop fault tp" "planner run: error: --check failed at step 1: gradient
 expect "a split normalised axis refused" 2 mpi 2 run gpt_tp2_ln.json --check
 contains "ln refused" "planner run: error: gpt_tp2_ln.json: the real mode cannot run op 'layers.0/ln1/LayerNormalization' (LayerNormalization) under tensor parallelism with strategy ((1,1,1),(1,),(1,)) (replicated): its normalised axis 2 is split"
 count "ln refused" 1 "error"
-expect "recompute refused" 2 mpi 2 run gpt_pp2_full.json
-contains "recompute refused" "the real mode cannot run recomputation (training.recompute = full) yet"
+grep -qF "planner run: mode real, gpt_cp2.json (2 ranks: dp=1 tp=1 pp=1 cp=2 zero=0," out_gpt_cp2.txt ||
+  { echo "FAIL cp summary"; cat out_gpt_cp2.txt; failures=$((failures + 1)); }
+# A dropped share of the first cp collective (world #1: layer 0's K^T
+# all-gather): a gradient is off (the loss barely moves: the tiny model's
+# scores are near 0 with or without those keys).
+expect "drop fault on a cp all-gather fails --check" 1 mpi 2 run gpt_cp2.json --check --steps 1 --warmup 0 \
+  --fault drop:1:1
+contains "drop fault cp" "planner run: error: --check failed at step 1: gradient of '"
+expect "cp with tp refused" 2 mpi 4 run gpt_cp2_tp2.json
+contains "cp with tp refused" "the real mode cannot run context parallelism with tensor parallelism (layout.cp = 2, layout.tp = 2) yet"
+expect "cp without token ids refused" 2 mpi 2 run mlp_cp2.json
+contains "cp mlp refused" "planner run: error: mlp_cp2.json: the real mode runs context parallelism on token ids looked up by a Gather"
+expect "a batch-split loss with whole labels refused" 2 mpi 2 run wd_row_labels.json --check
+contains "labels refused" "planner run: error: wd_row_labels.json: the real mode cannot run op 'loss/SoftmaxCrossEntropyLoss' (SoftmaxCrossEntropyLoss) under tensor parallelism with strategy"
 expect "--check with --replay" 2 mpi 2 run gpt_dp2.json --replay --check
 contains "--check with --replay" "planner run: error: --check compares a real run with the interpreter"
 expect "stall fault in the real mode" 2 mpi 2 run gpt_dp2.json --fault stall:1:1

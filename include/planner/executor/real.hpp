@@ -2,7 +2,8 @@
 /// The real execution mode of `planner run` (no --replay): the plan's model
 /// trained for real in fp32 on the CPU kernels (runtime_cpu), data-parallel
 /// (ZeRO 0-3), tensor-parallel (the plan's per-op strategies, sequence
-/// parallelism; src/executor/real_tp.hpp) and pipeline-parallel as the plan
+/// parallelism, the batch split over tp; src/executor/real_tp.hpp),
+/// context-parallel, with recomputation, and pipeline-parallel as the plan
 /// lays it out, with `--check` comparing every step against the
 /// single-device interpreter on rank 0 (docs/executor.md, "Real mode and
 /// --check").
@@ -20,7 +21,10 @@
 /// order, are summed over the data-parallel group (all-reduce, or
 /// reduce-scatter under ZeRO >= 1) and scaled by 1 / (dp x micro-batches).
 /// Under tp the ops run at their local shapes, with the tp collectives their
-/// views imply in between (real_tp.hpp's design note).
+/// views imply in between (real_tp.hpp's design note); under cp (tp = 1)
+/// the same machinery splits the sequence over the cp group (real_cp.cpp).
+/// With training.recompute the ops the cost model prices as recomputed run
+/// forward again inside backward (real_recompute.hpp).
 ///
 /// Architecture invariant: no MPI, CUDA or ONNX header; the communicator is
 /// injected.
@@ -65,6 +69,13 @@ struct RealResult {
   std::vector<double> step_times_s;  ///< per measured step, max over ranks
   std::vector<CheckedStep> checked;  ///< rank 0 with check
   std::vector<double> peak_rss_bytes;  ///< per rank (getrusage ru_maxrss), after the last step
+  /// Per rank: the most activation bytes held at once (every micro-batch's
+  /// tensors, parameters and constants not counted), over all steps.
+  std::vector<double> peak_activation_bytes;
+  /// training.recompute: the ops run forward again inside backward in the
+  /// last step, and their forward FLOPs (the unsharded op's, counted once
+  /// per tp group), summed over ranks: per micro-batch of each replica.
+  double recomputed_ops_per_step = 0, recomputed_flops_per_step = 0;
   /// Non-empty: --check failed (every rank learns it; rank 0 has the text).
   std::string check_failure;
 };
