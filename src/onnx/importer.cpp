@@ -181,10 +181,15 @@ Status rebind_static_batch(graph::OpGraph& g, std::int64_t b0, std::int64_t n) {
                           graph::op_kind(op), t.name);
     }
   }
-  for (const auto& t : g.tensors())
-    if (batched(t) && t.shape[static_cast<std::size_t>(*t.batch_axis)] % b0 != 0)
-      return make_error("'{}' has {} on its batch axis, not a multiple of {}", t.name,
-                        t.shape[static_cast<std::size_t>(*t.batch_axis)], b0);
+  for (const auto& t : g.tensors()) {
+    if (!batched(t)) continue;
+    const std::int64_t d = t.shape[static_cast<std::size_t>(*t.batch_axis)];
+    if (d % b0 != 0) return make_error("'{}' has {} on its batch axis, not a multiple of {}", t.name, d, b0);
+    Shape s = t.shape;
+    s[static_cast<std::size_t>(*t.batch_axis)] = static_cast<std::int64_t>(static_cast<__int128>(d / b0) * n);
+    if (static_cast<__int128>(d / b0) * n > kMaxDim || !checked_numel(s))
+      return make_error("'{}' would have too many elements at batch {}", t.name, n);
+  }
   for (std::size_t i = 0; i < g.num_tensors(); ++i) {
     graph::Tensor& t = g.tensor(graph::TensorId{static_cast<std::uint32_t>(i)});
     if (!batched(t)) continue;
