@@ -4,6 +4,7 @@
 
 #include "planner/cli/search_flags.hpp"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <thread>
@@ -134,7 +135,8 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
     space.fixed.micro_batch = mb;
   } else if (static_batch && !(a.max_micro_batch_opt && a.max_micro_batch_opt->count() > 0)) {
     // A rebindable static batch: the file's batch is one of the micro-batches tried.
-    space.max_micro_batch = static_cast<int>(std::max<std::int64_t>(space.max_micro_batch, *static_batch));
+    space.max_micro_batch =
+        static_cast<int>(std::clamp<std::int64_t>(*static_batch, space.max_micro_batch, std::int64_t{1} << 30));
   }
   // The model's batch (bound, static or 1) x N.
   const std::int64_t model_batch = space.fixed.micro_batch ? *space.fixed.micro_batch : static_batch.value_or(1);
