@@ -4,6 +4,7 @@
 
 #include "planner/cli/search_flags.hpp"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <thread>
@@ -47,7 +48,9 @@ void SearchFlags::add_to(CLI::App& sub, bool devices_required, const std::string
   sub.add_option("--fix", fix, "Pin degrees or settings: tp=8,pp=4,dp=..,cp=..,ep=..,vp=..,mb=..,zero=..,recompute=..,schedule=..,sp=0|1");
   sub.add_option("--framework", framework, "megatron | megatron-legacy | deepspeed | fsdp | ddp")->capture_default_str();
   sub.add_option("--max-memory-fraction", max_memory_fraction, memory_help)->capture_default_str();
-  sub.add_option("--max-micro-batch", max_micro_batch, "Largest micro-batch tried")->capture_default_str();
+  max_micro_batch_opt = sub.add_option("--max-micro-batch", max_micro_batch,
+                                       "Largest micro-batch tried (default 16, or the model's static batch when larger)")
+                            ->capture_default_str();
   sub.add_option("--time-limit", time_limit, "Seconds before the search stops with its best plan")->capture_default_str();
   threads_opt = sub.add_option("--threads", threads, "Threads (default: all cores)");
   sub.add_option("--top-k", top_k, "Layouts reported (the best and the runners-up)")->capture_default_str();
@@ -90,14 +93,20 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
   const auto& opts = setup.import;
   const auto& profile = setup.profile;
   // Import once at an unlikely batch (a prime) to learn whether the file's
-  // batch is static: a static batch does not follow --batch.
+  // batch is static. The importer rebinds a static batch to --batch (scaling
+  // the batch axes) unless some size does not follow the batch: only such a
+  // model keeps its batch, and then the micro-batch is pinned to it.
   constexpr std::int64_t kProbeBatch = 9973;
   auto probe_opts = opts;
   if (!probe_opts.batch) probe_opts.batch = kProbeBatch;
   progress.set(fmt::format("importing {}", model));
   PLANNER_TRY(onnx::ImportedModel probe, onnx::import_file(model, probe_opts));
   const std::int64_t probed = graph_batch(probe.graph);
-  const bool static_batch = probed != *probe_opts.batch;
+  const std::optional<std::int64_t> static_batch = probe.report.static_batch;
+  const bool pinned = probed != *probe_opts.batch;  // a batch that does not follow --batch
+  std::string why_pinned;
+  for (const auto& n : probe.report.notes)
+    if (auto k = n.find("(cannot rebind: "); k != std::string::npos && why_pinned.empty()) why_pinned = n.substr(k);
   plansearch::Space space;
   space.devices = a.devices;
   space.devices_per_node = profile.devices_per_node > 0 ? profile.devices_per_node : 8;
@@ -118,15 +127,20 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
   space.fixed = setup.fixed;
   space.max_memory_fraction = a.max_memory_fraction;
   space.max_micro_batch = a.max_micro_batch;
-  if (opts.batch || static_batch) {
+  if (opts.batch || pinned) {
     // A batch the user bound, or one the file fixes: the micro-batch.
-    const int mb = static_cast<int>(opts.batch ? *opts.batch : probed);
+    const int mb = static_cast<int>(pinned ? probed : *opts.batch);
     if (space.fixed.micro_batch && *space.fixed.micro_batch != mb)
       return make_error("--fix mb={} differs from the model's batch {}", *space.fixed.micro_batch, mb);
     space.fixed.micro_batch = mb;
+  } else if (static_batch && !(a.max_micro_batch_opt && a.max_micro_batch_opt->count() > 0)) {
+    // A rebindable static batch: the file's batch is one of the micro-batches tried.
+    space.max_micro_batch =
+        static_cast<int>(std::clamp<std::int64_t>(*static_batch, space.max_micro_batch, std::int64_t{1} << 30));
   }
-  space.global_batch = a.global_batch > 0 ? a.global_batch
-                                          : static_cast<std::int64_t>(space.fixed.micro_batch.value_or(1)) * a.devices;
+  // The model's batch (bound, static or 1) x N.
+  const std::int64_t model_batch = space.fixed.micro_batch ? *space.fixed.micro_batch : static_batch.value_or(1);
+  space.global_batch = a.global_batch > 0 ? a.global_batch : model_batch * a.devices;
   // Every layout runs at least B / (N x largest micro-batch) micro-batches.
   const std::int64_t largest_mb = space.fixed.micro_batch.value_or(space.max_micro_batch);
   if (space.global_batch / (static_cast<std::int64_t>(a.devices) * std::max(1, static_cast<int>(largest_mb))) >
@@ -136,8 +150,7 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
                       space.global_batch, estimate::kMaxMicroBatches, a.devices, largest_mb);
 
   std::map<int, std::unique_ptr<onnx::ImportedModel>> graphs;
-  if (static_batch || opts.batch)
-    graphs[static_cast<int>(probed)] = std::make_unique<onnx::ImportedModel>(std::move(probe));
+  if (pinned || opts.batch) graphs[static_cast<int>(probed)] = std::make_unique<onnx::ImportedModel>(std::move(probe));
   auto graph_at = [&](int mb) -> Result<const graph::OpGraph*> {
     auto it = graphs.find(mb);
     if (it == graphs.end()) {
@@ -175,9 +188,22 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
   const auto& best = r.best.front();
   const auto git = graphs.find(best.candidate.config.micro_batch);
   std::vector<std::string> notes = git != graphs.end() ? git->second->report.notes : std::vector<std::string>{};
-  std::erase_if(notes, [&](const std::string& n) { return n.find(fmt::format("--batch {}", kProbeBatch)) != std::string::npos; });
-  if (static_batch)
-    notes.push_back(fmt::format("the model's batch is static ({}): the micro-batch is fixed to it", probed));
+  std::erase_if(notes, [&](const std::string& n) {
+    return n.find(fmt::format("--batch {}", kProbeBatch)) != std::string::npos ||
+           n.find("the model's batch is static") != std::string::npos;
+  });
+  if (pinned)
+    notes.push_back(fmt::format("the model's batch is static ({}): the micro-batch is fixed to it{}", probed,
+                                why_pinned.empty() ? "" : " " + why_pinned));
+  else if (static_batch && !opts.batch)
+    notes.push_back(fmt::format("the model's batch is static ({}): the graph is rebound to each micro-batch tried "
+                                "(batch axes scaled){}",
+                                *static_batch,
+                                a.global_batch > 0 ? std::string()
+                                                   : fmt::format("; global batch {} x {} devices", *static_batch, a.devices)));
+  else if (static_batch && *opts.batch != *static_batch)
+    notes.push_back(fmt::format("the model's batch is static ({}): rebound to --batch {} (batch axes scaled)",
+                                *static_batch, *opts.batch));
 
   // The winner again with advice off and the plan details.
   PLANNER_TRY(std::string sha, sha256_file(model));

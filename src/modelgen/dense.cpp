@@ -89,24 +89,35 @@ void build_resnet(Builder& b, const ModelSpec& s) {
   class_loss(b, logits, labels);
 }
 
-// Wide & Deep (the seed article's recommender): one embedding table gathered
-// by `fields` sparse ids per sample, concatenated with the dense features;
-// a wide linear part and a deep MLP (1024-512-256) each give 2-class logits,
-// summed, then cross-entropy.
+// Wide & Deep (Cheng et al. 2016; the seed article's recommender, laid out as
+// MindSpore's model_zoo wide_and_deep): `fields` sparse ids per sample.
+//   wide  a linear model over the ids: a [rows, 1] table (one weight per id)
+//         gathered by the ids, summed over the fields -> [B, 1] (the paper's
+//         wide and deep biases add up to one: deep/out's bias is it)
+//   deep  a [rows, dim] table gathered by the same ids, flattened, concatenated
+//         with the dense features, MLP 1024-512-256 (Relu) -> [B, 1]
+// The logit z = wide + deep is trained with the sigmoid binary cross-entropy,
+// written as a 2-class softmax cross-entropy of [-z/2, z/2] (one Mul): the
+// softmax of that pair at class 1 is e^(z/2) / (e^(-z/2) + e^(z/2)) = sigmoid(z),
+// so the loss is exactly the binary one. Labels are 0/1 class ids.
+// Reshape targets use -1 for the batch, so the graph holds no batch constant.
 void build_widedeep(Builder& b, const ModelSpec& s) {
-  const std::int64_t B = s.batch, F = s.fields, D = s.dim, Dn = s.dense_features;
+  const std::int64_t F = s.fields, D = s.dim, Dn = s.dense_features;
   const std::int64_t in = F * D + Dn;
-  auto ids = b.input("sparse_ids", TensorProto::INT64, {B, F});
+  auto ids = b.input("sparse_ids", TensorProto::INT64, {s.batch, F});
   std::optional<T> dense;
-  if (Dn > 0) dense = b.input("dense_features", TensorProto::FLOAT, {B, Dn});
-  auto labels = b.input("labels", TensorProto::INT64, {B});
-  auto emb = b.op("embedding", "Gather", {b.weight("embedding.weight", {s.rows, D}), ids});  // [B,F,D]
-  T feat = b.op("embedding", "Reshape", {emb, b.vec({B, F * D})});
-  if (dense) feat = b.op("features", "Concat", {feat, *dense}, {attr("axis", std::int64_t{1})});
+  if (Dn > 0) dense = b.input("dense_features", TensorProto::FLOAT, {s.batch, Dn});
+  auto labels = b.input("labels", TensorProto::INT64, {s.batch});
+  // Wide: sum over the fields of the ids' weights (its bias is the deep output's).
+  auto wide_w = b.op("wide/embedding", "Gather", {b.weight("wide.embedding.weight", {s.rows, 1}), ids});  // [B,F,1]
+  auto wide = b.op("wide/sum", "ReduceSum", {wide_w, b.vec({1})}, {attr("keepdims", std::int64_t{0})});  // [B,1]
+  // Deep: the embedding of the same ids, the dense features, an MLP to one logit.
+  auto emb = b.op("deep/embedding", "Gather", {b.weight("deep.embedding.weight", {s.rows, D}), ids});  // [B,F,D]
+  T feat = b.op("deep/embedding", "Reshape", {emb, b.vec({-1, F * D})});
+  if (dense) feat = b.op("deep/features", "Concat", {feat, *dense}, {attr("axis", std::int64_t{1})});
   auto gemm = [&](const std::string& scope, const T& x, std::int64_t i, std::int64_t o) {
     return b.op(scope, "Gemm", {x, b.weight_of(scope, ".weight", {i, o}), b.weight_of(scope, ".bias", {o}, Init::zeros)});
   };
-  auto wide = gemm("wide/linear", feat, in, 2);
   T y = feat;
   std::int64_t prev = in;
   const std::int64_t widths[] = {1024, 512, 256};
@@ -115,8 +126,10 @@ void build_widedeep(Builder& b, const ModelSpec& s) {
     y = b.op(L, "Relu", {gemm(L, y, prev, widths[i])});
     prev = widths[i];
   }
-  auto deep = gemm("deep/out", y, prev, 2);
-  class_loss(b, b.op("logits", "Add", {wide, deep}), labels);
+  auto deep = gemm("deep/out", y, prev, 1);                   // [B,1]
+  auto z = b.op("logit", "Add", {wide, deep});                // [B,1]
+  auto pair = b.op("logit", "Mul", {z, b.constant("const.widedeep.half_pair", {2}, {-0.5f, 0.5f})});  // [B,2]
+  class_loss(b, pair, labels);
 }
 
 }  // namespace planner::modelgen::detail

@@ -40,6 +40,10 @@ struct InputPlan {
   Bindings bindings;
   Bindings probe;
   std::vector<int> static_probe;  ///< inputs whose static leading dim is perturbed by the probe
+  /// The file's batch when no data input has a symbolic one and every data
+  /// input leads with this same static dim (rebound to --batch after import).
+  std::optional<std::int64_t> static_batch;
+  std::vector<std::string> static_notes;  ///< "--batch does not change it", when it cannot be rebound
   std::vector<std::string> notes;
 };
 
@@ -119,8 +123,7 @@ InputPlan plan_inputs(const ParsedGraph& pg, const ImportOptions& opts, const Pa
   }
   // A static leading dim is the batch only when no input has a symbolic one
   // (past key/value inputs lead with 2, not with the batch).
-  if (batch_names.empty() && unnamed.empty())
-    p.notes.insert(p.notes.end(), static_notes.begin(), static_notes.end());
+  if (batch_names.empty() && unnamed.empty()) p.static_notes = std::move(static_notes);
   if (opts.batch) {
     for (const auto& n : batch_names) p.bindings.dims.emplace(n, *opts.batch);  // --dim wins
     for (const auto& n : unnamed) p.bindings.leading.emplace(n, *opts.batch);
@@ -142,8 +145,58 @@ InputPlan plan_inputs(const ParsedGraph& pg, const ImportOptions& opts, const Pa
       const auto& tt = pg.input_decl[static_cast<std::size_t>(t)]->type().tensor_type();
       if (tt.has_shape() && tt.shape().dim_size() > 0 && tt.shape().dim(0).has_dim_value()) p.static_probe.push_back(t);
     }
+    bool common = !p.static_probe.empty();
+    for (int t : p.static_probe) {
+      const auto d0 = pg.input_decl[static_cast<std::size_t>(t)]->type().tensor_type().shape().dim(0).dim_value();
+      if (p.static_batch && *p.static_batch != d0) common = false;
+      p.static_batch = d0;
+    }
+    if (!common || (p.static_batch && *p.static_batch <= 0)) p.static_batch.reset();
   }
   return p;
+}
+
+/// Rebinds a graph imported at its static batch b0 to batch n: the batch axis
+/// of every graph input and activation (found by the probe) is scaled by
+/// n / b0 (a flattened [b0*S, h] becomes [n*S, h]). Ops are annotated after
+/// this, so their costs follow. Refused, with the reason, when some size does
+/// not follow the batch: a float activation written without a batch axis by
+/// an op that reads one (a MoE capacity or a TopK count computed from the
+/// batch as a constant), or a batch-axis dim that is not a multiple of b0.
+Status rebind_static_batch(graph::OpGraph& g, std::int64_t b0, std::int64_t n) {
+  auto batched = [&](const graph::Tensor& t) {
+    return (t.role == TensorRole::activation || t.role == TensorRole::input) && t.batch_axis &&
+           *t.batch_axis < static_cast<int>(t.shape.size());
+  };
+  for (const auto& op : g.ops()) {
+    bool reads_batch = false;
+    for (const auto& in : op.inputs)
+      if (in && batched(g.tensor(*in))) reads_batch = true;
+    if (!reads_batch) continue;
+    for (const auto& out : op.outputs) {
+      if (!out) continue;
+      const auto& t = g.tensor(*out);
+      if (t.role == TensorRole::activation && graph::is_floating(t.dtype) && !t.shape.empty() && !t.batch_axis)
+        return make_error("op '{}' ({}) writes '{}' without a batch axis from a batched input", op.name,
+                          graph::op_kind(op), t.name);
+    }
+  }
+  for (const auto& t : g.tensors()) {
+    if (!batched(t)) continue;
+    const std::int64_t d = t.shape[static_cast<std::size_t>(*t.batch_axis)];
+    if (d % b0 != 0) return make_error("'{}' has {} on its batch axis, not a multiple of {}", t.name, d, b0);
+    Shape s = t.shape;
+    s[static_cast<std::size_t>(*t.batch_axis)] = static_cast<std::int64_t>(static_cast<__int128>(d / b0) * n);
+    if (static_cast<__int128>(d / b0) * n > kMaxDim || !checked_numel(s))
+      return make_error("'{}' would have too many elements at batch {}", t.name, n);
+  }
+  for (std::size_t i = 0; i < g.num_tensors(); ++i) {
+    graph::Tensor& t = g.tensor(graph::TensorId{static_cast<std::uint32_t>(i)});
+    if (!batched(t)) continue;
+    auto& d = t.shape[static_cast<std::size_t>(*t.batch_axis)];
+    d = d / b0 * n;
+  }
+  return Status::success();
 }
 
 /// Binds the declared shapes of the kept graph inputs. The first failure is
@@ -292,6 +345,18 @@ Result<ImportedModel> import_impl(std::string_view bytes, const ImportOptions& o
     (void)propagate(pg, probe, nullptr, prun);
     set_batch_axes(built, pg, infos, probe);
   }
+  // A static batch is rebound to --batch (see ImportOptions::batch).
+  std::optional<std::string> rebound;
+  if (plan.static_batch && opts.batch && *opts.batch != *plan.static_batch) {
+    if (auto st = rebind_static_batch(built.graph, *plan.static_batch, *opts.batch); st.ok()) {
+      rebound = fmt::format("the model's batch is static ({}): rebound to --batch {} (every activation's batch axis "
+                            "scaled)",
+                            *plan.static_batch, *opts.batch);
+      plan.static_notes.clear();
+    } else {
+      for (auto& n : plan.static_notes) n += fmt::format(" (cannot rebind: {})", st.error().message);
+    }
+  }
 
   ImportedModel out;
   auto& g = built.graph;
@@ -314,6 +379,10 @@ Result<ImportedModel> import_impl(std::string_view bytes, const ImportOptions& o
 
   report.disagreements = disagreements(pg, infos, built);
   report.notes = std::move(plan.notes);
+  report.notes.insert(report.notes.end(), plan.static_notes.begin(), plan.static_notes.end());
+  if (rebound) report.notes.push_back(*rebound);
+  report.static_batch = plan.static_batch;
+  report.batch_rebound = rebound.has_value();
   if (!is_param.by_grad.empty())
     report.notes.push_back(fmt::format(
         "{} graph inputs are trained weights: the graph outputs their gradients (<name>_grad)", is_param.by_grad.size()));

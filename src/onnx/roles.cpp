@@ -61,8 +61,10 @@ std::vector<TensorRole> assign_roles(const ParsedGraph& pg, const std::vector<In
       case Source::initializer: {
         const auto numel = infos[t].shape ? checked_numel(*infos[t].shape).value_or(0) : 0;
         const bool stats_only = read_as_stat[t] && !read_other[t];
-        // Scalars (epsilons, scales) and BN running statistics are not trained.
-        role[t] = is_float_elem(elem) && !stats_only && numel > 1 ? TensorRole::parameter : TensorRole::constant;
+        // Scalars (epsilons, scales) and BN running statistics are not trained;
+        // a one-element weight (the [1] bias of a Gemm to one output) is.
+        const bool trained = numel > 1 || (numel == 1 && read_as_weight[t]);
+        role[t] = is_float_elem(elem) && !stats_only && trained ? TensorRole::parameter : TensorRole::constant;
         const_only[t] = 1;
         param_anc[t] = role[t] == TensorRole::parameter;
         break;

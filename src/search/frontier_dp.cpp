@@ -17,22 +17,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
+#include <vector>
 
 #include "op_sharding_internal.hpp"
 
 namespace planner::search::detail {
 namespace {
-
-using Key = std::vector<std::uint16_t>;
-
-struct KeyHash {
-  std::size_t operator()(const Key& k) const noexcept {
-    std::size_t h = 1469598103934665603ull;
-    for (auto v : k) h = (h ^ v) * 1099511628211ull;
-    return h;
-  }
-};
 
 struct Entry {
   double cost = 0.0;
@@ -42,9 +32,66 @@ struct Entry {
   std::uint16_t pick = 0;
 };
 
-struct Bucket {
-  Key key;
-  std::vector<Entry> entries;  // one, or Pareto: memory ascending, cost descending
+/// A live node the processed node neighbours: its place in the key, the
+/// matrix between them, the node.
+struct Link {
+  std::size_t pos, mat, other;
+};
+
+constexpr std::size_t kFnvBasis = 1469598103934665603ull;
+constexpr std::size_t kFnvPrime = 1099511628211ull;
+
+/// The states of one step, in the order they were first reached: bucket i
+/// holds the key keys[i * width, (i + 1) * width) (one strategy per live
+/// node) and its entries (one, or a Pareto list: memory ascending, cost
+/// descending). An open-addressing index finds a key's bucket.
+struct Layer {
+  std::size_t width = 0;
+  std::vector<std::uint16_t> keys;
+  std::vector<std::vector<Entry>> entries;
+  std::vector<std::size_t> hashes;
+  /// Per slot: the hash's top 32 bits, then bucket + 1 in the low 32 bits; 0 = empty.
+  std::vector<std::uint64_t> slots;
+
+  std::size_t size() const { return entries.size(); }
+  const std::uint16_t* key(std::size_t i) const { return keys.data() + i * width; }
+
+  /// The bucket of key `k` whose FNV hash is `h`, added when new.
+  std::vector<Entry>& find_or_add(const std::uint16_t* k, std::size_t h) {
+    if ((entries.size() + 1) * 2 > slots.size()) rehash(std::max<std::size_t>(64, slots.size() * 2));
+    const std::size_t mask = slots.size() - 1;
+    const std::size_t m = mix(h);
+    const std::uint64_t tag = static_cast<std::uint64_t>(m >> 32) << 32;
+    for (std::size_t i = m & mask;; i = (i + 1) & mask) {
+      const std::uint64_t at = slots[i];
+      if (at == 0) {
+        slots[i] = tag | static_cast<std::uint32_t>(entries.size() + 1);
+        keys.insert(keys.end(), k, k + width);
+        hashes.push_back(h);
+        entries.emplace_back();
+        return entries.back();
+      }
+      const std::size_t b = static_cast<std::uint32_t>(at) - 1;
+      if ((at >> 32) == (tag >> 32) && hashes[b] == h && std::equal(k, k + width, key(b))) return entries[b];
+    }
+  }
+
+ private:
+  static std::size_t mix(std::size_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+  }
+  void rehash(std::size_t n) {
+    slots.assign(n, 0);
+    for (std::size_t b = 0; b < hashes.size(); ++b) {
+      const std::size_t m = mix(hashes[b]);
+      std::size_t i = m & (n - 1);
+      while (slots[i] != 0) i = (i + 1) & (n - 1);
+      slots[i] = (static_cast<std::uint64_t>(m >> 32) << 32) | static_cast<std::uint32_t>(b + 1);
+    }
+  }
 };
 
 class Dp {
@@ -84,25 +131,27 @@ class Dp {
     if (f_.limited && over_limit(suffix_[0], f_.limit))
       return make_error("no choice fits the memory limit {} (the smallest needs {})", format_bytes(Bytes(f_.limit)),
                         format_bytes(Bytes(suffix_[0])));
-    std::vector<Bucket> cur(1);
-    cur[0].entries.push_back(Entry{});
+    Layer cur;
+    cur.entries.emplace_back(1, Entry{});
+    cur.hashes.push_back(kFnvBasis);
     std::vector<std::size_t> live;  // core positions
     std::vector<std::vector<Entry>> steps;
     steps.reserve(n);
+    std::vector<std::vector<Link>> step_links;  // per step, without a memory limit
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t v = core_[k];
       std::vector<std::uint32_t> base(cur.size());
       std::uint32_t total = 0;
       for (std::size_t i = 0; i < cur.size(); ++i) {
         base[i] = total;
-        total += static_cast<std::uint32_t>(cur[i].entries.size());
+        total += static_cast<std::uint32_t>(cur.entries[i].size());
       }
-      struct Link { std::size_t pos, mat, other; };
       std::vector<Link> links;
       for (const auto& [other, id] : f_.nbr[v]) {
         const auto it = std::find_if(live.begin(), live.end(), [&](std::size_t p) { return core_[p] == other; });
         if (it != live.end()) links.push_back({static_cast<std::size_t>(it - live.begin()), id, other});
       }
+      if (!f_.limited) step_links.push_back(links);
       std::vector<std::size_t> keep_pos, next_live;
       for (std::size_t i = 0; i < live.size(); ++i)
         if (last_use_[live[i]] > k) {
@@ -113,31 +162,67 @@ class Dp {
       if (keep_k) next_live.push_back(k);
       stats.max_frontier = std::max(stats.max_frontier, next_live.size());
 
-      std::unordered_map<Key, std::size_t, KeyHash> index;
-      std::vector<Bucket> next;
-      Key nkey(next_live.size());
+      Layer next;
+      next.width = next_live.size();
+      std::vector<std::uint16_t> nkey(next_live.size());
       for (std::size_t si = 0; si < cur.size(); ++si) {
-        const Bucket& st = cur[si];
-        for (std::size_t j = 0; j < keep_pos.size(); ++j) nkey[j] = st.key[keep_pos[j]];
+        const std::uint16_t* key = cur.key(si);
+        const std::vector<Entry>& ents = cur.entries[si];
+        // FNV over the kept part once per state; the node's own strategy last.
+        std::size_t h0 = kFnvBasis;
+        for (std::size_t j = 0; j < keep_pos.size(); ++j) {
+          nkey[j] = key[keep_pos[j]];
+          h0 = (h0 ^ nkey[j]) * kFnvPrime;
+        }
+        auto bucket = [&](std::size_t s) -> std::vector<Entry>& {
+          std::size_t h = h0;
+          if (keep_k) {
+            nkey.back() = static_cast<std::uint16_t>(s);
+            h = (h ^ nkey.back()) * kFnvPrime;
+          }
+          return next.find_or_add(nkey.data(), h);
+        };
+        if (!f_.limited) {
+          // One option per list: sum the costs in the order add() would, and
+          // leave the provenance to the read-back (no arena entry per state).
+          for (std::size_t s = 0; s < f_.size[v]; ++s) {
+            const List& u = f_.unary[v][s];
+            if (u.empty()) continue;
+            double cost = u[0].cost, mem = u[0].mem;
+            bool ok = true;
+            for (const Link& l : links) {
+              const List& x = f_.at(l.mat, l.other, key[l.pos], s);
+              if (x.empty()) {
+                ok = false;
+                break;
+              }
+              cost = cost + x[0].cost;
+              mem = mem + x[0].mem;
+            }
+            if (!ok) continue;
+            auto& b = bucket(s);
+            for (std::size_t ei = 0; ei < ents.size(); ++ei) {
+              const Entry& e = ents[ei];
+              insert(b, Entry{e.cost + cost, e.mem + mem, base[si] + static_cast<std::uint32_t>(ei), 0,
+                              static_cast<std::uint16_t>(s)});
+            }
+          }
+          continue;
+        }
         for (std::size_t s = 0; s < f_.size[v]; ++s) {
           List contrib = f_.unary[v][s];
           for (const Link& l : links) {
             if (contrib.empty()) break;
-            contrib = f_.add(contrib, f_.at(l.mat, l.other, st.key[l.pos], s));
+            contrib = f_.add(contrib, f_.at(l.mat, l.other, key[l.pos], s));
           }
           if (contrib.empty()) continue;
-          if (keep_k) nkey.back() = static_cast<std::uint16_t>(s);
-          Bucket* b = nullptr;
-          for (std::size_t ei = 0; ei < st.entries.size(); ++ei) {
-            const Entry& e = st.entries[ei];
+          std::vector<Entry>* b = nullptr;
+          for (std::size_t ei = 0; ei < ents.size(); ++ei) {
+            const Entry& e = ents[ei];
             for (const Opt& o : contrib) {
               const double m = e.mem + o.mem;
               if (f_.limited && over_limit(m + suffix_[k + 1], f_.limit)) continue;
-              if (!b) {
-                auto [it, fresh] = index.try_emplace(nkey, next.size());
-                if (fresh) next.push_back(Bucket{nkey, {}});
-                b = &next[it->second];
-              }
+              if (!b) b = &bucket(s);
               insert(*b, Entry{e.cost + o.cost, m, base[si] + static_cast<std::uint32_t>(ei), o.prov,
                                static_cast<std::uint16_t>(s)});
             }
@@ -145,17 +230,17 @@ class Dp {
         }
       }
       std::size_t count = 0;
-      for (const auto& b : next) count += b.entries.size();
+      for (const auto& b : next.entries) count += b.size();
       if (count > o_.max_states) {
         beam(next);
         count = std::min(count, o_.max_states);
       }
-      if (next.empty())
+      if (next.size() == 0)
         return make_error("no choice fits the memory limit {} (nothing left at node {})", format_bytes(Bytes(f_.limit)), v);
       stats.peak_states = std::max(stats.peak_states, count);
       std::vector<Entry> flat;
       flat.reserve(count);
-      for (const auto& b : next) flat.insert(flat.end(), b.entries.begin(), b.entries.end());
+      for (const auto& b : next.entries) flat.insert(flat.end(), b.begin(), b.end());
       steps.push_back(std::move(flat));
       cur = std::move(next);
       live = std::move(next_live);
@@ -166,19 +251,33 @@ class Dp {
       for (std::size_t i = 1; i < last.size(); ++i)
         if (last[i].cost < last[best].cost) best = i;
       std::uint32_t idx = static_cast<std::uint32_t>(best);
+      std::vector<std::uint16_t> pick(n, 0);
       for (std::size_t k = n; k-- > 0;) {
         const Entry& e = steps[k][idx];
+        pick[k] = e.pick;
         choice[core_[k]] = e.pick;
         f_.replay(e.prov, choice);
         idx = e.parent;
+      }
+      if (!f_.limited) {
+        // The eliminated nodes each step's lists assumed, at the picks made.
+        std::vector<std::size_t> pos(f_.size.size(), 0);
+        for (std::size_t k = 0; k < n; ++k) pos[core_[k]] = k;
+        for (std::size_t k = n; k-- > 0;) {
+          const std::size_t v = core_[k];
+          auto replay = [&](const List& x) {
+            if (!x.empty()) f_.replay(x[0].prov, choice);
+          };
+          replay(f_.unary[v][pick[k]]);
+          for (const Link& l : step_links[k]) replay(f_.at(l.mat, l.other, pick[pos[l.other]], pick[k]));
+        }
       }
     }
     return {};
   }
 
  private:
-  void insert(Bucket& b, const Entry& e) {
-    auto& v = b.entries;
+  void insert(std::vector<Entry>& v, const Entry& e) {
     if (!f_.limited) {
       if (v.empty()) v.push_back(e);
       else if (e.cost < v[0].cost) v[0] = e;
@@ -199,17 +298,17 @@ class Dp {
 
   // Keeps the max_states cheapest entries, plus the leanest one (so that a
   // memory-feasible completion survives).
-  void beam(std::vector<Bucket>& next) {
+  void beam(Layer& next) {
     f_.exact = false;
     struct Ref { double cost; std::size_t b, e; };
     std::vector<Ref> refs;
     Ref lean{0, 0, 0};
     double lean_mem = std::numeric_limits<double>::infinity();
     for (std::size_t b = 0; b < next.size(); ++b)
-      for (std::size_t e = 0; e < next[b].entries.size(); ++e) {
-        refs.push_back({next[b].entries[e].cost, b, e});
-        if (next[b].entries[e].mem < lean_mem) {
-          lean_mem = next[b].entries[e].mem;
+      for (std::size_t e = 0; e < next.entries[b].size(); ++e) {
+        refs.push_back({next.entries[b][e].cost, b, e});
+        if (next.entries[b][e].mem < lean_mem) {
+          lean_mem = next.entries[b][e].mem;
           lean = refs.back();
         }
       }
@@ -219,10 +318,17 @@ class Dp {
     if (std::none_of(refs.begin(), refs.end(), [&](const Ref& r) { return r.b == lean.b && r.e == lean.e; }))
       refs.back() = lean;
     std::sort(refs.begin(), refs.end(), [](const Ref& a, const Ref& b) { return a.b != b.b ? a.b < b.b : a.e < b.e; });
-    std::vector<Bucket> kept;
+    Layer kept;
+    kept.width = next.width;
+    std::size_t last = static_cast<std::size_t>(-1);
     for (const Ref& r : refs) {
-      if (kept.empty() || kept.back().key != next[r.b].key) kept.push_back(Bucket{next[r.b].key, {}});
-      kept.back().entries.push_back(next[r.b].entries[r.e]);
+      if (r.b != last) {
+        kept.keys.insert(kept.keys.end(), next.key(r.b), next.key(r.b) + next.width);
+        kept.hashes.push_back(next.hashes[r.b]);
+        kept.entries.emplace_back();
+        last = r.b;
+      }
+      kept.entries.back().push_back(next.entries[r.b][r.e]);
     }
     next = std::move(kept);
   }

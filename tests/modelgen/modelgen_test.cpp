@@ -316,13 +316,20 @@ TEST_CASE("resnet: closed form; torchvision's 50/101/152 counts", "[modelgen][re
 }
 
 TEST_CASE("widedeep: closed form", "[modelgen][widedeep]") {
-  // rows*dim + wide (in*2 + 2) + deep in*1024 + 1024 + 1024*512 + 512 + 512*256 + 256 + 256*2 + 2,
-  // in = fields*dim + dense. tiny (in = 17): 400 + 36 + 18432 + 524800 + 131328 + 514 = 675510
+  // deep table rows*dim + wide table rows*1 + deep in*1024 + 1024 + 1024*512 + 512
+  // + 512*256 + 256 + 256*1 + 1 (one bias for wide + deep), in = fields*dim + dense.
+  // tiny (rows 100, dim 4, fields 3, dense 5: in = 17):
+  // 400 + 100 + 18432 + 524800 + 131328 + 257 = 675317
   auto s = tiny(Arch::widedeep);
-  CHECK(must_build(s).parameter_count == 675'510);
-  s.dense_features = 0;  // no dense input: in = 12
-  CHECK(must_build(s).parameter_count == 675'510 - 5 * 2 - 5 * 1024);
+  CHECK(must_build(s).parameter_count == 675'317);
   auto m = parse(must_build(s).bytes);
+  auto h = op_histogram(m);
+  CHECK(h["Gather"] == 2);  // wide [rows,1] and deep [rows,dim] tables, same ids
+  CHECK(h["ReduceSum"] == 1);
+  CHECK(h["SoftmaxCrossEntropyLoss"] == 1);
+  s.dense_features = 0;  // no dense input: in = 12, 5 * 1024 fewer weights in deep/fc1
+  CHECK(must_build(s).parameter_count == 675'317 - 5 * 1024);
+  m = parse(must_build(s).bytes);
   CHECK(m.graph().input_size() == 2);
 }
 

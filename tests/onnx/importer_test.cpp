@@ -221,14 +221,39 @@ TEST_CASE("batch axis follows the batch through transposes and reshapes", "[onnx
   auto rs = import_model(s);
   REQUIRE(rs.ok());
   CHECK(tensor_of(*rs, "y").batch_axis == 0);
+  CHECK(rs->report.static_batch == 1);
+  CHECK_FALSE(rs->report.batch_rebound);
   importer::ImportOptions b8;
-  b8.batch = 8;  // a static batch is kept, and the report says so
+  b8.batch = 8;  // a static batch is rebound: batch axes scaled by 8 / 1, and the report says so
   auto r8 = import_model(s, b8);
   REQUIRE(r8.ok());
-  CHECK(shape_of(*r8, "y") == Shape{1, 2});
+  CHECK(shape_of(*r8, "x") == Shape{8, 3});
+  CHECK(shape_of(*r8, "y") == Shape{8, 2});
+  CHECK(shape_of(*r8, "w") == Shape{3, 2});  // parameters keep their shape
+  CHECK(r8->report.batch_rebound);
   REQUIRE(r8->report.notes.size() == 1);
-  CHECK(contains(r8->report.notes[0], "static leading dim 1; --batch 8 does not change it"));
+  CHECK(contains(r8->report.notes[0], "the model's batch is static (1): rebound to --batch 8"));
   CHECK_FALSE(tensor_of(*rs, "w").batch_axis.has_value());
+  // The MatMul's FLOPs follow: 2 * 8 * 3 * 2 = 96 forward at batch 8, 2 * 1 * 3 * 2 = 12 at 1.
+  CHECK(r8->graph.ops()[0].cost.forward_flops.value == 96.0);
+  CHECK(rs->graph.ops()[0].cost.forward_flops.value == 12.0);
+
+  // A flattened [2*3] through a Reshape to a constant [6] does not follow the
+  // batch: the static batch 2 is kept and the note says why.
+  ModelBuilder f;
+  f.input("x", kF32, {2, 3}).init_i64("flat", {1}, {6});
+  f.node("Reshape", {"x", "flat"}, {"r"});
+  f.node("Relu", {"r"}, {"y"});
+  f.output("y");
+  auto rf = import_model(f, b8);
+  REQUIRE(rf.ok());
+  CHECK(shape_of(*rf, "x") == Shape{2, 3});
+  CHECK(shape_of(*rf, "y") == Shape{6});
+  CHECK(rf->report.static_batch == 2);
+  CHECK_FALSE(rf->report.batch_rebound);
+  REQUIRE(rf->report.notes.size() == 1);
+  CHECK(contains(rf->report.notes[0], "static leading dim 2; --batch 8 does not change it (cannot rebind: op"));
+  CHECK(contains(rf->report.notes[0], "writes 'r' without a batch axis"));
 }
 
 TEST_CASE("external data: absent .data files import, locations outside the folder are refused", "[onnx]") {

@@ -39,6 +39,7 @@ struct SearchFlags {
   std::string hints_file;
   CLI::Option* devices_opt = nullptr;
   CLI::Option* global_batch_opt = nullptr;
+  CLI::Option* max_micro_batch_opt = nullptr;
   CLI::Option* threads_opt = nullptr;
 
   /// Adds the flags to `app` (the importer's and training flags included);

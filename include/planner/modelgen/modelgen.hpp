@@ -50,10 +50,12 @@
 ///   resnet   images [B,3,image,image], labels [B]. torchvision ResNet v1.5 names;
 ///            BatchNormalization in inference form (running statistics are
 ///            shared Constant nodes, not parameters).
-///   widedeep sparse_ids [B,fields], dense_features [B,n], labels [B]. One
-///            table [rows,dim] gathered per field, concatenated with the dense
-///            features into a wide Gemm (-> 2) and a deep MLP 1024-512-256 (-> 2),
-///            logits summed, 2-class SoftmaxCrossEntropyLoss.
+///   widedeep sparse_ids [B,fields], dense_features [B,n], labels [B] (0/1).
+///            Wide: a [rows,1] table gathered by the ids, ReduceSum over the
+///            fields. Deep: a [rows,dim] table gathered by the same ids,
+///            concatenated with the dense features, MLP 1024-512-256 -> 1.
+///            Logit z = wide + deep; sigmoid binary cross-entropy written as
+///            SoftmaxCrossEntropyLoss of [-z/2, z/2] (exactly the binary loss).
 ///
 /// Architecture invariant: the public API has no ONNX or protobuf type; the
 /// result is serialized bytes. Same spec, same bytes.

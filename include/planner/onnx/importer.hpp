@@ -43,7 +43,13 @@ struct ImportOptions {
   std::map<std::string, std::int64_t> dims;
   /// --batch N: binds the leading dim of every graph input feeding activations
   /// (its symbolic name everywhere it appears, unless --dim binds that name).
-  /// Static leading dims are kept (a note says so).
+  /// A model whose data inputs all lead with the same static dim b0 (and none
+  /// with a symbolic one) has a static batch b0: it is imported at b0 and
+  /// rebound to N by scaling every activation's batch axis by N / b0 (a
+  /// note says so). Where a size does not follow the batch (a float
+  /// activation without a batch axis written from a batched one, such as a
+  /// MoE capacity computed from the batch as a constant), the static dims are
+  /// kept and the note says why.
   std::optional<std::int64_t> batch;
   /// --params-from-inputs PATTERN (glob, '*' and '?'): graph inputs that are
   /// trainable weights (training graphs that take weights as inputs).
@@ -63,6 +69,10 @@ struct ImportReport {
   std::map<std::string, int> unknown_ops;
   /// Notes worth showing the user (e.g. "3 initializers hold external data").
   std::vector<std::string> notes;
+  /// The file's static batch (ImportOptions::batch), when it has one.
+  std::optional<std::int64_t> static_batch;
+  /// True when that static batch was rebound to ImportOptions::batch.
+  bool batch_rebound = false;
 };
 
 struct ImportedModel {
