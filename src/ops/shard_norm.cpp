@@ -18,7 +18,8 @@
 //   ReduceSum / ReduceMean / ReduceSumSquare / ReduceL1: a reduced dim may be
 //     split (output partial: the partial sums add up); ReduceMax, Min, Prod,
 //     L2, LogSum, LogSumExp: reduced dims never split. Reduced dims are found
-//     from the shapes (keepdims=1) or the `axes` attribute (keepdims=0).
+//     from the shapes (keepdims=1) or `axes` (keepdims=0; an attribute, or
+//     from opset 13/18 a constant input 1).
 #include <array>
 
 #include "shard_rules.hpp"
@@ -137,7 +138,12 @@ std::optional<ShardSpec> reduce_with(const graph::OpGraph& g, graph::OpId id, bo
     if (y->size() != x->size()) return std::nullopt;
     for (std::size_t d = 0; d < x->size(); ++d) reduced[d] = (*y)[d] != (*x)[d];
   } else {
-    const auto axes = op.attr_ints("axes");
+    // opset 18 (ReduceSum: 13) moved `axes` from an attribute to input 1.
+    auto axes = op.attr_ints("axes");
+    if (!axes && op.inputs.size() > 1) {
+      const auto* t = g.input(op, 1);
+      if (t && t->values && !t->values->is_float) axes = t->values->ints;
+    }
     if (!axes) return std::nullopt;
     for (auto a : *axes) {
       const auto ax = shard_detail::norm_axis(a, x->size());

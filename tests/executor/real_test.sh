@@ -136,16 +136,19 @@ est gpt4h gpt_tp4_pp2_sel --devices 8 --tp 4 --pp 2 --global-batch 8 --hints gpt
   --recompute selective
 
 # The tp axis splitting the batch (layout.tp_splits_batch, --tp-any): Wide &
-# Deep (64-row table of dim 8, 4 ids and 5 dense features a sample,
-# micro-batch 4) with its table row-split (tp:v, a masked lookup
+# Deep (64-row deep table of dim 8 and a 64-row wide table of dim 1, 4 ids
+# and 5 dense features a sample, micro-batch 4) with the wide table
+# row-split (its partial lookups reduce-scattered to the batch split by the
+# field sum) and the deep table row-split (tp:v, a masked lookup
 # all-reduced) or column-split (tp:h, all-gathered before the Reshape), the
 # dense part and the loss batch-split (tp:m, tp:d0, tp:n: each rank's mean
 # over its rows / tp, all-reduced); the layout estimate picks for tp 2 (a
 # row-parallel fc2 whose bias tp rank 0 adds), with dp 2 and tp 4.
 "$bin" model widedeep --rows 64 --dim 8 --fields 4 --dense-features 5 --batch 4 -o wd.onnx >/dev/null || exit 1
 for t in v h; do
-  printf '%s\n' "embedding/Gather tp:$t" "embedding/Reshape replicated" "features/Concat tp:d0" "*/Gemm tp:m" \
-    "*/Relu tp:d0" "logits/Add tp:d0" "loss/SoftmaxCrossEntropyLoss tp:n" > "wd_$t.hints"
+  printf '%s\n' "wide/embedding/Gather tp:v" "wide/sum/ReduceSum tp:d0" "deep/embedding/Gather tp:$t" \
+    "deep/embedding/Reshape replicated" "deep/features/Concat tp:d0" "*/Gemm tp:m" "*/Relu tp:d0" "logit/* tp:d0" \
+    "loss/SoftmaxCrossEntropyLoss tp:n" > "wd_$t.hints"
 done
 estw() { local o=$1; shift; "$bin" estimate wd.onnx --profile a100-sxm4-80gb --micro-batch 4 --tp-any "$@" -o "$o.json" \
   >/dev/null || exit 1; }
@@ -161,7 +164,9 @@ for name, gather in [("wd_row", "[tp,-]"), ("wd_col", "[-,tp]"), ("wd_tp2", None
     assert p["layout"]["tp_splits_batch"] and p["layout"]["tp"] == 2, name
     s = {u["unit"]: u for u in p["layout"]["strategies"]}
     if gather:
-        assert s["embedding/Gather"]["inputs"][0] == gather, s["embedding/Gather"]
+        assert s["deep/embedding/Gather"]["inputs"][0] == gather, s["deep/embedding/Gather"]
+        assert s["wide/embedding/Gather"]["inputs"][0] == "[tp,-]", s["wide/embedding/Gather"]
+        assert s["wide/sum/ReduceSum"]["inputs"][0] == "[tp,-,-]", s["wide/sum/ReduceSum"]
         assert s["loss/SoftmaxCrossEntropyLoss"]["inputs"] == ["[tp,-]", "[tp]"], name
     else:
         assert s["deep/fc2/Gemm"]["assignment"] == "tp:k", s["deep/fc2/Gemm"]

@@ -68,6 +68,27 @@ TEST_CASE("linear reductions may split the reduced dim, others may not", "[ops][
   CHECK(m.text(m.by("tp:d0").outputs[0]) == "[tp]");
 }
 
+TEST_CASE("ReduceSum reads its axes from a constant input (opset 13)", "[ops][sharding]") {
+  // Wide & Deep's wide part: [B=4, F=4, 1] summed over the fields (axis 1),
+  // keepdims 0 -> [4, 1]. The batch keeps its split; the fields may split
+  // with a partial output (the partial sums add up).
+  Builder b;
+  b.input("x", {4, 4, 1});
+  graph::Tensor axes;
+  axes.name = "axes";
+  axes.shape = {1};
+  axes.role = TensorRole::constant;
+  axes.dtype = DType::i64;
+  axes.values = graph::ConstantValues{};
+  axes.values->ints = {1};
+  b.g.add_tensor(std::move(axes));
+  b.act("y", {4, 1});
+  const auto id = b.op("ReduceSum", {"x", "axes"}, {"y"}, {{"keepdims", testing::i64(0)}});
+  const auto s = shard(b, id, "mesh(tp=2)", any_role(1));
+  CHECK(s.text(s.by("tp:d0").outputs[0]) == "[tp,-]");
+  CHECK(s.text(s.by("tp:d1").outputs[0]) == "[-,-]partial(tp)");
+}
+
 TEST_CASE("BatchNorm splits channels freely and the batch as synchronised BN", "[ops][sharding]") {
   Builder b;
   b.input("x", {8, 4, 6, 6}).param("sc", {4}).param("bi", {4}).constant("mu", {4}).constant("var", {4});
