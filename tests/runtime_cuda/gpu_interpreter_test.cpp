@@ -34,7 +34,7 @@ bool gpu_missing() {
   return true;
 }
 
-graph::OpGraph build(modelgen::ModelSpec s, const std::string& name) {
+graph::OpGraph import_small(modelgen::ModelSpec s, const std::string& name) {
   s.batch = 2;
   auto built = modelgen::build(s, name + ".data");
   if (!built) FAIL(built.error().message);
@@ -43,6 +43,13 @@ graph::OpGraph build(modelgen::ModelSpec s, const std::string& name) {
   auto m = onnx::import_bytes(built->bytes, name, std::filesystem::temp_directory_path(), o);
   if (!m) FAIL(m.error().message);
   return std::move(m->graph);
+}
+
+/// The value of a Result that must hold one (move-only values too).
+template <class T>
+T take(Result<T> r) {
+  if (!r.ok()) FAIL(r.error().message);
+  return std::move(r).value();
 }
 
 modelgen::ModelSpec small(modelgen::Arch arch) {
@@ -92,12 +99,13 @@ TEST_CASE("attention kernels forward and backward equal runtime_cpu's to 1e-5", 
     const auto g = runtime_cpu::attention_backward(q, k, v, nullptr, at, dy);
     const km::AttnDims a{6, 9, 8, 5, 0.35f, causal};
     const auto S = gpu_ops::Store::f32;
-    auto dq = *gpu_ops::upload(q, S), dk = *gpu_ops::upload(k, S), dv = *gpu_ops::upload(v, S), ddy = *gpu_ops::upload(dy, S);
-    auto out = *gpu_ops::empty_tensor(y.shape, S), gq = *gpu_ops::empty_tensor(q.shape, S);
-    auto gk = *gpu_ops::empty_tensor(k.shape, S), gv = *gpu_ops::empty_tensor(v.shape, S);
-    auto acc = *gpu_ops::device_alloc(2 * 9 * 13 * sizeof(float));
-    auto rows = *gpu_ops::device_alloc(2 * 6 * sizeof(km::AttnRow));
-    auto delta = *gpu_ops::device_alloc(2 * 6 * sizeof(double));
+    auto dq = take(gpu_ops::upload(q, S)), dk = take(gpu_ops::upload(k, S)), dv = take(gpu_ops::upload(v, S));
+    auto ddy = take(gpu_ops::upload(dy, S));
+    auto out = take(gpu_ops::empty_tensor(y.shape, S)), gq = take(gpu_ops::empty_tensor(q.shape, S));
+    auto gk = take(gpu_ops::empty_tensor(k.shape, S)), gv = take(gpu_ops::empty_tensor(v.shape, S));
+    auto acc = take(gpu_ops::device_alloc(2 * 9 * 13 * sizeof(float)));  // bh * max(Sq, Sk) * (D + Dv)
+    auto rows = take(gpu_ops::device_alloc(2 * 6 * sizeof(km::AttnRow)));
+    auto delta = take(gpu_ops::device_alloc(2 * 6 * sizeof(double)));
     REQUIRE(gpu_ops::attention(S, dq.data(), dk.data(), dv.data(), nullptr, a, 2, static_cast<float*>(acc.get()),
                                out.data()) == cudaSuccess);
     REQUIRE(gpu_ops::attention_backward(S, dq.data(), dk.data(), dv.data(), nullptr, ddy.data(), a, 2,
@@ -118,7 +126,7 @@ TEST_CASE("attention kernels forward and backward equal runtime_cpu's to 1e-5", 
 TEST_CASE("GPU interpreter trains mlp, gpt, llama and bert as the CPU interpreter does", "[gpu][runtime_cuda][interpreter]") {
   if (gpu_missing()) return;
   for (auto arch : {modelgen::Arch::mlp, modelgen::Arch::gpt, modelgen::Arch::llama, modelgen::Arch::bert}) {
-    const auto g = build(small(arch), modelgen::arch_name(arch) + ".onnx");
+    const auto g = import_small(small(arch), modelgen::arch_name(arch) + ".onnx");
     for (auto storage : {GpuStorage::f32, GpuStorage::bf16}) {
       INFO(modelgen::arch_name(arch) << (storage == GpuStorage::f32 ? " fp32" : " bf16"));
       GpuTrainOptions o;
