@@ -58,7 +58,6 @@ Result<std::vector<std::optional<DTensor>>> backward_op(const Context& c, const 
   if (!any || !any_dout) return g;
   const DTensor* dy = dout.empty() ? nullptr : dout[0];
   const Store S = c.store;
-  const std::size_t w = store_bytes(S);
   switch (*kind) {
     case Kind::binary: {
       PLANNER_TRY(const DTensor* a, dev_in(op, in, 0));
@@ -91,35 +90,17 @@ Result<std::vector<std::optional<DTensor>>> backward_op(const Context& c, const 
     case Kind::matmul: {
       PLANNER_TRY(const DTensor* a, dev_in(op, in, 0));
       PLANNER_TRY(const DTensor* b, dev_in(op, in, 1));
-      PLANNER_TRY(MatMulPlan p, matmul_plan(op, a->shape, b->shape));
-      // da = dy b^T, db = a^T dy per batch entry; beta = 1 sums the entries
-      // an operand was broadcast to.
+      const auto plan = kernel_math::matmul_gemms(a->shape, b->shape);
+      if (!plan) return op_error(op, "the operands do not multiply");
+      // da = dy b^T, db = a^T dy per batch entry (views.hpp, matmul_gemms).
       if (need(0)) {
         PLANNER_TRY(DTensor da, zero_tensor(a->shape, S));
-        if (p.fold) {
-          PLANNER_TRY_STATUS(gemm(c, false, true, p.entries * p.M, p.K, p.N, 1.0f, dy->data(), b->data(), 0.0f, da.data()));
-        } else {
-          for (i64 e = 0; e < p.entries; ++e) {
-            const auto* bp = static_cast<const char*>(b->data()) + kernel_math::view_index(p.bv, e) * p.K * p.N * w;
-            const auto* dyp = static_cast<const char*>(dy->data()) + e * p.M * p.N * w;
-            auto* dap = static_cast<char*>(da.data()) + kernel_math::view_index(p.av, e) * p.M * p.K * w;
-            PLANNER_TRY_STATUS(gemm(c, false, true, p.M, p.K, p.N, 1.0f, dyp, bp, 1.0f, dap));
-          }
-        }
+        for (const auto& call : plan->grad_a) PLANNER_TRY_STATUS(gemm(c, call, dy->data(), b->data(), da.data()));
         g[0] = std::move(da);
       }
       if (need(1)) {
         PLANNER_TRY(DTensor db, zero_tensor(b->shape, S));
-        if (p.fold) {
-          PLANNER_TRY_STATUS(gemm(c, true, false, p.K, p.N, p.entries * p.M, 1.0f, a->data(), dy->data(), 0.0f, db.data()));
-        } else {
-          for (i64 e = 0; e < p.entries; ++e) {
-            const auto* ap = static_cast<const char*>(a->data()) + kernel_math::view_index(p.av, e) * p.M * p.K * w;
-            const auto* dyp = static_cast<const char*>(dy->data()) + e * p.M * p.N * w;
-            auto* dbp = static_cast<char*>(db.data()) + kernel_math::view_index(p.bv, e) * p.K * p.N * w;
-            PLANNER_TRY_STATUS(gemm(c, true, false, p.K, p.N, p.M, 1.0f, ap, dyp, 1.0f, dbp));
-          }
-        }
+        for (const auto& call : plan->grad_b) PLANNER_TRY_STATUS(gemm(c, call, a->data(), dy->data(), db.data()));
         g[1] = std::move(db);
       }
       return g;
@@ -130,20 +111,18 @@ Result<std::vector<std::optional<DTensor>>> backward_op(const Context& c, const 
       const DTensor* cc = in.size() > 2 ? as_device(in[2]) : nullptr;
       const runtime_cpu::GemmAttrs at = gemm_attrs(op);
       const i64 M = dy->shape[0], N = dy->shape[1], K = a->shape[at.trans_a ? 0 : 1];
-      if (need(0)) {  // da = alpha dy op(b)^T, transposed back when trans_a
+      if (need(0)) {  // da = alpha dy op(b)^T, transposed back when trans_a (views.hpp)
+        const auto ga = kernel_math::gemm_grad_a(at.trans_a, at.trans_b, M, N, K, at.alpha);
         PLANNER_TRY(DTensor da, empty_tensor(a->shape, S));
-        if (!at.trans_a)
-          PLANNER_TRY_STATUS(gemm(c, false, !at.trans_b, M, K, N, at.alpha, dy->data(), b->data(), 0.0f, da.data()));
-        else
-          PLANNER_TRY_STATUS(gemm(c, at.trans_b, true, K, M, N, at.alpha, b->data(), dy->data(), 0.0f, da.data()));
+        PLANNER_TRY_STATUS(gemm(c, ga.call, ga.first_is_dy ? dy->data() : b->data(),
+                                ga.first_is_dy ? b->data() : dy->data(), da.data()));
         g[0] = std::move(da);
       }
       if (need(1)) {  // db = alpha op(a)^T dy, transposed back when trans_b
+        const auto gb = kernel_math::gemm_grad_b(at.trans_a, at.trans_b, M, N, K, at.alpha);
         PLANNER_TRY(DTensor db, empty_tensor(b->shape, S));
-        if (!at.trans_b)
-          PLANNER_TRY_STATUS(gemm(c, !at.trans_a, false, K, N, M, at.alpha, a->data(), dy->data(), 0.0f, db.data()));
-        else
-          PLANNER_TRY_STATUS(gemm(c, true, at.trans_a, N, K, M, at.alpha, dy->data(), a->data(), 0.0f, db.data()));
+        PLANNER_TRY_STATUS(gemm(c, gb.call, gb.first_is_dy ? dy->data() : a->data(),
+                                gb.first_is_dy ? a->data() : dy->data(), db.data()));
         g[1] = std::move(db);
       }
       if (cc && need(2)) {

@@ -66,21 +66,6 @@ Result<Outs> on_host(const Context& c, const graph::Op& op, const GInputs& in,
 
 }  // namespace
 
-Result<MatMulPlan> matmul_plan(const graph::Op& op, const Shape& a, const Shape& b) {
-  auto out = runtime_cpu::matmul_shape(a, b);
-  if (!out)
-    return op_error(op, fmt::format("cannot multiply {} by {} (both operands need rank >= 2)", shape_str(a), shape_str(b)));
-  MatMulPlan p;
-  p.out = *out;
-  p.M = a[a.size() - 2], p.K = a.back(), p.N = b.back();
-  const Shape batch(out->begin(), out->end() - 2), ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
-  p.entries = numel(batch);
-  PLANNER_TRY(p.av, view_or_error(op, kernel_math::broadcast_view(ba, batch)));
-  PLANNER_TRY(p.bv, view_or_error(op, kernel_math::broadcast_view(bb, batch)));
-  p.fold = numel(bb) == 1 && ba == batch;
-  return p;
-}
-
 Result<std::vector<GValue>> forward_op(const Context& c, const graph::Op& op, const GInputs& in,
                                        const std::vector<runtime_cpu::OutputSpec>& out) {
   const auto kind = kind_of(op);
@@ -120,19 +105,12 @@ Result<std::vector<GValue>> forward_op(const Context& c, const graph::Op& op, co
     case Kind::matmul: {
       PLANNER_TRY(const DTensor* a, dev_in(op, in, 0));
       PLANNER_TRY(const DTensor* b, dev_in(op, in, 1));
-      PLANNER_TRY(MatMulPlan p, matmul_plan(op, a->shape, b->shape));
-      PLANNER_TRY(DTensor y, empty_tensor(p.out, S));
-      const std::size_t w = store_bytes(S);
-      if (p.fold) {
-        PLANNER_TRY_STATUS(gemm(c, false, false, p.entries * p.M, p.N, p.K, 1.0f, a->data(), b->data(), 0.0f, y.data()));
-      } else {
-        for (i64 e = 0; e < p.entries; ++e) {
-          const auto* ap = static_cast<const char*>(a->data()) + kernel_math::view_index(p.av, e) * p.M * p.K * w;
-          const auto* bp = static_cast<const char*>(b->data()) + kernel_math::view_index(p.bv, e) * p.K * p.N * w;
-          PLANNER_TRY_STATUS(gemm(c, false, false, p.M, p.N, p.K, 1.0f, ap, bp, 0.0f,
-                                  static_cast<char*>(y.data()) + e * p.M * p.N * w));
-        }
-      }
+      const auto plan = kernel_math::matmul_gemms(a->shape, b->shape);
+      if (!plan)
+        return op_error(op, fmt::format("cannot multiply {} by {} (both operands need rank >= 2)", shape_str(a->shape),
+                                        shape_str(b->shape)));
+      PLANNER_TRY(DTensor y, empty_tensor(plan->out, S));
+      for (const auto& call : plan->forward) PLANNER_TRY_STATUS(gemm(c, call, a->data(), b->data(), y.data()));
       return one(std::move(y));
     }
     case Kind::gemm: {

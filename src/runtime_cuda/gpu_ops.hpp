@@ -21,6 +21,7 @@
 #include "planner/core/result.hpp"
 #include "planner/graph/graph.hpp"
 #include "planner/runtime_cpu/op_kernels.hpp"
+#include "planner/runtime_cuda/views.hpp"
 
 namespace planner::runtime::gpu_ops {
 
@@ -74,6 +75,8 @@ struct Context {
 /// (fp32: CUBLAS_COMPUTE_32F_PEDANTIC, no TF32; bf16: fp32 accumulation).
 Status gemm(const Context& c, bool ta, bool tb, i64 M, i64 N, i64 K, float alpha, const void* A, const void* B,
             float beta, void* C);
+/// gemm() of one planned call (views.hpp), its offsets applied to A, B, C.
+Status gemm(const Context& c, const kernel_math::GemmCall& g, const void* A, const void* B, void* C);
 
 using GInputs = std::vector<const GValue*>;
 
@@ -87,15 +90,6 @@ inline AxisSplit split_axis(const Shape& shape, std::size_t axis) {
   return s;
 }
 
-/// MatMul a [..., M, K] @ b [..., K, N]: batch entry e reads a's entry
-/// view_index(av, e) and b's view_index(bv, e) (numpy broadcasting).
-struct MatMulPlan {
-  i64 M = 0, K = 0, N = 0, entries = 1;
-  Shape out;
-  View av, bv;
-  bool fold = false;  ///< b has no batch: one GEMM with M' = entries * M
-};
-Result<MatMulPlan> matmul_plan(const graph::Op& op, const Shape& a, const Shape& b);
 
 /// As runtime_cpu::forward_op, on the device.
 Result<std::vector<GValue>> forward_op(const Context& c, const graph::Op& op, const GInputs& in,

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "gpu_ops.hpp"
+#include "planner/runtime_cuda/views.hpp"
 
 namespace planner::runtime::gpu_ops {
 
@@ -104,16 +105,20 @@ Result<DeviceBuffer> upload_indices(const std::vector<std::int64_t>& v) {
 Status gemm(const Context& c, bool ta, bool tb, i64 M, i64 N, i64 K, float alpha, const void* A, const void* B,
             float beta, void* C) {
   if (M == 0 || N == 0) return Status::success();
-  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: a
-  // row-major X is the column-major X^T with ld = X's row length, so B goes
-  // first, untransposed when tb is false.
   const auto type = c.store == Store::f32 ? CUDA_R_32F : CUDA_R_16BF;
   const auto compute = c.store == Store::f32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
-  const int lda = static_cast<int>(ta ? M : K), ldb = static_cast<int>(tb ? K : N);
-  return cublas_status(cublasGemmEx(c.blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                    static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &alpha, B, type, ldb,
-                                    A, type, lda, &beta, C, type, static_cast<int>(N), compute, CUBLAS_GEMM_DEFAULT),
+  const kernel_math::ColMajorCall k = kernel_math::col_major_call(ta, tb, M, N, K);
+  return cublas_status(cublasGemmEx(c.blas, k.first_t ? CUBLAS_OP_T : CUBLAS_OP_N, k.second_t ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                    static_cast<int>(k.m), static_cast<int>(k.n), static_cast<int>(k.k), &alpha, B, type,
+                                    static_cast<int>(k.ld_first), A, type, static_cast<int>(k.ld_second), &beta, C, type,
+                                    static_cast<int>(k.ldc), compute, CUBLAS_GEMM_DEFAULT),
                        fmt::format("cublasGemmEx {}x{}x{}", M, N, K));
+}
+
+Status gemm(const Context& c, const kernel_math::GemmCall& g, const void* A, const void* B, void* C) {
+  const std::size_t w = store_bytes(c.store);
+  return gemm(c, g.ta, g.tb, g.M, g.N, g.K, g.alpha, static_cast<const char*>(A) + g.a_off * w,
+              static_cast<const char*>(B) + g.b_off * w, g.beta, static_cast<char*>(C) + g.c_off * w);
 }
 
 Shadow shadow_of(const GInputs& in) {

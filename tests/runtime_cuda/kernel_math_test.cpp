@@ -12,6 +12,7 @@
 
 #include "planner/runtime_cpu/attention.hpp"
 #include "planner/runtime_cpu/elementwise.hpp"
+#include "planner/runtime_cpu/gemm.hpp"
 #include "planner/runtime_cpu/index.hpp"
 #include "planner/runtime_cpu/norm.hpp"
 #include "planner/runtime_cpu/optim.hpp"
@@ -328,4 +329,99 @@ TEST_CASE("optimizer elements equal runtime_cpu's sgd_step and adamw_step over t
       REQUIRE(w == ref);
     }
   }
+}
+
+namespace {
+
+/// Column-major BLAS semantics (what cuBLAS computes), in double:
+/// C(i,j) = alpha sum_l op(A)(i,l) op(B)(l,j) + beta C(i,j), X(i,j) = X[i + j ld].
+void colmajor_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* A,
+                   std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (std::int64_t l = 0; l < k; ++l) {
+        const double a = ta ? A[l + i * lda] : A[i + l * lda];
+        const double b = tb ? B[j + l * ldb] : B[l + j * ldb];
+        s += a * b;
+      }
+      const double c = beta == 0.0f ? 0.0 : static_cast<double>(beta) * C[i + j * ldc];
+      C[i + j * ldc] = static_cast<float>(alpha * s + c);
+    }
+}
+
+/// The GPU's gemm() on the CPU: a planned call through col_major_call.
+void emulated(const km::GemmCall& g, const float* A, const float* B, float* C) {
+  const km::ColMajorCall k = km::col_major_call(g.ta, g.tb, g.M, g.N, g.K);
+  colmajor_gemm(k.first_t, k.second_t, k.m, k.n, k.k, g.alpha, B + g.b_off, k.ld_first, A + g.a_off, k.ld_second,
+                g.beta, C + g.c_off, k.ldc);
+}
+
+}  // namespace
+
+TEST_CASE("the row-major to column-major cuBLAS mapping equals gemm_reference for every transpose", "[kernel_math][gemm]") {
+  // A [3,5] ([5,3] when ta), B [5,4] ([4,5] when tb), C [3,4], alpha 0.5, beta 2.
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      INFO("ta " << ta << " tb " << tb);
+      const Tensor A = randn("ga", ta ? Shape{5, 3} : Shape{3, 5}), B = randn("gb", tb ? Shape{4, 5} : Shape{5, 4});
+      const Tensor C0 = randn("gc", {3, 4});
+      Tensor want = C0, got = C0;
+      gemm_reference(ta, tb, 3, 4, 5, 0.5f, A.data.data(), B.data.data(), 2.0f, want.data.data());
+      emulated({ta, tb, 3, 4, 5, 0.5f, 2.0f, 0, 0, 0}, A.data.data(), B.data.data(), got.data.data());
+      require_same(got, want);
+    }
+}
+
+TEST_CASE("MatMul as planned GEMMs (folded, broadcast batches) equals runtime_cpu forward and backward",
+          "[kernel_math][gemm]") {
+  struct Case {
+    Shape a, b;
+    bool folded;
+  };
+  // [2,3,4,5] @ [5,6]: b has no batch, one GEMM of 24 rows. [2,1,4,5] @ [3,5,6]:
+  // batch [2,3], a repeated over 3, b over 2. [4,5] @ [2,5,6]: a repeated over 2.
+  for (const Case& c : {Case{{2, 3, 4, 5}, {5, 6}, true}, Case{{2, 1, 4, 5}, {3, 5, 6}, false},
+                        Case{{4, 5}, {2, 5, 6}, false}}) {
+    INFO("a " << shape_str(c.a) << " b " << shape_str(c.b));
+    const Tensor a = randn("ma", c.a), b = randn("mb", c.b);
+    const auto plan = km::matmul_gemms(c.a, c.b);
+    REQUIRE(plan);
+    CHECK((plan->forward.size() == 1) == c.folded);
+    const Tensor y = matmul(a, b);
+    REQUIRE(plan->out == y.shape);
+    Tensor gy(y.shape);
+    for (const auto& call : plan->forward) emulated(call, a.data.data(), b.data.data(), gy.data.data());
+    require_close(gy, y, 1e-5);
+    const Tensor dy = randn("mdy", y.shape);
+    const auto g = matmul_backward(a, b, dy);
+    Tensor da(a.shape), db(b.shape);
+    for (const auto& call : plan->grad_a) emulated(call, dy.data.data(), b.data.data(), da.data.data());
+    for (const auto& call : plan->grad_b) emulated(call, a.data.data(), dy.data.data(), db.data.data());
+    require_close(da, g.da, 1e-5);
+    require_close(db, g.db, 1e-5);
+  }
+  CHECK_FALSE(km::matmul_gemms({3, 4}, {5, 6}));         // inner dims differ
+  CHECK_FALSE(km::matmul_gemms({2, 3, 4}, {3, 4, 5}));   // batch 2 vs 3
+}
+
+TEST_CASE("Gemm's gradient calls equal runtime_cpu's gemm_op_backward for every transpose", "[kernel_math][gemm]") {
+  // M 3, N 4, K 5, alpha 0.75: a [3,5] or [5,3], b [5,4] or [4,5], dy [3,4].
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      INFO("trans_a " << ta << " trans_b " << tb);
+      const Tensor a = randn("qa", ta ? Shape{5, 3} : Shape{3, 5}), b = randn("qb", tb ? Shape{4, 5} : Shape{5, 4});
+      const Tensor dy = randn("qdy", {3, 4});
+      GemmAttrs at;
+      at.trans_a = ta, at.trans_b = tb, at.alpha = 0.75f;
+      const auto want = gemm_op_backward(a, b, nullptr, at, dy);
+      const auto ga = km::gemm_grad_a(ta, tb, 3, 4, 5, 0.75f), gb = km::gemm_grad_b(ta, tb, 3, 4, 5, 0.75f);
+      Tensor da(a.shape), db(b.shape);
+      emulated(ga.call, ga.first_is_dy ? dy.data.data() : b.data.data(), ga.first_is_dy ? b.data.data() : dy.data.data(),
+               da.data.data());
+      emulated(gb.call, gb.first_is_dy ? dy.data.data() : a.data.data(), gb.first_is_dy ? a.data.data() : dy.data.data(),
+               db.data.data());
+      require_close(da, want.da, 1e-5);
+      require_close(db, want.db, 1e-5);
+    }
 }
