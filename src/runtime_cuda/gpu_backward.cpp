@@ -15,22 +15,6 @@ using runtime_cpu::numel;
 
 namespace {
 
-Result<const DTensor*> dev_in(const graph::Op& op, const GInputs& in, std::size_t i) {
-  if (i >= in.size() || !in[i]) return op_error(op, fmt::format("input {} is missing", i));
-  if (const DTensor* t = as_device(in[i])) return t;
-  return op_error(op, fmt::format("input {} is an integer tensor; the kernels take floats here", i));
-}
-
-Status launched(const graph::Op& op, cudaError_t e) {
-  if (e == cudaSuccess) return Status::success();
-  return op_error(op, fmt::format("kernel launch: CUDA error {} ({})", cudaGetErrorName(e), cudaGetErrorString(e)));
-}
-
-Result<View> view_or_error(const graph::Op& op, std::optional<View> v) {
-  if (!v) return op_error(op, fmt::format("rank above {} is not supported on the GPU", kernel_math::kMaxRank));
-  return *v;
-}
-
 /// g (storage or fp32 scratch, shape `big`) summed down to `small`, times
 /// `factor` when apply.
 Result<DTensor> sum_to(const Context& c, const graph::Op& op, const void* g, bool g_f32, const Shape& big,

@@ -24,22 +24,6 @@ Outs single(GValue v) {
   return r;
 }
 
-Result<const DTensor*> dev_in(const graph::Op& op, const GInputs& in, std::size_t i) {
-  if (i >= in.size() || !in[i]) return op_error(op, fmt::format("input {} is missing", i));
-  if (const DTensor* t = as_device(in[i])) return t;
-  return op_error(op, fmt::format("input {} is an integer tensor; the kernels take floats here", i));
-}
-
-Result<View> view_or_error(const graph::Op& op, std::optional<View> v) {
-  if (!v) return op_error(op, fmt::format("rank above {} is not supported on the GPU", kernel_math::kMaxRank));
-  return *v;
-}
-
-Status launched(const graph::Op& op, cudaError_t e) {
-  if (e == cudaSuccess) return Status::success();
-  return op_error(op, fmt::format("kernel launch: CUDA error {} ({})", cudaGetErrorName(e), cudaGetErrorString(e)));
-}
-
 /// Whether every input is a host integer value (or absent): shape arithmetic
 /// and constants, run by runtime_cpu on the host.
 bool host_only(const GInputs& in) {

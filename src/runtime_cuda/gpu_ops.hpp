@@ -99,6 +99,14 @@ Result<std::vector<std::optional<DTensor>>> backward_op(const Context& c, const 
                                                         const GInputs& outs, const std::vector<const DTensor*>& dout,
                                                         const std::vector<bool>& needs);
 
+/// Input i as a device tensor, or an error naming the op (missing, or an
+/// integer tensor where the kernel takes floats).
+Result<const DTensor*> dev_in(const graph::Op& op, const GInputs& in, std::size_t i);
+/// A kernel launch's status as an error naming the op.
+Status launched(const graph::Op& op, cudaError_t e);
+/// A view, or an error naming the op when the rank exceeds kMaxRank.
+Result<View> view_or_error(const graph::Op& op, std::optional<View> v);
+
 /// The host-side stand-ins of `in` for runtime_cpu's attribute helpers:
 /// integer values copied, float values as shape-only tensors (no data).
 struct Shadow {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "gpu_ops.hpp"
+#include "planner/runtime_cpu/op_attrs.hpp"
 #include "planner/runtime_cuda/views.hpp"
 
 namespace planner::runtime::gpu_ops {
@@ -119,6 +120,22 @@ Status gemm(const Context& c, const kernel_math::GemmCall& g, const void* A, con
   const std::size_t w = store_bytes(c.store);
   return gemm(c, g.ta, g.tb, g.M, g.N, g.K, g.alpha, static_cast<const char*>(A) + g.a_off * w,
               static_cast<const char*>(B) + g.b_off * w, g.beta, static_cast<char*>(C) + g.c_off * w);
+}
+
+Result<const DTensor*> dev_in(const graph::Op& op, const GInputs& in, std::size_t i) {
+  if (i >= in.size() || !in[i]) return runtime_cpu::detail::op_error(op, fmt::format("input {} is missing", i));
+  if (const DTensor* t = as_device(in[i])) return t;
+  return runtime_cpu::detail::op_error(op, fmt::format("input {} is an integer tensor; the kernels take floats here", i));
+}
+
+Status launched(const graph::Op& op, cudaError_t e) {
+  if (e == cudaSuccess) return Status::success();
+  return runtime_cpu::detail::op_error(op, fmt::format("kernel launch: CUDA error {} ({})", cudaGetErrorName(e), cudaGetErrorString(e)));
+}
+
+Result<View> view_or_error(const graph::Op& op, std::optional<View> v) {
+  if (!v) return runtime_cpu::detail::op_error(op, fmt::format("rank above {} is not supported on the GPU", kernel_math::kMaxRank));
+  return *v;
 }
 
 Shadow shadow_of(const GInputs& in) {
