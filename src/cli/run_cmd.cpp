@@ -4,7 +4,8 @@
 // (OpenBLAS GEMMs, real collectives over MPI; with --backend cuda cuBLAS
 // GEMMs and NCCL collectives on one GPU per rank), without it the model trains
 // for real in fp32 (executor/real.hpp; --check compares every step with the
-// single-device interpreter on rank 0). Rank 0 reports the timed steps
+// single-device interpreter on rank 0; with --backend cuda a one-rank plan
+// trains on one GPU, runtime_cuda/gpu_train.hpp). Rank 0 reports the timed steps
 // (docs/executor.md, measured.json: planner.measured/v1).
 
 #include <unistd.h>
