@@ -231,7 +231,7 @@ if os.path.exists(summary):
     print("```")
 print(f"\n### Real mode against the CPU interpreter (`planner run --backend {backend} --check`)\n")
 print("A GPT of 2 layers, hidden 256, 4 heads, sequence 128, vocabulary 1024, batch 4, planned on one device; "
-      "3 steps (AdamW), each compared with the CPU interpreter: the loss, every gradient and (fp32) every weight, "
+      "3 steps (AdamW), each compared with the CPU interpreter started from the GPU's weights: the loss, every gradient, and every updated weight against the CPU optimizer on the GPU's gradients; "
       "error as `planner run --check` defines it (the GPU real mode: relative to the tensor's largest magnitude).\n")
 print("| plan | step | loss | CPU reference | max error | worst | tolerance |\n|---|---|---|---|---|---|---|")
 import re

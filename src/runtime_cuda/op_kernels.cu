@@ -2,7 +2,9 @@
 // math of kernel_math.hpp. Every kernel is one grid-stride loop over
 // elements, rows or columns running a __device__ lambda (nvcc
 // --extended-lambda); one template per kernel, instantiated for fp32 and
-// bf16 storage.
+// bf16 storage. A host compiler with the stand-in CUDA headers of
+// tests/runtime_cuda/host_cuda/ compiles the same file into plain loops
+// (gpu_emulated_test: the GPU op layer and interpreter on the CPU).
 
 #include "op_kernels.hpp"
 
@@ -21,18 +23,26 @@ namespace launch {
 
 constexpr int kThreads = 256;
 
+#if defined(__CUDACC__)
 template <class F>
 __global__ void each_kernel(i64 n, F f) {
   for (i64 i = blockIdx.x * i64(blockDim.x) + threadIdx.x; i < n; i += i64(gridDim.x) * blockDim.x) f(i);
 }
+#endif
 
-/// Runs f(i) for i in [0, n) on the default stream.
+/// Runs f(i) for i in [0, n) on the default stream. Compiled by a host
+/// compiler (the CPU emulation of tests/runtime_cuda/host_cuda/), a loop.
 template <class F>
 cudaError_t each(i64 n, F f) {
   if (n <= 0) return cudaSuccess;
+#if defined(__CUDACC__)
   const i64 blocks = std::min<i64>((n + kThreads - 1) / kThreads, 65535);
   each_kernel<<<static_cast<unsigned>(blocks), kThreads>>>(n, f);
   return cudaGetLastError();
+#else
+  for (i64 i = 0; i < n; ++i) f(i);
+  return cudaSuccess;
+#endif
 }
 
 template <class T>

@@ -5,18 +5,22 @@
 /// max_checked_steps steps compared with the CPU interpreter
 /// (runtime_cpu::Interpreter) run on the same graph, seed and optimizer.
 ///
-/// --check's error is norm-wise per tensor: |gpu - cpu| / max(max|cpu| over
-/// the tensor, 1e-6) for every gradient and (fp32) weight element, |gpu -
-/// cpu| / max(|cpu|, 1e-6) for the loss. The tolerances
-/// (gpu_check_tolerance): 1e-5 in fp32 (cuBLAS without TF32; the other
-/// kernels repeat the CPU's arithmetic, kernel_math.hpp), 5e-2 in bf16
-/// storage (8 significant bits per stored value, rounded once per op; fp32
-/// accumulation throughout). In bf16 the weights are not compared element
-/// by element: AdamW's normalised update turns the sign of a near-zero
-/// gradient, which bf16 may flip, into a full +-lr step, so single weights
-/// (zero-initialised biases above all) legitimately differ by 2 lr; the
-/// updated weights are judged through the next checked step's loss and
-/// gradients instead.
+/// What a checked step compares (each starts the CPU reference from the
+/// GPU's weights, so one forward and backward from the same numbers):
+///   - the loss, |gpu - cpu| / max(|cpu|, 1e-6);
+///   - every gradient, norm-wise: |gpu - cpu| / max(max|cpu| over the
+///     tensor, 1e-6);
+///   - every updated weight, norm-wise, against runtime_cpu's optimizer
+///     applied to the GPU's own weights and gradients of the step (states
+///     mirrored on the CPU; bf16: the result rounded to bf16 as the device
+///     stores it). Not against the CPU interpreter's weights: AdamW's
+///     normalised update turns gradient noise (the key bias's gradient is
+///     zero up to rounding) into +-lr steps, so two correct runs whose sums
+///     round differently part there by up to 2 lr.
+/// Tolerances (gpu_check_tolerance): 1e-5 in fp32 (cuBLAS without TF32;
+/// the other kernels repeat the CPU's arithmetic, kernel_math.hpp), 5e-2 in
+/// bf16 storage (8 significant bits per stored value, rounded once per op;
+/// fp32 accumulation throughout).
 ///
 /// This header includes no CUDA header.
 
