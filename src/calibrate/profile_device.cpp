@@ -133,107 +133,36 @@ Result<WrittenProfile> device_profile(const DeviceMeasurements& m, const Provena
   dev["gemm_precision_factor"] = factors;
 
   // Interconnect: the ranks of this host, then the network.
-  cluster::Interconnect net;
-  cluster::Level local;
-  local.name = "local";
-  local.devices_per_group = m.ranks;
-  local.bandwidth = BytesPerSecond(copy.peak);
-  local.ring.efficiency = cluster::EfficiencyTable{{{1, 1}}, "message_bytes"};
-  net.levels.push_back(local);
-  cluster::Level inter;
-  json inter_json;
-  if (base) {
-    inter = base->parsed.interconnect.inter_node();
-    json bj = json::parse(base->text);
-    inter_json = bj["interconnect"]["levels"].back();
-    inter_json["notes"] = fmt::format("copied from base profile '{}' (content hash {}): one host cannot measure the "
-                                      "network; {}",
-                                      base->parsed.name, base->parsed.content_hash,
-                                      inter_json.value("notes", std::string("")));
-  } else {
-    inter.name = "network";
-    inter.inter_node = true;
-    inter.nics_per_node = 1;
-    inter.nic_bandwidth = BytesPerSecond(copy.peak);
-    inter.ring.efficiency = cluster::EfficiencyTable{{{1, 1}}, "message_bytes"};
-  }
-  net.levels.push_back(inter);
-
   WrittenProfile out;
-  json lj = json::object();
-  lj["name"] = "local";
-  lj["fabric"] = fmt::format("NCCL {} between the GPUs of one host, through planner's runtime::Communicator",
-                             item(prov, "nccl"));
-  lj["devices_per_group"] =
-      sourced(m.ranks, kernel_source(by, fmt::format("the ranks (one GPU each) of this calibration, all on {}", m.host)));
+  HostLevelText lt;
+  lt.name = "local";
+  lt.fabric = fmt::format("NCCL {} between the GPUs of one host, through planner's runtime::Communicator",
+                          item(prov, "nccl"));
+  lt.group_source = kernel_source(by, fmt::format("the ranks (one GPU each) of this calibration, all on {}", m.host));
+  lt.bandwidth_over = "NCCL collective";
+  lt.one_rank_est = "estimate, not measured: one rank, no collective ran; the device's copy bandwidth "
+                    "(hbm_GBps) stands in; use this profile for one device";
+  lt.network_est = fmt::format(
+      "estimate, not measured: the calibration ran on one host, so no network was timed; this level copies the "
+      "local level ({}) so that the profile loads; pass --base PROFILE to take a measured network level",
+      by);
+  lt.table_source = [&](Collective kind, std::size_t rows) {
+    return kernel_source(by, fmt::format("{} of f32 device buffers through the NCCL communicator over {} message "
+                                         "sizes; e(S) solved so that the cost model (cluster/collective.hpp) "
+                                         "reproduces each time",
+                                         cluster::collective_name(kind), rows));
+  };
   std::map<Collective, std::vector<Sample>> runs;
   for (Collective k : kCalibratedCollectives)
     if (!m.collectives[static_cast<std::size_t>(k)].empty()) runs[k] = m.collectives[static_cast<std::size_t>(k)];
-  json eff = json::object();
-  if (m.ranks >= 2 && !runs.empty()) {
-    const cluster::Placement where{m.ranks, m.ranks};
-    PLANNER_TRY(LevelTables lt, fit_level(net, 0, where, runs));
-    lj["bandwidth_GBps"] = sourced(
-        sig(lt.bandwidth.value / 1e9, 6),
-        kernel_source(by, fmt::format("the best bus bandwidth left after latency, factor*S/(t - steps*alpha), over "
-                                      "every timed NCCL collective and size (reached by {})",
-                                      lt.bandwidth_from)));
-    lj["latency_us"] = sourced(
-        sig(net.levels[0].latency.value * 1e6),
-        kernel_source(by, "all_reduce: intercept of the line fit t = a + b*S over its sizes / 2(n-1) steps, lowered "
-                          "where a size needs it to be reachable at bandwidth_GBps (docs/calibrate.md)"));
-    for (const auto& [kind, t] : lt.tables) {
-      const std::string src = kernel_source(
-          by, fmt::format("{} of f32 device buffers through the NCCL communicator over {} message sizes; e(S) solved "
-                          "so that the cost model (cluster/collective.hpp) reproduces each time",
-                          cluster::collective_name(kind), t.rows.size()));
-      json tj = table("message_bytes", src, t.rows);
-      if (kind == Collective::all_reduce) {
-        eff["ring"] = tj;
-      } else {
-        tj["latency_us"] = sig(net.levels[0].latency_for(kind).value * 1e6);
-        eff[std::string(cluster::collective_name(kind))] = tj;
-      }
-      out.checks.push_back({fmt::format("{} on local ({} ranks)", cluster::collective_name(kind), m.ranks),
-                            static_cast<int>(runs[kind].size()), 0, t.capped});
-    }
-  } else {
-    const std::string est = "estimate, not measured: one rank, no collective ran; the device's copy bandwidth "
-                            "(hbm_GBps) stands in; use this profile for one device";
-    lj["bandwidth_GBps"] = sourced(sig(copy.peak / 1e9), est);
-    lj["latency_us"] = sourced(0, est);
-    eff["ring"] = table("message_bytes", est, {{1, 1}});
-  }
-  lj["efficiency"] = eff;
-  if (!base) {
-    const std::string est = fmt::format(
-        "estimate, not measured: the calibration ran on one host, so no network was timed; this level copies the "
-        "local level ({}) so that the profile loads; pass --base PROFILE to take a measured network level",
-        by);
-    inter_json = json::object();
-    inter_json["name"] = "network";
-    inter_json["fabric"] = "not measured (one host)";
-    inter_json["nics_per_node"] = sourced(1, est);
-    inter_json["nic_GBps"] = sourced(lj["bandwidth_GBps"]["value"].get<double>(), est);
-    inter_json["latency_us"] = sourced(lj["latency_us"]["value"].get<double>(), est);
-    json ring = eff["ring"];
-    ring["source"] = est;
-    inter_json["efficiency"] = json{{"ring", ring}};
-  }
-
-  json doc = json::object();
-  doc["schema_version"] = 1;
-  doc["name"] = name;
-  doc["system"] = fmt::format("{} on {}: {} rank(s), one GPU each", m.device, m.host, m.ranks);
-  doc["source"] = fmt::format("{} (docs/calibrate.md): cuBLAS GEMMs, the replay's traffic kernels and NCCL "
-                              "collectives; nothing else was timed",
-                              by);
-  doc["notes"] = fmt::format("No fused attention was timed: estimate with --attention unfused. fp8 not measured. {}",
-                             base ? "The inter-node level comes from the base profile."
-                                  : "The inter-node level is not measured (see its sources).");
-  doc["provenance"] = provenance_json(prov);
-  doc["device"] = dev;
-  doc["interconnect"] = json{{"levels", json::array({lj, inter_json})}};
+  PLANNER_TRY(json net, one_host_interconnect(lt, by, m.ranks, copy.peak, runs, base, out.checks));
+  const json doc = profile_document(
+      name, fmt::format("{} on {}: {} rank(s), one GPU each", m.device, m.host, m.ranks),
+      fmt::format("{} (docs/calibrate.md): cuBLAS GEMMs, the replay's traffic kernels and NCCL collectives; nothing "
+                  "else was timed",
+                  by),
+      "No fused attention was timed: estimate with --attention unfused. fp8 not measured.", base.has_value(), prov,
+      dev, net);
   out.text = doc.dump(2) + "\n";
   PLANNER_TRY(out.parsed, cluster::parse_profile(out.text, name + ".json"));
 

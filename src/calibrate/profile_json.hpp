@@ -4,7 +4,9 @@
 // sourced values and tables, provenance, the collective fit of one level.
 // Private to the calibrate module; defined in profile_out.cpp.
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,5 +55,31 @@ struct LevelTables {
 Result<LevelTables> fit_level(cluster::Interconnect& net, std::size_t level, cluster::Placement where,
                               const std::map<cluster::Collective, std::vector<Sample>>& runs);
 std::string kernel_source(const std::string& by, std::string_view what);
+
+/// What differs between the CPU and the device profile in the interconnect
+/// of a one-host calibration (one_host_interconnect).
+struct HostLevelText {
+  std::string name;             ///< level 0: "shm" or "local"
+  std::string fabric;           ///< level 0's fabric
+  std::string group_source;     ///< source of devices_per_group
+  std::string bandwidth_over;   ///< "collective" or "NCCL collective" (bandwidth_GBps' source)
+  std::string one_rank_est;     ///< the sources of level 0 when one rank ran no collective
+  std::string network_est;      ///< the sources of the estimated network level (no base)
+  /// Source of the solved table of a collective over `rows` message sizes.
+  std::function<std::string(cluster::Collective, std::size_t rows)> table_source;
+};
+/// The interconnect JSON of a one-host calibration by `by` with `ranks`
+/// ranks: level 0 (the host's ranks at bandwidth `peak_Bps` until the
+/// collectives in `runs` are fitted) and the network level, copied from
+/// `base` or estimated from level 0. Appends one FitCheck per fitted
+/// collective to `checks`.
+Result<json> one_host_interconnect(const HostLevelText& text, const std::string& by, int ranks, double peak_Bps,
+                                   const std::map<cluster::Collective, std::vector<Sample>>& runs,
+                                   const std::optional<BaseProfile>& base, std::vector<FitCheck>& checks);
+/// The profile document around `device` and `interconnect`; notes get the
+/// sentence on where the inter-node level comes from.
+json profile_document(const std::string& name, const std::string& system, const std::string& source,
+                      const std::string& notes, bool from_base, const Provenance& prov, json device,
+                      json interconnect);
 
 }  // namespace planner::calibrate::detail

@@ -161,6 +161,100 @@ Result<LevelTables> fit_level(cluster::Interconnect& net, std::size_t level, clu
 
 std::string kernel_source(const std::string& by, std::string_view what) { return fmt::format("{}: {}", by, what); }
 
+Result<json> one_host_interconnect(const HostLevelText& text, const std::string& by, int ranks, double peak_Bps,
+                                   const std::map<Collective, std::vector<Sample>>& runs,
+                                   const std::optional<BaseProfile>& base, std::vector<FitCheck>& checks) {
+  cluster::Interconnect net;
+  cluster::Level host;
+  host.name = text.name;
+  host.devices_per_group = ranks;
+  host.bandwidth = BytesPerSecond(peak_Bps);
+  host.ring.efficiency = cluster::EfficiencyTable{{{1, 1}}, "message_bytes"};
+  net.levels.push_back(host);
+  cluster::Level inter;
+  json inter_json;
+  if (base) {
+    inter = base->parsed.interconnect.inter_node();
+    json bj = json::parse(base->text);
+    inter_json = bj["interconnect"]["levels"].back();
+    inter_json["notes"] = fmt::format("copied from base profile '{}' (content hash {}): one host cannot measure the "
+                                      "network; {}",
+                                      base->parsed.name, base->parsed.content_hash,
+                                      inter_json.value("notes", std::string("")));
+  } else {
+    inter.name = "network";
+    inter.inter_node = true;
+    inter.nics_per_node = 1;
+    inter.nic_bandwidth = BytesPerSecond(peak_Bps);
+    inter.ring.efficiency = cluster::EfficiencyTable{{{1, 1}}, "message_bytes"};
+  }
+  net.levels.push_back(inter);
+
+  json lj = json::object();
+  lj["name"] = text.name;
+  lj["fabric"] = text.fabric;
+  lj["devices_per_group"] = sourced(ranks, text.group_source);
+  json eff = json::object();
+  if (ranks >= 2 && !runs.empty()) {
+    const cluster::Placement where{ranks, ranks};
+    PLANNER_TRY(LevelTables lt, fit_level(net, 0, where, runs));
+    lj["bandwidth_GBps"] = sourced(
+        sig(lt.bandwidth.value / 1e9, 6),
+        kernel_source(by, fmt::format("the best bus bandwidth left after latency, factor*S/(t - steps*alpha), over "
+                                      "every timed {} and size (reached by {})",
+                                      text.bandwidth_over, lt.bandwidth_from)));
+    lj["latency_us"] = sourced(
+        sig(net.levels[0].latency.value * 1e6),
+        kernel_source(by, "all_reduce: intercept of the line fit t = a + b*S over its sizes / 2(n-1) steps, lowered "
+                          "where a size needs it to be reachable at bandwidth_GBps (docs/calibrate.md)"));
+    for (const auto& [kind, t] : lt.tables) {
+      json tj = table("message_bytes", text.table_source(kind, t.rows.size()), t.rows);
+      if (kind == Collective::all_reduce) {
+        eff["ring"] = tj;
+      } else {
+        tj["latency_us"] = sig(net.levels[0].latency_for(kind).value * 1e6);
+        eff[std::string(cluster::collective_name(kind))] = tj;
+      }
+      checks.push_back({fmt::format("{} on {} ({} ranks)", cluster::collective_name(kind), text.name, ranks),
+                        static_cast<int>(runs.at(kind).size()), 0, t.capped});
+    }
+  } else {
+    lj["bandwidth_GBps"] = sourced(sig(peak_Bps / 1e9), text.one_rank_est);
+    lj["latency_us"] = sourced(0, text.one_rank_est);
+    eff["ring"] = table("message_bytes", text.one_rank_est, {{1, 1}});
+  }
+  lj["efficiency"] = eff;
+  if (!base) {
+    inter_json = json::object();
+    inter_json["name"] = "network";
+    inter_json["fabric"] = "not measured (one host)";
+    inter_json["nics_per_node"] = sourced(1, text.network_est);
+    inter_json["nic_GBps"] = sourced(lj["bandwidth_GBps"]["value"].get<double>(), text.network_est);
+    inter_json["latency_us"] = sourced(lj["latency_us"]["value"].get<double>(), text.network_est);
+    json ring = eff["ring"];
+    ring["source"] = text.network_est;
+    inter_json["efficiency"] = json{{"ring", ring}};
+  }
+  return json{{"levels", json::array({lj, inter_json})}};
+}
+
+json profile_document(const std::string& name, const std::string& system, const std::string& source,
+                      const std::string& notes, bool from_base, const Provenance& prov, json device,
+                      json interconnect) {
+  json doc = json::object();
+  doc["schema_version"] = 1;
+  doc["name"] = name;
+  doc["system"] = system;
+  doc["source"] = source;
+  doc["notes"] = fmt::format("{} {}", notes,
+                             from_base ? "The inter-node level comes from the base profile."
+                                       : "The inter-node level is not measured (see its sources).");
+  doc["provenance"] = provenance_json(prov);
+  doc["device"] = std::move(device);
+  doc["interconnect"] = std::move(interconnect);
+  return doc;
+}
+
 }  // namespace detail
 
 using namespace detail;
@@ -242,113 +336,41 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
                   "at an odd size, which is misaligned for any such width");
 
   // Interconnect.
-  cluster::Interconnect net;
-  cluster::Level shm;
-  shm.name = "shm";
-  shm.devices_per_group = m.ranks;
-  shm.bandwidth = BytesPerSecond(triad.peak);
-  shm.ring.efficiency = cluster::EfficiencyTable{{{1, 1}}, "message_bytes"};
-  net.levels.push_back(shm);
-  cluster::Level inter;
-  json inter_json;
-  if (base) {
-    inter = base->parsed.interconnect.inter_node();
-    json bj = json::parse(base->text);
-    inter_json = bj["interconnect"]["levels"].back();
-    inter_json["notes"] = fmt::format("copied from base profile '{}' (content hash {}): one host cannot measure the "
-                                      "network; {}",
-                                      base->parsed.name, base->parsed.content_hash,
-                                      inter_json.value("notes", std::string("")));
-  } else {
-    inter.name = "network";
-    inter.inter_node = true;
-    inter.nics_per_node = 1;
-    inter.nic_bandwidth = BytesPerSecond(triad.peak);
-    inter.ring.efficiency = cluster::EfficiencyTable{{{1, 1}}, "message_bytes"};
-  }
-  net.levels.push_back(inter);
-
   WrittenProfile out;
-  json shm_json = json::object();
-  shm_json["name"] = "shm";
   const std::string mpi = item(prov, "mpi_library");
-  shm_json["fabric"] = fmt::format("MPI between the ranks of one host ({}), through planner's runtime::Communicator",
-                                   mpi.empty() ? "MPI" : mpi);
-  shm_json["devices_per_group"] =
-      sourced(m.ranks, kernel_source(by, fmt::format("the ranks of this calibration, all on {}", m.host)));
+  HostLevelText lt;
+  lt.name = "shm";
+  lt.fabric = fmt::format("MPI between the ranks of one host ({}), through planner's runtime::Communicator",
+                          mpi.empty() ? "MPI" : mpi);
+  lt.group_source = kernel_source(by, fmt::format("the ranks of this calibration, all on {}", m.host));
+  lt.bandwidth_over = "collective";
+  lt.one_rank_est = "estimate, not measured: one rank, no collective ran; the host's triad bandwidth "
+                    "(hbm_GBps) is an upper bound for any copy between ranks; use this profile for one device";
+  lt.network_est = fmt::format(
+      "estimate, not measured: the calibration ran on one host, so no network was timed; this level copies the "
+      "measured shm level ({}) so that the profile loads, and is an upper bound; pass --base PROFILE to take a "
+      "measured network level",
+      by);
+  lt.table_source = [&](Collective kind, std::size_t rows) {
+    return kernel_source(
+        by, fmt::format("{} of f32 buffers through runtime::Communicator over {} message sizes; e(S) solved so that "
+                        "the cost model (cluster/collective.hpp) reproduces each time with B = bandwidth_GBps{}",
+                        cluster::collective_name(kind), rows,
+                        kind == Collective::all_reduce ? "" : " and its own latency_us (line-fit intercept / steps, lowered "
+                                                              "where a size needs it)"));
+  };
   std::map<Collective, std::vector<Sample>> runs;
   for (Collective k : kCalibratedCollectives)
     if (!m.collectives[static_cast<std::size_t>(k)].empty()) runs[k] = m.collectives[static_cast<std::size_t>(k)];
-  json eff = json::object();
-  if (m.ranks >= 2 && !runs.empty()) {
-    const cluster::Placement where{m.ranks, m.ranks};
-    PLANNER_TRY(LevelTables lt, fit_level(net, 0, where, runs));
-    shm_json["bandwidth_GBps"] = sourced(
-        sig(lt.bandwidth.value / 1e9, 6),
-        kernel_source(by, fmt::format("the best bus bandwidth left after latency, factor*S/(t - steps*alpha), over "
-                                      "every timed collective and size (reached by {})",
-                                      lt.bandwidth_from)));
-    const Seconds a_ar = net.levels[0].latency;
-    shm_json["latency_us"] = sourced(
-        sig(a_ar.value * 1e6),
-        kernel_source(by, "all_reduce: intercept of the line fit t = a + b*S over its sizes / 2(n-1) steps, "
-                          "lowered where a size needs it to be reachable at bandwidth_GBps (docs/calibrate.md)"));
-    for (const auto& [kind, t] : lt.tables) {
-      const std::string src = kernel_source(
-          by, fmt::format("{} of f32 buffers through runtime::Communicator over {} message sizes; e(S) solved so that "
-                          "the cost model (cluster/collective.hpp) reproduces each time with B = bandwidth_GBps{}",
-                          cluster::collective_name(kind), t.rows.size(),
-                          kind == Collective::all_reduce ? "" : " and its own latency_us (line-fit intercept / steps, lowered "
-                                                                "where a size needs it)"));
-      json tj = table("message_bytes", src, t.rows);
-      if (kind == Collective::all_reduce) {
-        eff["ring"] = tj;
-      } else {
-        tj["latency_us"] = sig(net.levels[0].latency_for(kind).value * 1e6);
-        eff[std::string(cluster::collective_name(kind))] = tj;
-      }
-      out.checks.push_back({fmt::format("{} on shm ({} ranks)", cluster::collective_name(kind), m.ranks),
-                            static_cast<int>(runs[kind].size()), 0, t.capped});
-    }
-  } else {
-    const std::string est = "estimate, not measured: one rank, no collective ran; the host's triad bandwidth "
-                            "(hbm_GBps) is an upper bound for any copy between ranks; use this profile for one device";
-    shm_json["bandwidth_GBps"] = sourced(sig(triad.peak / 1e9), est);
-    shm_json["latency_us"] = sourced(0, est);
-    eff["ring"] = table("message_bytes", est, {{1, 1}});
-  }
-  shm_json["efficiency"] = eff;
-  if (!base) {
-    const std::string est = fmt::format(
-        "estimate, not measured: the calibration ran on one host, so no network was timed; this level copies the "
-        "measured shm level ({}) so that the profile loads, and is an upper bound; pass --base PROFILE to take a "
-        "measured network level",
-        by);
-    inter_json = json::object();
-    inter_json["name"] = "network";
-    inter_json["fabric"] = "not measured (one host)";
-    inter_json["nics_per_node"] = sourced(1, est);
-    inter_json["nic_GBps"] = sourced(shm_json["bandwidth_GBps"]["value"].get<double>(), est);
-    inter_json["latency_us"] = sourced(shm_json["latency_us"]["value"].get<double>(), est);
-    json ring = eff["ring"];
-    ring["source"] = est;
-    inter_json["efficiency"] = json{{"ring", ring}};
-  }
-
-  json doc = json::object();
-  doc["schema_version"] = 1;
-  doc["name"] = name;
-  doc["system"] = fmt::format("{} on {}: {} MPI rank(s), one rank = one device, OpenBLAS with {} thread(s) per rank",
-                              m.cpu_model, m.host, m.ranks, m.openblas_threads);
-  doc["source"] = fmt::format("{} (docs/calibrate.md): OpenBLAS sgemm, a STREAM-like triad and MPI collectives; "
-                              "nothing else was timed",
-                              by);
-  doc["notes"] = fmt::format("fp32 only (sgemm): estimate with --precision fp32 --attention unfused. {}",
-                             base ? "The inter-node level comes from the base profile."
-                                  : "The inter-node level is not measured (see its sources).");
-  doc["provenance"] = provenance_json(prov);
-  doc["device"] = dev;
-  doc["interconnect"] = json{{"levels", json::array({shm_json, inter_json})}};
+  PLANNER_TRY(json net, one_host_interconnect(lt, by, m.ranks, triad.peak, runs, base, out.checks));
+  const json doc = profile_document(
+      name,
+      fmt::format("{} on {}: {} MPI rank(s), one rank = one device, OpenBLAS with {} thread(s) per rank", m.cpu_model,
+                  m.host, m.ranks, m.openblas_threads),
+      fmt::format("{} (docs/calibrate.md): OpenBLAS sgemm, a STREAM-like triad and MPI collectives; nothing else was "
+                  "timed",
+                  by),
+      "fp32 only (sgemm): estimate with --precision fp32 --attention unfused.", base.has_value(), prov, dev, net);
   out.text = doc.dump(2) + "\n";
   PLANNER_TRY(out.parsed, cluster::parse_profile(out.text, name + ".json"));
 

@@ -4,7 +4,8 @@
 // (OpenBLAS GEMMs, real collectives over MPI; with --backend cuda cuBLAS
 // GEMMs and NCCL collectives on one GPU per rank), without it the model trains
 // for real in fp32 (executor/real.hpp; --check compares every step with the
-// single-device interpreter on rank 0). Rank 0 reports the timed steps
+// single-device interpreter on rank 0; with --backend cuda a one-rank plan
+// trains on one GPU, runtime_cuda/gpu_train.hpp). Rank 0 reports the timed steps
 // (docs/executor.md, measured.json: planner.measured/v1).
 
 #include <unistd.h>
@@ -36,6 +37,7 @@
 #include "planner/runtime_mpi/mpi_session.hpp"
 #ifdef PLANNER_WITH_CUDA
 #include "planner/runtime_cuda/cuda_device.hpp"
+#include "planner/runtime_cuda/gpu_train.hpp"
 #include "planner/runtime_cuda/nccl_communicator.hpp"
 #endif
 
@@ -298,11 +300,92 @@ int run_real_mode(const RunArgs& a, runtime::MpiSession& s, runtime::Communicato
   return rc;
 }
 
+// The real mode on one GPU (--backend cuda, runtime_cuda/gpu_train.hpp):
+// a one-rank plan trained by the GPU interpreter; --check compares each of
+// the first steps with the CPU interpreter (exit 1 when it fails).
+int run_real_cuda(const RunArgs& a, int rank, int world_size, const Prepared& pr) {
+#ifndef PLANNER_WITH_CUDA
+  (void)rank, (void)world_size, (void)pr;
+  return fail("run", "--backend cuda: this planner was built without CUDA");
+#else
+  const auto& p = pr.plan;
+  if (world_size != 1 || p.cluster.devices != 1) {
+    if (rank != 0) return kExitBadInput;  // every rank finds it; rank 0 says it
+    return fail("run", fmt::format("{}: --backend cuda without --replay runs one-rank plans on one GPU only "
+                                   "(cluster.devices is {}); --replay --backend cuda times multi-GPU plans",
+                                   a.plan_file, p.cluster.devices));
+  }
+  if (p.training.micro_batches != 1)
+    return fail("run", fmt::format("{}: --backend cuda without --replay runs one micro-batch per step "
+                                   "(training.micro_batches is {})",
+                                   a.plan_file, p.training.micro_batches));
+  if (pr.drop) return fail("run", "--fault drop:RANK:N needs ranks that communicate; the GPU real mode has one");
+  runtime::GpuTrainOptions o;
+  o.steps = a.steps;
+  o.warmup = a.warmup;
+  o.check = a.check;
+  o.max_checked_steps = executor::kMaxCheckedSteps;
+  o.storage = p.training.precision == "bf16" ? runtime::GpuStorage::bf16 : runtime::GpuStorage::f32;
+  o.tolerance = runtime::gpu_check_tolerance(o.storage);
+  o.interpreter = executor::real_interpreter_options(p);
+  o.optimizer = executor::real_optimizer(p);
+  auto index = runtime::local_cuda_device(0);
+  if (!index) return fail("run", fmt::format("--backend cuda: {}", index.error().message));
+  o.device = *index;
+  auto device = runtime::make_cuda_device(*index);
+  if (!device) return fail("run", fmt::format("--backend cuda: {}", device.error().message));
+  auto res = runtime::train_on_gpu(*pr.graph, o);
+  if (!res) {
+    fmt::print(stderr, "planner run: error: {}\n", res.error().message);
+    return 3;
+  }
+  if (!res->check_failure.empty()) {
+    fail("run", res->check_failure);
+    return 1;
+  }
+  const char* storage = o.storage == runtime::GpuStorage::bf16 ? "bf16" : "fp32";
+  executor::Measured m;
+  m.mode = "real";
+  m.backend = "cuda";
+  m.plan_path = a.plan_file;
+  m.plan_sha256 = pr.plan_sha;
+  m.ranks = 1;
+  m.steps = a.steps;
+  m.warmup = a.warmup;
+  m.step_times_s = res->step_times_s;
+  m.step_time_s = executor::median(res->step_times_s);
+  m.peak_memory_bytes = {res->peak_device_bytes};
+  m.host = hostname();
+  m.date = utc_now();
+  m.versions = {{"planner", "0.1.0"}, {"device", (*device)->name()}, {"storage", storage}};
+  for (const auto& [k, v] : (*device)->versions()) m.versions[k] = v;
+  const std::string text = executor::to_json(m);
+  int rc = kExitOk;
+  if (!a.output.empty()) {
+    const auto mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
+    if (auto st = io::write_file(a.output, text, mode); !st) rc = fail("run", st.error().message);
+  }
+  if (a.json) {
+    fmt::print("{}", text);
+    return rc;
+  }
+  fmt::print("planner run: mode real, backend cuda, {} (1 rank on {}, {} storage, {})\n", a.plan_file,
+             (*device)->name(), storage, p.training.optimizer.name);
+  for (std::size_t i = 0; i < res->losses.size(); ++i)
+    fmt::print("step {}{}: loss {:.6f}\n", i + 1, static_cast<int>(i) < a.warmup ? " (warm-up)" : "", res->losses[i]);
+  for (const auto& c : res->checked)
+    fmt::print("check step {}: loss {:.6f} vs CPU reference {:.6f}; max error {:.2e} ({}) <= {:.0e}: ok\n", c.step,
+               c.loss, c.reference_loss, c.max_rel_error, c.worst, o.tolerance);
+  fmt::print("peak device memory: {}\n", mib(res->peak_device_bytes));
+  fmt::print("step time: median {:.6f} s over {} steps after {} warm-up\n", m.step_time_s, a.steps, a.warmup);
+  if (!a.output.empty() && rc == kExitOk) fmt::print("wrote {}\n", a.output);
+  return rc;
+#endif
+}
+
 int run_replay(const RunArgs& a) {
   if (a.backend != "cpu" && a.backend != "cuda")
     return fail("run", fmt::format("--backend '{}' is not cpu or cuda", a.backend));
-  if (a.backend == "cuda" && !a.replay)
-    return fail("run", "--backend cuda runs the replay only (add --replay); the real mode trains on the CPU");
 #ifndef PLANNER_WITH_CUDA
   if (a.backend == "cuda")
     return fail("run", "--backend cuda: this planner was built without CUDA (configure with `cmake --preset cuda` "
@@ -328,7 +411,7 @@ int run_replay(const RunArgs& a) {
   }
   auto& pr = *prepared;
   if (!a.replay) {
-    const int rc = run_real_mode(a, s, world_comm, pr);
+    const int rc = a.backend == "cuda" ? run_real_cuda(a, rank, world_size, pr) : run_real_mode(a, s, world_comm, pr);
     world->reset();
     return rc;
   }
@@ -481,7 +564,8 @@ Runner setup_run(CLI::App& sub) {
                "Replay mode: real GEMMs (OpenBLAS) and collectives (MPI) at the plan's sharded shapes (default: the real mode, "
                "the model trained in fp32)");
   sub.add_flag("--check", a->check,
-               "Real mode: compare every step (up to 3) with the single-device interpreter on rank 0 (exit 1 if off)");
+               "Real mode: compare every step (up to 3) with the single-device interpreter on rank 0 (exit 1 if off; "
+               "--backend cuda: the GPU run against the CPU interpreter)");
   sub.add_option("--model", a->model, "ONNX model (default: the plan's model.path, or beside the plan file)");
   sub.add_option("--steps", a->steps, "Measured steps")->capture_default_str();
   sub.add_option("--warmup", a->warmup, "Warm-up steps, not measured")->capture_default_str();
@@ -495,8 +579,8 @@ Runner setup_run(CLI::App& sub) {
                  "Per-rank memory limit of the replay, GiB (default: MemTotal / ranks on this host; cuda: the GPU's "
                  "free memory)");
   sub.add_option("--backend", a->backend,
-                 "Replay backend: cpu (OpenBLAS GEMMs, MPI) or cuda (cuBLAS GEMMs in the plan's precision, NCCL; one "
-                 "GPU per rank)")
+                 "Backend: cpu (OpenBLAS GEMMs, MPI) or cuda (replay: cuBLAS GEMMs in the plan's precision, NCCL, one "
+                 "GPU per rank; real mode: one-rank plans on one GPU, fp32 or bf16 storage)")
       ->capture_default_str();
   sub.add_option("--fault", a->fault, "Test hook: stall:RANK:STEP (the rank sleeps forever), crash:RANK:STEP (it raises SIGSEGV) or drop:RANK:N");
   return [a] { return run_replay(*a); };

@@ -39,6 +39,12 @@ constexpr int kTagAct = 0, kTagGrad = 1, kTagCheck = 5;
 
 }  // namespace
 
+runtime_cpu::InterpreterOptions real_interpreter_options(const plan::Plan& p) {
+  return {.seed = p.training.seed, .stddev = kStddev};
+}
+
+runtime_cpu::OptimizerConfig real_optimizer(const plan::Plan& p) { return optimizer_of(p.training.optimizer); }
+
 Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
   const auto& l = p.layout;
   const auto no = [&](std::string_view what) {

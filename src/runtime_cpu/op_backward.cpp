@@ -1,5 +1,5 @@
 // backward_op: gradients of one op's inputs from its outputs' gradients.
-#include "op_common.hpp"
+#include "planner/runtime_cpu/op_attrs.hpp"
 #include "planner/runtime_cpu/index.hpp"
 #include "planner/runtime_cpu/norm.hpp"
 

@@ -1,7 +1,7 @@
 // forward_op: one op forward on caller-owned tensors.
 #include <cmath>
 
-#include "op_common.hpp"
+#include "planner/runtime_cpu/op_attrs.hpp"
 #include "planner/runtime_cpu/index.hpp"
 #include "planner/runtime_cpu/norm.hpp"
 

@@ -1,7 +1,7 @@
 // graph::Op -> kernels: attribute and shape checks, then the kernel calls.
 #include "planner/runtime_cpu/op_kernels.hpp"
 
-#include "op_common.hpp"
+#include "planner/runtime_cpu/op_attrs.hpp"
 
 namespace planner::runtime_cpu {
 

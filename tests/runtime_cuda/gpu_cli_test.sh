@@ -2,7 +2,8 @@
 # ctest gpu_cli (cuda preset, registered only where a GPU was found): the
 # CUDA backends end to end on one GPU: planner calibrate --backend cuda
 # --quick, an estimate with that profile, planner run --replay --backend cuda
-# on a small GPT in bf16, planner compare.
+# on a small GPT in bf16, planner compare, and the real mode (--backend cuda
+# --check against the CPU interpreter) in bf16 and fp32 storage.
 # Usage: gpu_cli_test.sh PLANNER_BIN
 set -u
 BIN=$(realpath "$1")
@@ -31,6 +32,15 @@ grep -q '"backend": "cuda"' m.json || fail "measured.json does not say cuda"
 cat cmp.txt
 grep -q "(measured, mode replay, backend cuda, 1 ranks on " cmp.txt || fail "compare header"
 grep -q "^step_time " cmp.txt || fail "no step_time row"
+# The real mode on one GPU against the CPU interpreter, bf16 and fp32 storage.
+"$BIN" run plan.json --backend cuda --check --steps 2 --warmup 1 >real.txt 2>&1 || { cat real.txt; fail "real bf16 --check"; }
+cat real.txt
+grep -q "^planner run: mode real, backend cuda, plan.json (1 rank on .*, bf16 storage, adam)" real.txt || fail "real header"
+grep -q "^check step 3: .* <= 5e-02: ok" real.txt || fail "no bf16 check line for step 3"
+sed 's/"precision": "bf16"/"precision": "fp32"/' plan.json >plan32.json
+"$BIN" run plan32.json --backend cuda --check --steps 2 --warmup 1 >real32.txt 2>&1 || { cat real32.txt; fail "real fp32 --check"; }
+cat real32.txt
+grep -q "^check step 3: .* <= 1e-05: ok" real32.txt || fail "no fp32 check line for step 3"
 # fp8 plans are refused with one line.
 "$BIN" estimate g.onnx --profile ./gpu1.json --devices 1 --micro-batch 4 --global-batch 4 --precision bf16 \
   --attention unfused -o plan8.json >/dev/null 2>&1 || fail "estimate 2"

@@ -38,6 +38,7 @@
 #include "planner/graph/graph.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/runtime/communicator.hpp"
+#include "planner/runtime_cpu/interpreter.hpp"
 
 namespace planner::executor {
 
@@ -79,6 +80,13 @@ struct RealResult {
   /// Non-empty: --check failed (every rank learns it; rank 0 has the text).
   std::string check_failure;
 };
+
+/// What the real mode draws and trains with, for a caller that runs the
+/// model elsewhere (`planner run --backend cuda`, runtime_cuda/gpu_train.hpp):
+/// the interpreter options (the plan's seed, the real mode's stddev) and
+/// the plan's optimizer (adam: AdamW; sgd_momentum; sgd).
+runtime_cpu::InterpreterOptions real_interpreter_options(const plan::Plan& p);
+runtime_cpu::OptimizerConfig real_optimizer(const plan::Plan& p);
 
 /// Trains `p`'s model for opts.warmup + opts.steps steps. `prog` is this
 /// rank's replay program with its transfers ordered (order_transfers);

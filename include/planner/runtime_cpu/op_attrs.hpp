@@ -1,12 +1,17 @@
 #pragma once
-// Private to runtime_cpu: op kinds and the attribute/shape helpers shared by
-// op_kernels.cpp, op_forward.cpp and op_backward.cpp.
+/// The op layer's reading of a graph::Op: its kind, and the attribute and
+/// shape helpers shared by runtime_cpu's op_kernels.cpp, op_forward.cpp and
+/// op_backward.cpp and by runtime_cuda's GPU op layer (gpu_ops.cpp), so that
+/// both read every attribute the same way. Helpers, not an interface: the
+/// `detail` namespace says so.
 
 #include <algorithm>
 #include <array>
 #include <optional>
 #include <string_view>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "planner/runtime_cpu/elementwise.hpp"
 #include "planner/runtime_cpu/gemm.hpp"
