@@ -47,15 +47,7 @@ bool seeded(const OpGraph& g, const graph::Op& op, std::size_t i, int cp) {
 }  // namespace
 
 Result<TpLayout> derive_cp_layout(const plan::Plan& p, const OpGraph& g) {
-  TpLayout l;
-  l.tp = p.layout.cp;
-  l.stored.assign(g.num_tensors(), TpView{});
-  l.stored_map.assign(g.num_tensors(), {});
-  l.ops.resize(g.num_ops());
-  for (std::size_t o = 0; o < g.num_ops(); ++o) {
-    l.ops[o].in.resize(g.ops()[o].inputs.size());
-    l.ops[o].out.resize(g.ops()[o].outputs.size());
-  }
+  TpLayout l = whole_layout(g, p.layout.cp);
   if (l.tp == 1) return l;
   const int cp = l.tp;
   PLANNER_TRY(auto order, g.topological_order());

@@ -560,9 +560,9 @@ class Deriver {
 
 }  // namespace
 
-Result<TpLayout> derive_tp_layout(const plan::Plan& p, const OpGraph& g) {
+TpLayout whole_layout(const OpGraph& g, int degree) {
   TpLayout l;
-  l.tp = p.layout.tp;
+  l.tp = degree;
   l.stored.assign(g.num_tensors(), TpView{});
   l.stored_map.assign(g.num_tensors(), {});
   l.ops.resize(g.num_ops());
@@ -570,6 +570,11 @@ Result<TpLayout> derive_tp_layout(const plan::Plan& p, const OpGraph& g) {
     l.ops[o].in.resize(g.ops()[o].inputs.size());
     l.ops[o].out.resize(g.ops()[o].outputs.size());
   }
+  return l;
+}
+
+Result<TpLayout> derive_tp_layout(const plan::Plan& p, const OpGraph& g) {
+  TpLayout l = whole_layout(g, p.layout.tp);
   if (l.tp == 1) return l;
   Deriver d(p, g, l);
   PLANNER_TRY_STATUS(d.run());

@@ -82,6 +82,10 @@ struct TpLayout {
 
 /// Derives the views. Errors (one line) name the op, its strategy and why the
 /// real mode cannot run it.
+/// A layout of `degree` shares with every tensor stored whole and every op's
+/// views unset (the start of derive_tp_layout and derive_cp_layout).
+TpLayout whole_layout(const graph::OpGraph& g, int degree);
+
 Result<TpLayout> derive_tp_layout(const plan::Plan& p, const graph::OpGraph& g);
 
 /// The views of context parallelism (layout.cp > 1, tp = 1): the cp group in

@@ -14,6 +14,7 @@
 #include "planner/modelgen/modelgen.hpp"
 #include "planner/onnx/importer.hpp"
 #include "planner/plan/plan.hpp"
+#include "model_import.hpp"
 
 namespace planner::executor::testing {
 
@@ -24,18 +25,6 @@ inline plan::Plan load_plan(const std::string& name) {
   auto p = plan::from_json(*text, path);
   if (!p) FAIL(p.error().message);
   return *p;
-}
-
-// Imports a modelgen model of batch 2 (shape-only: weights declared external).
-inline graph::OpGraph build_graph(modelgen::ModelSpec s, const std::string& name) {
-  s.batch = 2;
-  auto built = modelgen::build(s, name + ".data");
-  if (!built) FAIL(built.error().message);
-  onnx::ImportOptions o;
-  o.batch = 2;
-  auto m = onnx::import_bytes(built->bytes, name, std::filesystem::temp_directory_path(), o);
-  if (!m) FAIL(m.error().message);
-  return std::move(m->graph);
 }
 
 inline const graph::OpGraph& tiny_gpt() {

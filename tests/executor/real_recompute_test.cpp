@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "fake_run.hpp"
 #include "fixtures.hpp"
 #include "planner/executor/real.hpp"
 #include "planner/runtime/fake_communicator.hpp"
@@ -24,34 +25,6 @@ std::vector<std::vector<graph::OpId>> one_chunk(const graph::OpGraph& g) {
   auto order = g.topological_order();
   REQUIRE(order.ok());
   return {*order};
-}
-
-// Every rank of `p` on the fake communicator (as real_test.cpp's run_all).
-std::vector<Result<RealResult>> run_ranks(const plan::Plan& p, const RealOptions& o) {
-  const int n = p.cluster.devices;
-  std::vector<RankProgram> progs(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    if (coordinate(p, r, "pp") != 0) continue;
-    std::vector<RankProgram> col;
-    for (int s = 0; s < p.layout.pp; ++s) {
-      auto prog = derive_program(p, testing::tiny_gpt(), with_coordinate(p, r, "pp", s));
-      if (!prog) FAIL(prog.error().message);
-      col.push_back(*prog);
-    }
-    REQUIRE(order_transfers(col).ok());
-    for (int s = 0; s < p.layout.pp; ++s)
-      progs[static_cast<std::size_t>(with_coordinate(p, r, "pp", s))] = col[static_cast<std::size_t>(s)];
-  }
-  runtime::FakeWorld world(n, Seconds(60));
-  std::vector<Result<RealResult>> out(static_cast<std::size_t>(n), Error{"not run"});
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      out[static_cast<std::size_t>(r)] =
-          run_real(p, progs[static_cast<std::size_t>(r)], testing::tiny_gpt(), world.comm(r), o);
-    });
-  for (auto& t : threads) t.join();
-  return out;
 }
 
 }  // namespace
@@ -120,7 +93,7 @@ TEST_CASE("real mode: recomputation passes --check, counts its work and holds le
     o.steps = 1;
     o.warmup = 1;
     o.check = true;
-    const auto res = run_ranks(p, o);
+    const auto res = testing::run_all(p, o);
     for (const auto& r : res) {
       REQUIRE(r.ok());
       CHECK(r->check_failure.empty());
@@ -243,7 +216,7 @@ TEST_CASE("cp views of the tiny GPT: the sequence split, K^T and V gathered", "[
   o.steps = 1;
   o.warmup = 0;
   o.check = true;
-  const auto res = run_ranks(p, o);
+  const auto res = testing::run_all(p, o);
   for (const auto& r : res) {
     REQUIRE(r.ok());
     CHECK(r->check_failure.empty());

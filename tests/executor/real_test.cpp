@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "fake_run.hpp"
 #include "fixtures.hpp"
 #include "planner/executor/real.hpp"
 #include "planner/runtime/fake_communicator.hpp"
@@ -17,35 +18,6 @@
 namespace planner::executor {
 namespace {
 
-std::vector<Result<RealResult>> run_all(const plan::Plan& p, const RealOptions& o,
-                                        std::optional<runtime::FaultSpec> drop = std::nullopt) {
-  const int n = p.cluster.devices;
-  std::vector<RankProgram> progs(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    if (coordinate(p, r, "pp") != 0) continue;
-    std::vector<RankProgram> col;
-    for (int s = 0; s < p.layout.pp; ++s) {
-      auto prog = derive_program(p, testing::tiny_gpt(), with_coordinate(p, r, "pp", s));
-      if (!prog) FAIL(prog.error().message);
-      col.push_back(*prog);
-    }
-    REQUIRE(order_transfers(col).ok());
-    for (int s = 0; s < p.layout.pp; ++s)
-      progs[static_cast<std::size_t>(with_coordinate(p, r, "pp", s))] = col[static_cast<std::size_t>(s)];
-  }
-  runtime::FakeWorld world(n, Seconds(60));
-  if (drop)
-    for (int r = 0; r < n; ++r) world.comm(r).set_fault(drop);
-  std::vector<Result<RealResult>> out(static_cast<std::size_t>(n), Error{"not run"});
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      out[static_cast<std::size_t>(r)] = run_real(p, progs[static_cast<std::size_t>(r)], testing::tiny_gpt(), world.comm(r), o);
-    });
-  for (auto& t : threads) t.join();
-  return out;
-}
-
 TEST_CASE("real mode: --check passes on dp, ZeRO-1, pp and interleaved plans", "[executor][real]") {
   for (const char* name : {"gpt_dp2.json", "gpt_dp2_zero1.json", "gpt_pp2.json", "gpt_dp2_pp2_vp2.json"}) {
     INFO(name);
@@ -54,7 +26,7 @@ TEST_CASE("real mode: --check passes on dp, ZeRO-1, pp and interleaved plans", "
     o.steps = 2;
     o.warmup = 1;
     o.check = true;
-    const auto res = run_all(p, o);
+    const auto res = testing::run_all(p, o);
     for (const auto& r : res) {
       REQUIRE(r.ok());
       CHECK(r->check_failure.empty());
@@ -81,8 +53,8 @@ TEST_CASE("real mode: the same global batch gives the same loss under every layo
   RealOptions o;
   o.steps = 1;
   o.warmup = 0;
-  const auto a = run_all(testing::load_plan("gpt_dp2.json"), o);
-  const auto b = run_all(testing::load_plan("gpt_pp2.json"), o);
+  const auto a = testing::run_all(testing::load_plan("gpt_dp2.json"), o);
+  const auto b = testing::run_all(testing::load_plan("gpt_pp2.json"), o);
   REQUIRE(a[0].ok());
   REQUIRE(b[0].ok());
   CHECK(a[0]->losses[0] == Approx(b[0]->losses[0]).epsilon(1e-6));
@@ -94,7 +66,7 @@ TEST_CASE("real mode: a dropped gradient reduction fails --check", "[executor][r
   o.warmup = 0;
   o.check = true;
   // World collective #1 of gpt_dp2 (pp = 1, dp = world) is the gradient all-reduce.
-  const auto res = run_all(testing::load_plan("gpt_dp2.json"), o, runtime::FaultSpec{1, 1});
+  const auto res = testing::run_all(testing::load_plan("gpt_dp2.json"), o, runtime::FaultSpec{1, 1});
   for (const auto& r : res) {
     REQUIRE(r.ok());
     CHECK_FALSE(r->check_failure.empty());
@@ -115,7 +87,7 @@ TEST_CASE("real mode: --check passes on tp and tp x pp plans", "[executor][real]
     o.steps = 2;
     o.warmup = 0;
     o.check = true;
-    const auto res = run_all(p, o);
+    const auto res = testing::run_all(p, o);
     for (const auto& r : res) {
       REQUIRE(r.ok());
       CHECK(r->check_failure.empty());

@@ -11,27 +11,13 @@
 
 #include <filesystem>
 
+#include "../executor/model_import.hpp"
 #include "planner/modelgen/modelgen.hpp"
 #include "planner/onnx/importer.hpp"
 #include "planner/runtime_cuda/gpu_train.hpp"
 
 using namespace planner;
 using namespace planner::runtime;
-
-namespace {
-
-graph::OpGraph import_emulated(modelgen::ModelSpec s, const std::string& name) {
-  s.batch = 2;
-  auto built = modelgen::build(s, name + ".data");
-  if (!built) FAIL(built.error().message);
-  onnx::ImportOptions o;
-  o.batch = 2;
-  auto m = onnx::import_bytes(built->bytes, name, std::filesystem::temp_directory_path(), o);
-  if (!m) FAIL(m.error().message);
-  return std::move(m->graph);
-}
-
-}  // namespace
 
 TEST_CASE("emulated GPU interpreter trains mlp, gpt, llama and bert as the CPU interpreter", "[runtime_cuda][emulated]") {
   for (auto arch : {modelgen::Arch::mlp, modelgen::Arch::gpt, modelgen::Arch::llama, modelgen::Arch::bert}) {
@@ -43,7 +29,7 @@ TEST_CASE("emulated GPU interpreter trains mlp, gpt, llama and bert as the CPU i
     s.seq = 8;
     s.vocab = 64;
     s.width = 16;
-    const auto g = import_emulated(s, modelgen::arch_name(arch) + "-emulated.onnx");
+    const auto g = planner::executor::testing::build_graph(s, modelgen::arch_name(arch) + "-emulated.onnx");
     for (auto storage : {GpuStorage::f32, GpuStorage::bf16}) {
       for (int opt = 0; opt < 2; ++opt) {
         INFO(modelgen::arch_name(arch) << (storage == GpuStorage::f32 ? " fp32" : " bf16")

@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include "gpu_ops.hpp"  // src/runtime_cuda (white-box: the kernels themselves)
+#include "../executor/model_import.hpp"
 #include "planner/modelgen/modelgen.hpp"
 #include "planner/onnx/importer.hpp"
 #include "planner/runtime_cpu/attention.hpp"
@@ -32,17 +33,6 @@ bool gpu_missing() {
   if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0) return false;
   WARN("no GPU: skipped");
   return true;
-}
-
-graph::OpGraph import_small(modelgen::ModelSpec s, const std::string& name) {
-  s.batch = 2;
-  auto built = modelgen::build(s, name + ".data");
-  if (!built) FAIL(built.error().message);
-  onnx::ImportOptions o;
-  o.batch = 2;
-  auto m = onnx::import_bytes(built->bytes, name, std::filesystem::temp_directory_path(), o);
-  if (!m) FAIL(m.error().message);
-  return std::move(m->graph);
 }
 
 /// The value of a Result that must hold one (move-only values too).
@@ -126,7 +116,7 @@ TEST_CASE("attention kernels forward and backward equal runtime_cpu's to 1e-5", 
 TEST_CASE("GPU interpreter trains mlp, gpt, llama and bert as the CPU interpreter does", "[gpu][runtime_cuda][interpreter]") {
   if (gpu_missing()) return;
   for (auto arch : {modelgen::Arch::mlp, modelgen::Arch::gpt, modelgen::Arch::llama, modelgen::Arch::bert}) {
-    const auto g = import_small(small(arch), modelgen::arch_name(arch) + ".onnx");
+    const auto g = planner::executor::testing::build_graph(small(arch), modelgen::arch_name(arch) + ".onnx");
     for (auto storage : {GpuStorage::f32, GpuStorage::bf16}) {
       INFO(modelgen::arch_name(arch) << (storage == GpuStorage::f32 ? " fp32" : " bf16"));
       GpuTrainOptions o;
