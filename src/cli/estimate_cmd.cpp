@@ -102,6 +102,7 @@ Status load_plan(EstimateArgs& a) {
   a.train.precision = fp8 != p.training.precision_by_class.end() && fp8->second == "fp8" ? "fp8" : p.training.precision;
   a.train.attention = p.training.attention;
   a.train.recompute = p.training.recompute;
+  a.train.memory_format = p.training.memory_format;
   if (a.model.empty()) a.model = p.model.path;
   if (a.train.profile_opt == nullptr || a.train.profile_opt->count() == 0) {
     a.train.profile = p.cluster.profile;
@@ -226,6 +227,7 @@ int run_estimate(EstimateArgs& a, const CLI::App& sub) {
     auto sha = sha256_file(a.model);
     if (!sha) return fail("estimate", sha.error().message);
     PlanSources src{"estimate", a.model, *sha, *opts, *profile, a.train.precision, a.train.recompute, a.train.attention};
+    src.memory_format = a.train.memory_format;
     auto p = build_plan(*e, src);
     if (!p) return fail("estimate", p.error().message);
     if (auto st = plan::validate(*p); !st) return fail("estimate", "internal: the plan does not validate: " + st.error().message);
