@@ -272,6 +272,9 @@ Runner setup_estimate(CLI::App& sub) {
   sub.add_option("--framework", a->framework,
                  "Communication behaviour: megatron | megatron-legacy | deepspeed | fsdp | ddp (docs/estimate.md)")
       ->capture_default_str();
+  sub.add_flag("--split-embedding-loss", c.split_embedding_loss,
+               "Count the embedding and the loss as one layer each in the pipeline split (Megatron-Core "
+               "account_for_embedding/loss_in_pipeline_split)");
   sub.add_flag("--balance-stages", c.balance_stages,
                "Cut the layers where pipeline stages' work is most even (1F1B/GPipe; default: even split)");
   sub.add_flag("--tp-any", c.tp_splits_batch,
