@@ -102,6 +102,7 @@ Status load_plan(EstimateArgs& a) {
   a.train.precision = fp8 != p.training.precision_by_class.end() && fp8->second == "fp8" ? "fp8" : p.training.precision;
   a.train.attention = p.training.attention;
   a.train.recompute = p.training.recompute;
+  a.train.memory_format = p.training.memory_format;
   if (a.model.empty()) a.model = p.model.path;
   if (a.train.profile_opt == nullptr || a.train.profile_opt->count() == 0) {
     a.train.profile = p.cluster.profile;
@@ -226,6 +227,7 @@ int run_estimate(EstimateArgs& a, const CLI::App& sub) {
     auto sha = sha256_file(a.model);
     if (!sha) return fail("estimate", sha.error().message);
     PlanSources src{"estimate", a.model, *sha, *opts, *profile, a.train.precision, a.train.recompute, a.train.attention};
+    src.memory_format = a.train.memory_format;
     auto p = build_plan(*e, src);
     if (!p) return fail("estimate", p.error().message);
     if (auto st = plan::validate(*p); !st) return fail("estimate", "internal: the plan does not validate: " + st.error().message);
@@ -270,6 +272,9 @@ Runner setup_estimate(CLI::App& sub) {
   sub.add_option("--framework", a->framework,
                  "Communication behaviour: megatron | megatron-legacy | deepspeed | fsdp | ddp (docs/estimate.md)")
       ->capture_default_str();
+  sub.add_flag("--split-embedding-loss", c.split_embedding_loss,
+               "Count the embedding and the loss as one layer each in the pipeline split (Megatron-Core "
+               "account_for_embedding/loss_in_pipeline_split)");
   sub.add_flag("--balance-stages", c.balance_stages,
                "Cut the layers where pipeline stages' work is most even (1F1B/GPipe; default: even split)");
   sub.add_flag("--tp-any", c.tp_splits_batch,

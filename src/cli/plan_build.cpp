@@ -48,6 +48,7 @@ Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& sr
   t.seed = src.seed;
   t.fused_loss = c.fused_loss;
   t.grad_reduce_bytes = c.grad_reduce_bytes;
+  t.memory_format = src.memory_format;
 
   auto& l = p.layout;
   l.dp = c.dp;

@@ -209,6 +209,7 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
   PLANNER_TRY(std::string sha, sha256_file(model));
   PlanSources src{"search", model, sha, opts, profile, a.train.precision,
                   std::string(cost::recompute_name(best.candidate.recompute)), a.train.attention};
+  src.memory_format = a.train.memory_format;
   // No wall-clock time in the plan: the same inputs give the same bytes.
   src.search_time_s = 0;
   src.layouts_scored = static_cast<std::int64_t>(r.scored);

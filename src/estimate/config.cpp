@@ -102,6 +102,8 @@ std::string describe(const ParallelConfig& c) {
   if (!c.layers_per_chunk.empty()) {
     s += " layers=";
     for (std::size_t i = 0; i < c.layers_per_chunk.size(); ++i) s += fmt::format("{}{}", i ? "+" : "", c.layers_per_chunk[i]);
+  } else if (c.split_embedding_loss && c.pp * c.vp > 1) {
+    s += " split-embedding-loss";
   } else if (c.balance_stages && c.pp > 1 && c.vp == 1) {
     s += " balanced-stages";
   }

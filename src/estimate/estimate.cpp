@@ -215,7 +215,13 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   if (L.chunks > 1 && layers < L.chunks)
     return Error{fmt::format("--pp {} x --vp {} = {} pipeline chunks need at least {} repeated layers; the model has {}",
                                   c.pp, c.vp, L.chunks, L.chunks, layers)};
-  if (c.vp > 1 && layers % L.chunks != 0)
+  // Megatron-Core's split with the embedding and the loss as layers.
+  std::vector<int> accounted;
+  if (c.split_embedding_loss && c.layers_per_chunk.empty() && L.chunks > 1) {
+    PLANNER_TRY(accounted, embedding_loss_chunk_sizes(layers, L.chunks));
+  }
+  // An explicit cut (a plan's own, or the accounted split) may be uneven.
+  if (c.vp > 1 && c.layers_per_chunk.empty() && accounted.empty() && layers % L.chunks != 0)
     return Error{fmt::format("interleaved schedule: {} layers are not divisible by pp*vp = {}", layers, L.chunks)};
   if (!c.layers_per_chunk.empty()) {
     int sum = 0;
@@ -332,6 +338,8 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   std::vector<int> sizes;
   if (!c.layers_per_chunk.empty()) {
     sizes = c.layers_per_chunk;
+  } else if (!accounted.empty()) {
+    sizes = accounted;
   } else if (c.balance_stages && c.vp == 1 && L.chunks > 1) {
     // Linear partition by dynamic programming over layer cuts: the work of
     // each layer position at its chosen strategies (forward + backward +
@@ -365,6 +373,23 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
     L.chunk_of_op[id.value] = current;
   }
   return L;
+}
+
+Result<std::vector<int>> embedding_loss_chunk_sizes(int layers, int chunks) {
+  // E.g. 126 layers on pp 8 x vp 8 = 64 chunks: 128 slots, 2 per chunk;
+  // chunk 0 holds the embedding and 1 layer, chunk 63 1 layer and the loss.
+  const int slots = layers + 2;
+  if (slots % chunks != 0)
+    return Error{fmt::format("embedding and loss counted as layers: {} layers + 2 = {} are not divisible by pp*vp = {}",
+                             layers, slots, chunks)};
+  const int per = slots / chunks;
+  if (per < 2)
+    return Error{fmt::format("embedding and loss counted as layers: {} slots per chunk leave the first and last "
+                             "chunks no layer ({} layers, pp*vp = {})", per, layers, chunks)};
+  std::vector<int> sizes(static_cast<std::size_t>(chunks), per);
+  sizes.front() -= 1;
+  sizes.back() -= 1;
+  return sizes;
 }
 
 std::vector<int> balanced_chunk_sizes(const std::vector<double>& layer_time, double pre, double post, int chunks) {

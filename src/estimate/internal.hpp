@@ -95,6 +95,12 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
 /// O(chunks x layers x log layers).
 std::vector<int> balanced_chunk_sizes(const std::vector<double>& layer_time, double pre, double post, int chunks);
 
+/// Megatron-Core's cut with the embedding and the loss each counted as a
+/// layer (ParallelConfig::split_embedding_loss): (layers + 2) / chunks per
+/// chunk, one fewer on the first and the last. Error: (layers + 2) not
+/// divisible by chunks, or fewer than 2 slots per chunk. Requires chunks > 1.
+Result<std::vector<int>> embedding_loss_chunk_sizes(int layers, int chunks);
+
 /// Local share (0..1] of tensor `t` on one device under the chosen layouts
 /// (1 when the tensor has no layout: replicated).
 double local_fraction(const Layout& L, const graph::OpGraph& g, graph::TensorId t);

@@ -14,6 +14,7 @@ namespace planner::plan::detail {
 inline constexpr std::array<std::string_view, 5> kPrecisions{"bf16", "fp16", "fp8", "tf32", "fp32"};
 inline constexpr std::array<std::string_view, 3> kRecompute{"none", "selective", "full"};
 inline constexpr std::array<std::string_view, 2> kAttention{"flash", "unfused"};
+inline constexpr std::array<std::string_view, 2> kMemoryFormat{"nchw", "nhwc"};
 inline constexpr std::array<std::string_view, 3> kSchedules{"1f1b", "gpipe", "interleaved"};
 inline constexpr std::array<std::string_view, 3> kOptimizers{"adam", "sgd_momentum", "sgd"};
 inline constexpr std::array<std::string_view, 5> kFrameworks{"megatron", "megatron-legacy", "deepspeed", "fsdp",

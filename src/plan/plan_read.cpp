@@ -244,7 +244,7 @@ Status read(const Reader& r, const json& v, const std::string& path, Training& o
   Obj o(r, v, path);
   PLANNER_TRY_STATUS(o.check({"global_batch", "micro_batch", "micro_batches", "optimizer", "precision",
                               "precision_by_class", "recompute", "attention", "framework", "seed",
-                              "fused_loss", "grad_reduce_bytes"}));
+                              "fused_loss", "grad_reduce_bytes", "memory_format"}));
   PLANNER_TRY_STATUS(o.req("global_batch", out.global_batch));
   PLANNER_TRY_STATUS(o.req("micro_batch", out.micro_batch));
   PLANNER_TRY_STATUS(o.req("micro_batches", out.micro_batches));
@@ -256,7 +256,8 @@ Status read(const Reader& r, const json& v, const std::string& path, Training& o
   PLANNER_TRY_STATUS(o.req("framework", out.framework));
   PLANNER_TRY_STATUS(o.req("seed", out.seed));
   PLANNER_TRY_STATUS(o.opt("fused_loss", out.fused_loss));
-  return o.opt("grad_reduce_bytes", out.grad_reduce_bytes);
+  PLANNER_TRY_STATUS(o.opt("grad_reduce_bytes", out.grad_reduce_bytes));
+  return o.opt("memory_format", out.memory_format);
 }
 
 Status read(const Reader& r, const json& v, const std::string& path, MeshAxis& out) {

@@ -124,6 +124,7 @@ Status check_training(const Training& t, const Layout& l) {
   }
   PLANNER_TRY_STATUS(one_of("training.recompute", t.recompute, detail::kRecompute));
   PLANNER_TRY_STATUS(one_of("training.attention", t.attention, detail::kAttention));
+  PLANNER_TRY_STATUS(one_of("training.memory_format", t.memory_format, detail::kMemoryFormat));
   if (t.grad_reduce_bytes != 0 && t.grad_reduce_bytes != 2 && t.grad_reduce_bytes != 4)
     return make_error("training.grad_reduce_bytes: expected 0, 2 or 4 (got {})", t.grad_reduce_bytes);
   return one_of("training.framework", t.framework, detail::kFrameworks);

@@ -89,6 +89,7 @@ ojson write(const Training& t) {
   o["seed"] = t.seed;
   o["fused_loss"] = t.fused_loss;
   o["grad_reduce_bytes"] = t.grad_reduce_bytes;
+  o["memory_format"] = t.memory_format;
   return o;
 }
 

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <limits>
 #include <random>
 
@@ -29,6 +30,51 @@ TEST_CASE("explicit layers per chunk are honoured and checked", "[estimate][stag
   CHECK(bad.error().message == "2 pipeline chunks with 5 layers in all given; the layout has 2 chunks and the model 4 layers");
   c.layers_per_chunk = {0, 4};
   CHECK_FALSE(estimate::estimate(g, model, c).ok());
+}
+
+TEST_CASE("embedding and loss counted as layers (Megatron-Core account_for_*_in_pipeline_split)", "[estimate][stages]") {
+  // 6 layers + 2 = 8 slots over 4 chunks: 2 per chunk, the first (embedding)
+  // and the last (loss) one layer fewer: 1 + 2 + 2 + 1 = 6.
+  auto sizes = estimate::detail::embedding_loss_chunk_sizes(6, 4);
+  REQUIRE(sizes.ok());
+  CHECK(*sizes == std::vector<int>{1, 2, 2, 1});
+  // Llama 3.1 405B on pp 8 x vp 8: 126 + 2 = 128 slots, 2 per chunk.
+  auto big = estimate::detail::embedding_loss_chunk_sizes(126, 64);
+  REQUIRE(big.ok());
+  REQUIRE(big->size() == 64);
+  CHECK(big->front() == 1);
+  CHECK(big->back() == 1);
+  CHECK(std::count(big->begin(), big->end(), 2) == 62);
+  // 5 + 2 = 7 slots do not divide over 4 chunks; 2 + 2 = 4 slots leave the
+  // first and last chunks empty.
+  auto odd = estimate::detail::embedding_loss_chunk_sizes(5, 4);
+  REQUIRE_FALSE(odd.ok());
+  CHECK(odd.error().message ==
+        "embedding and loss counted as layers: 5 layers + 2 = 7 are not divisible by pp*vp = 4");
+  CHECK_FALSE(estimate::detail::embedding_loss_chunk_sizes(2, 4).ok());
+
+  // In an estimate: 6 layers on pp 2 x vp 2 are refused by the even
+  // interleaved split (6 % 4 != 0) and cut 1 + 2 + 2 + 1 with the flag.
+  const auto g = small_gpt(6);
+  FakeCostModel model;
+  auto c = config_for(1, 1, 2, 4);
+  c.vp = 2;
+  c.schedule = sim::Schedule::interleaved;
+  auto even = estimate::estimate(g, model, c);
+  REQUIRE_FALSE(even.ok());
+  CHECK(even.error().message == "interleaved schedule: 6 layers are not divisible by pp*vp = 4");
+  c.split_embedding_loss = true;
+  const auto e = run(g, model, c);
+  REQUIRE(e.chunks.size() == 4);
+  const std::vector<std::pair<int, int>> want{{0, 0}, {1, 2}, {3, 4}, {5, 5}};
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(e.chunks[i].first_layer == want[i].first);
+    CHECK(e.chunks[i].last_layer == want[i].second);
+  }
+  // An explicit cut wins over the flag.
+  c.layers_per_chunk = {2, 1, 1, 2};
+  const auto explicit_cut = run(g, model, c);
+  CHECK(explicit_cut.chunks[0].last_layer == 1);
 }
 
 TEST_CASE("a balanced cut gives the head's stage fewer layers", "[estimate][stages]") {

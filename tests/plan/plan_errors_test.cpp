@@ -129,6 +129,8 @@ TEST_CASE("validate: training", "[plan][validate]") {
       {"training.recompute: 'partial' is not one of: none, selective, full",
        [](Plan& p) { p.training.recompute = "partial"; }},
       {"training.attention: 'sdpa' is not one of: flash, unfused", [](Plan& p) { p.training.attention = "sdpa"; }},
+      {"training.memory_format: 'NHWC' is not one of: nchw, nhwc",
+       [](Plan& p) { p.training.memory_format = "NHWC"; }},
       {"training.framework: 'jax' is not one of: megatron, megatron-legacy, deepspeed, fsdp, ddp",
        [](Plan& p) { p.training.framework = "jax"; }},
   });
@@ -481,6 +483,7 @@ TEST_CASE("from_json: required and optional fields", "[plan][read]") {
   j["model"].erase("params_from_inputs");
   j["cluster"].erase("overrides");
   j["training"].erase("precision_by_class");
+  j["training"].erase("memory_format");  // plans before --memory-format was stored
   j["producer"].erase("search_time_s");
   j["producer"].erase("layouts_scored");
   j["layout"]["strategies"][0].erase("collectives");
@@ -495,6 +498,7 @@ TEST_CASE("from_json: required and optional fields", "[plan][read]") {
   CHECK_FALSE(r->model.batch.has_value());
   CHECK(r->model.dims.empty());
   CHECK(r->training.precision_by_class.empty());
+  CHECK(r->training.memory_format == "nchw");
   CHECK(r->producer.layouts_scored == 0);
   CHECK(r->layout.strategies[0].collectives.empty());
   CHECK(r->prediction.stages.empty());

@@ -91,7 +91,8 @@ TEST_CASE("canonical text: golden lines", "[plan]") {
   // Integers as integers; optional model.batch written when set.
   CHECK_THAT(t, Contains("    \"parameters\": 119595008,\n"));
   CHECK_THAT(t, Contains("    \"batch\": 2,\n"));
-  CHECK_THAT(t, Contains("    \"seed\": 1234,\n    \"fused_loss\": false,\n    \"grad_reduce_bytes\": 0\n"));
+  CHECK_THAT(t, Contains("    \"seed\": 1234,\n    \"fused_loss\": false,\n    \"grad_reduce_bytes\": 0,\n"
+                         "    \"memory_format\": \"nchw\"\n"));
   CHECK_THAT(t, Contains("    \"learning_rate\": 0.0003,\n"));
   // Empty containers stay on one line.
   CHECK_THAT(t, Contains("    \"params_from_inputs\": []\n"));
@@ -130,6 +131,17 @@ TEST_CASE("optional fields: absent model.batch round-trips; defaults when omitte
   REQUIRE(back.ok());
   CHECK(*back == p);
   CHECK_FALSE(back->model.batch.has_value());
+}
+
+TEST_CASE("training.memory_format nhwc round-trips", "[plan]") {
+  Plan p = plan_test::sample_plan();
+  p.training.memory_format = "nhwc";
+  const std::string text = to_json(p);
+  CHECK_THAT(text, Contains("    \"memory_format\": \"nhwc\"\n"));
+  auto back = from_json(text);
+  REQUIRE(back.ok());
+  CHECK(back->training.memory_format == "nhwc");
+  CHECK(*back == p);
 }
 
 TEST_CASE("extreme doubles round-trip exactly", "[plan]") {

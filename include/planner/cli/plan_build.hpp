@@ -21,6 +21,7 @@ struct PlanSources {
   onnx::ImportOptions import;
   const cluster::ClusterProfile& profile;
   std::string precision, recompute, attention;
+  std::string memory_format = "nchw";  ///< nchw | nhwc (--memory-format)
   std::uint64_t seed = 1234;
   double search_time_s = 0;
   std::int64_t layouts_scored = 0;

@@ -106,6 +106,13 @@ struct ParallelConfig {
   /// the first and last stages, which also hold the embedding and the head,
   /// get fewer layers.
   bool balance_stages = false;
+  /// Without layers_per_chunk: Megatron-Core's
+  /// account_for_embedding_in_pipeline_split and
+  /// account_for_loss_in_pipeline_split. The embedding and the loss each
+  /// take one layer's slot: (layers + 2) / (pp x vp) slots per chunk, the
+  /// first chunk and the last one layer fewer. Requires (layers + 2)
+  /// divisible by pp x vp, at least 2 slots per chunk.
+  bool split_embedding_loss = false;
   /// Strategies the user fixed for named ops (semi-auto); the op-level search
   /// chooses the rest around them.
   std::vector<Hint> hints;

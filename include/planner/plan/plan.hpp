@@ -74,6 +74,9 @@ struct Training {
   /// Bytes per reduced gradient element (2 or 4); 0 = the framework's
   /// default. Optional (0).
   int grad_reduce_bytes = 0;
+  /// Convolution activations: nchw (PyTorch's default) | nhwc
+  /// (channels_last). Optional ("nchw", plans before it).
+  std::string memory_format = "nchw";
   friend bool operator==(const Training&, const Training&) = default;
 };
 
