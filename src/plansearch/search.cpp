@@ -99,7 +99,10 @@ ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch) {
     f.seq = std::max(f.seq, p.seq_q);
   }
   for (const auto& t : g.tensors())
-    if (t.role == graph::TensorRole::parameter && graph::is_floating(t.dtype)) f.parameters += static_cast<double>(t.numel());
+    if (t.role == graph::TensorRole::parameter && graph::is_floating(t.dtype)) {
+      f.parameters += static_cast<double>(t.numel());
+      ++f.parameter_shapes[t.shape];
+    }
   const auto experts = estimate::count_experts(g);
   f.experts = experts.experts;
   f.expert_parameters = experts.parameters;

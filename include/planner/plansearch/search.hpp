@@ -13,10 +13,11 @@
 ///      `--fix` pins any of them.
 ///   2. Prune by a memory lower bound (model state alone, which no schedule
 ///      can shrink) before costing anything.
-///   3. Order by a lower bound on the step time: the speed of light of the
+///   3. Order by a lower bound on the step time (`layout_bound`): the
 ///      candidate's own work (model FLOPs, plus the recomputed forward, per
-///      device over the peak) times the pipeline's minimum stretch
-///      (1 + (p-1)/(v m)) — no layout can beat it.
+///      device at the best kernel rate) times the pipeline's minimum stretch
+///      (1 + (p-1)/(v m)), or that work plus the optimizer step's HBM
+///      traffic, whichever is larger — no inner choice can beat it.
 ///   4. Branch and bound in fixed-size batches, in that order: a batch is
 ///      scored in parallel (`threads`), the incumbent updated after the batch,
 ///      and later candidates whose bound is no better than the incumbent are
@@ -25,8 +26,7 @@
 ///      make the result the same with any number of threads.
 ///   5. Anytime: stop between batches when the time limit passes; the result
 ///      says whether the space was exhausted and gives the lower bound on the
-///      best possible step (min of the incumbent and the unexplored bounds)
-///      and the gap.
+///      best possible step (min of every enumerated layout's bound) and the gap.
 ///
 /// Architecture invariant: no ONNX, no profile file, no CLI: graphs and cost
 /// models come from the caller's providers.
@@ -103,6 +103,9 @@ struct ModelFacts {
   double expert_parameters = 0;  ///< the experts' share of `parameters`
   /// Model FLOPs (forward + backward) of one sample, and the forward alone.
   Flops flops_per_sample, forward_flops_per_sample;
+  /// Shapes of the floating parameters, with how many tensors have each
+  /// (the optimizer-step bound).
+  std::map<std::vector<std::int64_t>, int> parameter_shapes;
 };
 
 /// Facts read from a graph (annotated and analysed) imported at batch `batch`.
@@ -116,6 +119,31 @@ std::vector<Candidate> enumerate_layouts(const Space& space, const ModelFacts& f
 /// optimizer states under the candidate's sharding; expert parameters split
 /// over ep with their states sharded over dp*cp/ep); used to prune.
 Bytes memory_floor(const Candidate& c, const ModelFacts& facts);
+
+/// A lower bound on a layout's step time that no inner choice (op
+/// strategies, stage cut, schedule) can beat under the cost model
+/// (`docs/search.md`, "Bound"). Each part is <= what estimate charges.
+struct LayoutBound {
+  /// The layout's share of the model FLOPs (plus the recomputed forward
+  /// under full recompute) per device at the fastest kernel rate.
+  Seconds compute;
+  /// compute x the pipeline's minimum stretch 1 + (p-1)/(v m).
+  Seconds pipelined;
+  /// The optimizer step of the pipeline rank with the most parameters:
+  /// local parameters (each tensor at its smallest shard over tp x cp)
+  /// / pp / optimizer shards x bytes per parameter / streaming bandwidth.
+  Seconds optimizer;
+  /// max(pipelined, compute + optimizer).
+  Seconds total;
+};
+
+/// Smallest local element count of the parameters over any sharding on
+/// `shards` devices (every split of `shards` over each tensor's dims, sizes
+/// rounded down as estimate's local shapes are).
+double min_local_parameters(const ModelFacts& facts, int shards);
+
+/// The bound of one layout under `model` (its recompute policy's model).
+LayoutBound layout_bound(const Candidate& c, const ModelFacts& facts, const cost::CostModel& model);
 
 struct Options {
   double time_limit_s = 60;
@@ -137,7 +165,9 @@ struct Scored {
 struct Outcome {
   /// The fastest layout that fits, then the runners-up (top_k in all), fastest first.
   std::vector<Scored> best;
-  /// Lower bound on the best step time any layout of the space can reach.
+  /// Lower bound on the best step time any layout of the space can reach:
+  /// the smallest layout_bound over every enumerated layout (pruned and
+  /// unscored ones included, so it holds when the time limit stops the search).
   Seconds lower_bound;
   /// Speed of light of the model on the cluster: model FLOPs / (N x peak).
   Seconds speed_of_light;
