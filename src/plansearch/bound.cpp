@@ -9,8 +9,17 @@
 //    the mean over ranks of (busy_r + extra_r);
 //  - the ranks' busy time sums to m x every op's local time; an op's local
 //    time is at least its local FLOPs (>= its FLOPs / (tp cp)) at the
-//    fastest kernel rate (the best GEMM efficiency x the fastest peak):
-//    summed and divided by pp that is `compute`;
+//    fastest rate the cost model charges that op at (src/cost/compute.cpp,
+//    attention.cpp): a shaped GEMM at the fastest peak x the GEMM table's
+//    best efficiency up to its 2mnk (its local shape is never larger than
+//    the whole micro-batch's); a convolution at the best rate x 2.25
+//    (Winograd); memory-bound classes at the vector peak (elementwise ones
+//    only without elementwise fusion, which can make them free); a flash
+//    pattern at its FlashAttention FLOPs over peak x the attention table at
+//    its key length (divided by cp once more, as context parallelism may
+//    split both its queries and its FLOPs); the mask ops flash skips and
+//    host-side shape ops count nothing. Summed and divided by pp that is
+//    `compute`;
 //  - extra_r includes the optimizer step, its local parameters (each
 //    tensor's local shape, never below its smallest split over tp x cp)
 //    / optimizer shards x bytes per parameter / the streaming bandwidth;
@@ -21,6 +30,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "planner/cost/compute.hpp"
 #include "planner/estimate/optimizer_bytes.hpp"
 #include "planner/plansearch/search.hpp"
 
@@ -63,7 +73,97 @@ double min_local(const std::vector<std::int64_t>& shape, std::size_t d, int left
   return best;
 }
 
+bool host_side(const graph::Op& op, const graph::OpGraph& g) {
+  double elems = 0;
+  for (const auto& t : op.outputs) {
+    if (!t) continue;
+    if (graph::is_floating(g.tensor(*t).dtype)) return false;
+    elems += static_cast<double>(g.tensor(*t).numel());
+  }
+  return elems <= 64;  // cost/compute.cpp: kHostShapeElements
+}
+
+// The GEMM table's best efficiency over sizes up to x (a GEMM below the
+// table's first row runs at most at that row's efficiency).
+double best_gemm_efficiency(const cluster::EfficiencyTable& t, double x) {
+  if (t.rows.empty()) return 1.0;
+  double e = t.interpolate(std::max(x, t.rows.front().x));
+  for (const auto& r : t.rows)
+    if (r.x <= x) e = std::max(e, r.y);
+  return std::clamp(e, 0.0, 1.0);
+}
+
+double fastest_peak(const cost::ComputeContext& ctx) {
+  double peak = 0;
+  for (auto p : ctx.precision().used()) {
+    double f = 1;
+    if (const auto& pf = ctx.device().gemm_precision_factor[static_cast<std::size_t>(p)]) f = std::min(1.0, *pf);
+    peak = std::max(peak, ctx.peak(p).value * f);
+  }
+  return peak;
+}
+
+double total(const Work& w, bool full) { return w.fwd + w.bwd + (full ? w.fwd_layer : 0.0); }
+
 }  // namespace
+
+void add_compute_facts(ModelFacts& f, const graph::OpGraph& g) {
+  const double b = static_cast<double>(std::max<std::int64_t>(1, f.batch));
+  auto& cf = f.compute;
+  cf = ComputeFacts{};
+  auto work_of = [&](const graph::Op& op) {
+    Work w;
+    w.fwd = op.cost.forward_flops.value / b;
+    w.bwd = op.cost.backward_flops.value / b;
+    w.fwd_layer = op.layer ? w.fwd : 0.0;
+    return w;
+  };
+  std::vector<bool> in_valid_pattern(g.num_ops(), false);
+  for (const auto& p : g.fused) {
+    if (p.ops.size() < 2 || p.batch <= 0 || p.heads <= 0 || p.seq_q <= 0 || p.seq_k <= 0 || p.head_dim <= 0 ||
+        p.head_dim_v <= 0)
+      continue;  // priced op by op, or one fused op (counted as nothing)
+    for (auto id : p.ops) in_valid_pattern[id.value] = true;
+    const bool causal = cost::is_causal(p, g);
+    const double fa = 2.0 * static_cast<double>(p.batch) * static_cast<double>(p.heads) * static_cast<double>(p.seq_q) *
+                      static_cast<double>(p.seq_k) * static_cast<double>(p.head_dim + p.head_dim_v) *
+                      (causal ? 0.5 : 1.0) / b;
+    Work w;
+    w.fwd = fa;
+    w.bwd = 2.5 * fa;
+    w.fwd_layer = g.op(p.ops.front()).layer ? fa : 0.0;
+    cf.flash[{p.seq_k, causal}] += w;
+  }
+  for (std::uint32_t i = 0; i < g.num_ops(); ++i) {
+    const auto& op = g.op(graph::OpId{i});
+    if (op.cost.forward_flops.value <= 0 && op.cost.backward_flops.value <= 0) continue;
+    if (host_side(op, g)) continue;
+    const bool pattern = op.fused_group && *op.fused_group >= 0 && static_cast<std::size_t>(*op.fused_group) < g.fused.size();
+    if (pattern) {
+      // Unfused attention prices the pattern's ops one by one (at most the
+      // GEMM rate); a flash pattern is counted above (or as nothing).
+      if (in_valid_pattern[i]) cf.unfused_attention += work_of(op);
+      continue;
+    }
+    if (cost::feeds_only_flash_masks(op, g)) continue;  // free under flash; not counted at all
+    switch (op.op_class) {
+      case graph::OpClass::matmul: {
+        if (const auto s = cost::gemm_shape(op, g)) {
+          const double x = 2.0 * static_cast<double>(s->m) * static_cast<double>(s->n) * static_cast<double>(s->k);
+          cf.gemm[x] += work_of(op);
+        } else {
+          cf.fast += work_of(op);
+        }
+        break;
+      }
+      case graph::OpClass::conv: cf.conv += work_of(op); break;
+      case graph::OpClass::attention:
+      case graph::OpClass::control_flow: cf.fast += work_of(op); break;
+      case graph::OpClass::elementwise: cf.elementwise += work_of(op); break;
+      default: cf.vector += work_of(op); break;
+    }
+  }
+}
 
 double min_local_parameters(const ModelFacts& facts, int shards) {
   const auto divs = divisors_of(std::max(1, shards));
@@ -76,10 +176,34 @@ double min_local_parameters(const ModelFacts& facts, int shards) {
 LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::CostModel& model) {
   const auto& k = c.config;
   LayoutBound b;
-  double flops = f.flops_per_sample.value * static_cast<double>(k.global_batch);
-  if (c.recompute == cost::RecomputePolicy::full)
-    flops += f.forward_flops_per_sample.value * static_cast<double>(k.global_batch);
-  b.compute = Seconds(flops / k.devices / best_rate(model).value);
+  const auto& ctx = model.context();
+  const auto& dev = ctx.device();
+  const auto& cf = f.compute;
+  const bool full = c.recompute == cost::RecomputePolicy::full;
+  const bool flash = ctx.attention() == cost::AttentionMode::flash;
+  const double peak = fastest_peak(ctx), best = best_rate(model).value;
+  // Seconds per sample on one device's worth of work.
+  double per_sample = total(cf.fast, full) / best;
+  if (!flash) per_sample += total(cf.unfused_attention, full) / best;
+  per_sample += total(cf.conv, full) / (best * 2.25);
+  const double mb_scale = std::max(1.0, static_cast<double>(k.micro_batch) / static_cast<double>(f.batch));
+  for (const auto& [x, w] : cf.gemm) {
+    const double rate = peak * best_gemm_efficiency(dev.gemm_table, x * mb_scale);
+    if (rate > 0) per_sample += total(w, full) / rate;
+  }
+  const double vec = ctx.vector_peak().value;
+  if (vec > 0) {
+    per_sample += total(cf.vector, full) / vec;
+    if (!ctx.fuse_elementwise()) per_sample += total(cf.elementwise, full) / vec;
+  }
+  if (flash) {
+    const double pa = ctx.peak(ctx.precision().of(graph::OpClass::attention)).value;
+    for (const auto& [key, w] : cf.flash) {
+      const double e = dev.attention_efficiency(key.first, key.second).value_or(1.0);
+      if (pa * e > 0) per_sample += total(w, full) / (pa * e) / k.cp;
+    }
+  }
+  b.compute = Seconds(per_sample * static_cast<double>(k.global_batch) / k.devices);
   const double m = static_cast<double>(k.micro_batches());
   const double stretch = k.pp > 1 ? 1.0 + (k.pp - 1.0) / (k.vp * m) : 1.0;
   b.pipelined = b.compute * stretch;
@@ -89,7 +213,6 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   // parameters already split over ep, expert shards = shards / ep when the
   // states are sharded): at least all local parameters / (shards > 1 ?
   // shards : ep), where ep counts only for a model with experts.
-  const auto& dev = model.context().device();
   const double stream_bw = dev.achievable_hbm_bandwidth().value * dev.memory_bound_efficiency(Bytes(1e9));
   const int mp = k.tp * k.cp;
   const double shards = (k.zero >= 1 || k.distributed_optimizer) ? static_cast<double>(k.dp) * k.cp : 1.0;

@@ -110,6 +110,8 @@ ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch) {
   const double b = static_cast<double>(std::max<std::int64_t>(1, batch));
   f.flops_per_sample = tot.training_flops * (1.0 / b);
   f.forward_flops_per_sample = tot.forward_flops * (1.0 / b);
+  f.batch = std::max<std::int64_t>(1, batch);
+  add_compute_facts(f, g);
   return f;
 }
 

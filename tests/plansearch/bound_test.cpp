@@ -18,13 +18,14 @@ using namespace estimate_test;
 
 namespace {
 
-// A cost model whose context is hand-friendly: every peak 100 TFLOP/s, a
-// GEMM table whose best efficiency is 0.5 (best rate 50 TFLOP/s), HBM at
-// 1e12 B/s with efficiency 1 (round_device). Only context() is read by
-// layout_bound.
+// A cost model whose context is hand-friendly: every peak (the vector peak
+// too) 100 TFLOP/s; a GEMM table 0.25 at 1e6, 0.4 at 1e9, 0.5 at 1e12 FLOPs
+// (best rate 50 TFLOP/s); flash attention at 0.2 up to 1024 keys and 0.6 at
+// 8192; HBM at 1e12 B/s with efficiency 1 (round_device). Only context() is
+// read by layout_bound.
 class RoundModel final : public cost::CostModel {
  public:
-  RoundModel() : ctx_(make()) {}
+  explicit RoundModel(cost::AttentionMode mode = cost::AttentionMode::unfused) : ctx_(make(mode)) {}
   cost::OpTime op_time(const graph::Op&, const graph::OpGraph&, const cost::OpScaling&) const override { return {}; }
   Result<Seconds> collective(cluster::Collective, Bytes, cluster::Placement) const override { return Seconds(0); }
   cost::MemoryBreakdown memory(const graph::OpGraph&, const cost::MemorySetup&) const override { return {}; }
@@ -33,12 +34,15 @@ class RoundModel final : public cost::CostModel {
   const cost::ComputeContext& context() const override { return ctx_; }
 
  private:
-  static cost::ComputeContext make() {
+  static cost::ComputeContext make(cost::AttentionMode mode) {
     auto d = round_device();
     for (auto& p : d.peak_by_precision) p = FlopsPerSecond(100e12);
     for (auto& f : d.gemm_precision_factor) f.reset();
-    d.gemm_table.rows = {{1.0, 0.3}, {1e12, 0.5}};
-    auto c = cost::ComputeContext::create(d, cost::PrecisionPolicy{}, cost::AttentionMode::unfused,
+    d.gemm_table.rows = {{1e6, 0.25}, {1e9, 0.4}, {1e12, 0.5}};
+    REQUIRE(d.attention);
+    d.attention->causal.rows = {{1024, 0.2}, {8192, 0.6}};
+    d.attention->full.rows = {{1024, 0.2}, {8192, 0.6}};
+    auto c = cost::ComputeContext::create(d, cost::PrecisionPolicy::mixed(cost::Precision::bf16), mode,
                                           cost::RecomputePolicy::none);
     if (!c.ok()) FAIL(c.error().message);
     return std::move(c).value();
@@ -92,35 +96,63 @@ TEST_CASE("min_local_parameters: each tensor at its smallest split, sizes rounde
 TEST_CASE("layout_bound: compute, pipeline stretch and optimizer by hand", "[plansearch][bound]") {
   const RoundModel model;
   auto facts = plansearch::facts_of(small_gpt(2), 2);
-  // Hand-set FLOPs: 1 GFLOP per sample, a third of it forward.
-  facts.flops_per_sample = Flops(1e9);
-  facts.forward_flops_per_sample = Flops(1e9 / 3);
+  // Hand-set FLOPs per sample, read at batch 1: a GEMM of 2mnk = 5e8 (at
+  // micro-batch 2 its size is at most 1e9: efficiency 0.4, rate 40 TFLOP/s),
+  // memory-bound and elementwise ops (vector peak 100 TFLOP/s), an attention
+  // pattern priced op by op (unfused: best rate 50 TFLOP/s).
+  facts.batch = 1;
+  facts.compute = plansearch::ComputeFacts{};
+  facts.compute.gemm[5e8] = plansearch::Work{2e8, 4e8, 2e8};
+  facts.compute.vector = plansearch::Work{1e7, 2e7, 0};
+  facts.compute.elementwise = plansearch::Work{1e7, 1e7, 0};
+  facts.compute.unfused_attention = plansearch::Work{1e8, 2e8, 1e8};
 
   SECTION("dp 2 x tp 2, ZeRO 1, B = 8, micro-batch 2") {
     const auto b = plansearch::layout_bound(candidate(2, 2, 1, 8, 2, 1), facts, model);
-    // compute = 1e9 x 8 / 4 devices / (100e12 x 0.5) = 4e-5 s; pp = 1: no stretch.
-    CHECK(b.compute.value == Approx(4e-5));
-    CHECK(b.pipelined.value == Approx(4e-5));
+    // per sample: GEMM 6e8 / 40e12 = 1.5e-5; vector 3e7 / 1e14 = 3e-7;
+    // elementwise 2e7 / 1e14 = 2e-7; attention 3e8 / 50e12 = 6e-6:
+    // 2.15e-5 s; x 8 samples / 4 devices = 4.3e-5 s. pp = 1: no stretch.
+    CHECK(b.compute.value == Approx(4.3e-5));
+    CHECK(b.pipelined.value == Approx(4.3e-5));
     // optimizer: 117,504 / tp 2 = 58,752 local, / 2 states shards (ZeRO 1
     // over dp 2) = 29,376 x 38 B (Adam) / 1e12 B/s = 1.116288e-6 s.
     CHECK(b.optimizer.value == Approx(1.116288e-6));
-    CHECK(b.total.value == Approx(4e-5 + 1.116288e-6));
+    CHECK(b.total.value == Approx(4.3e-5 + 1.116288e-6));
   }
   SECTION("tp 2 x pp 2, no ZeRO, full recompute, B = 8, micro-batch 2 (m = 4)") {
     const auto b = plansearch::layout_bound(candidate(1, 2, 2, 8, 2, 0, cost::RecomputePolicy::full), facts, model);
-    // compute = (1e9 + 1e9/3) x 8 / 4 / 50e12 = 5.3333e-5 s
-    CHECK(b.compute.value == Approx(5.3333333e-5));
-    // stretch 1 + (2-1)/(1 x 4) = 1.25: 6.6667e-5 s
-    CHECK(b.pipelined.value == Approx(6.6666667e-5));
+    // per sample with the layers' forward again: GEMM 8e8 / 40e12 = 2e-5;
+    // vector 3e-7; elementwise 2e-7; attention 4e8 / 50e12 = 8e-6:
+    // 2.85e-5 s; x 8 / 4 = 5.7e-5 s.
+    CHECK(b.compute.value == Approx(5.7e-5));
+    // stretch 1 + (2-1)/(1 x 4) = 1.25: 7.125e-5 s
+    CHECK(b.pipelined.value == Approx(7.125e-5));
     // optimizer: 58,752 / pp 2 = 29,376 x 38 / 1e12 = 1.116288e-6 s
     CHECK(b.optimizer.value == Approx(1.116288e-6));
-    // max(6.6667e-5, 5.3333e-5 + 1.1163e-6) = the stretched compute
-    CHECK(b.total.value == Approx(6.6666667e-5));
+    // max(7.125e-5, 5.7e-5 + 1.116e-6) = the stretched compute
+    CHECK(b.total.value == Approx(7.125e-5));
+  }
+  SECTION("micro-batch 4: the GEMM may reach 2e9 FLOPs") {
+    const auto b = plansearch::layout_bound(candidate(1, 1, 1, 4, 4), facts, model);
+    // efficiency at 2e9: 0.4 + 0.1 x log(2)/log(1000) = 0.410034; GEMM 6e8 /
+    // (100e12 x 0.410034) = 1.463293e-5; + 3e-7 + 2e-7 + 6e-6 = 2.1132932e-5
+    // per sample, x 4 samples / 1 device = 8.453173e-5 s.
+    CHECK(b.compute.value == Approx(8.453173e-5).epsilon(1e-6));
+  }
+  SECTION("flash attention: the FlashAttention FLOPs at the table's efficiency") {
+    const RoundModel flash(cost::AttentionMode::flash);
+    facts.compute = plansearch::ComputeFacts{};
+    facts.compute.unfused_attention = plansearch::Work{1e8, 2e8, 1e8};  // not counted under flash
+    facts.compute.flash[{8192, true}] = plansearch::Work{1e9, 2.5e9, 1e9};
+    const auto b = plansearch::layout_bound(candidate(2, 1, 1, 8, 1), facts, flash);
+    // 3.5e9 / (100e12 x 0.6) = 5.833333e-5 per sample x 8 / 2 devices = 2.333333e-4 s
+    CHECK(b.compute.value == Approx(2.333333e-4));
   }
   SECTION("optimizer-bound: B = 1 sample on one device") {
-    facts.flops_per_sample = Flops(1e6);
+    facts.compute = plansearch::ComputeFacts{};
+    facts.compute.vector = plansearch::Work{1e6, 1e6, 0};
     const auto b = plansearch::layout_bound(candidate(1, 1, 1, 1, 1), facts, model);
-    // compute = 1e6 / 50e12 = 2e-8 s; optimizer 117,504 x 38 / 1e12 = 4.465152e-6 s
+    // compute = 2e6 / 1e14 = 2e-8 s; optimizer 117,504 x 38 / 1e12 = 4.465152e-6 s
     CHECK(b.compute.value == Approx(2e-8));
     CHECK(b.optimizer.value == Approx(4.465152e-6));
     CHECK(b.total.value == Approx(4.485152e-6));
@@ -178,6 +210,8 @@ void check_space(const std::function<graph::OpGraph(int)>& make, std::int64_t B,
 }
 
 graph::OpGraph gpt_at(int mb) { return gpt(mb, 16, 64, 4, 256, 128, 4); }
+// Attention-heavy: 2048 tokens at width 64 (flash attention near its best efficiency).
+graph::OpGraph long_gpt_at(int mb) { return gpt(mb, 2048, 64, 4, 256, 128, 2); }
 // Weights (4.2 M parameters) outweigh 8 samples' work: the optimizer term binds.
 graph::OpGraph wide_mlp_at(int mb) { return mlp(mb, 1024, 2048, 1024); }
 
@@ -187,6 +221,7 @@ TEST_CASE("layout_bound <= every layout's predicted step (fast solver)", "[plans
   check_space(gpt_at, 16, estimate::Framework::megatron, false);
   check_space(gpt_at, 16, estimate::Framework::deepspeed, false);
   check_space(wide_mlp_at, 8, estimate::Framework::megatron, false);
+  check_space(long_gpt_at, 8, estimate::Framework::megatron, false);
 }
 
 TEST_CASE("layout_bound <= every layout's predicted step (--exact, MILP)", "[plansearch][bound]") {

@@ -93,6 +93,38 @@ struct Candidate {
 /// `dp=8 tp=8 pp=16 vp=2 sp mb=1 interleaved zero1 recompute=full`.
 std::string describe(const Candidate& c);
 
+/// FLOPs per sample by the rate the cost model charges them at (the compute
+/// part of `layout_bound`); `fwd_layer` is the forward of ops in repeated
+/// layers (what full recompute runs again).
+struct Work {
+  double fwd = 0, bwd = 0, fwd_layer = 0;
+  Work& operator+=(const Work& o) {
+    fwd += o.fwd;
+    bwd += o.bwd;
+    fwd_layer += o.fwd_layer;
+    return *this;
+  }
+};
+struct ComputeFacts {
+  /// Shaped GEMMs by 2mnk at the facts' batch (their efficiency is at most
+  /// the GEMM table's best up to that size, scaled with the micro-batch).
+  std::map<double, Work> gemm;
+  /// Other ops at the GEMM rate: unshaped matmuls, attention-class and
+  /// control-flow ops outside attention patterns.
+  Work fast;
+  /// The ops of attention patterns, priced one by one (at most the GEMM
+  /// rate) when attention is not flash-fused.
+  Work unfused_attention;
+  /// Convolutions (Winograd may divide their FLOPs by 2.25).
+  Work conv;
+  /// Memory-bound classes, charged at the vector peak; elementwise apart
+  /// (fused elementwise ops may cost nothing).
+  Work vector, elementwise;
+  /// Flash-fused attention patterns: FlashAttention FLOPs (halved when
+  /// causal; backward 2.5 x), keyed by (key length, causal).
+  std::map<std::pair<std::int64_t, bool>, Work> flash;
+};
+
 /// The model as the search needs it, per micro-batch size.
 struct ModelFacts {
   int layers = 0;            ///< repeated layers
@@ -106,7 +138,13 @@ struct ModelFacts {
   /// Shapes of the floating parameters, with how many tensors have each
   /// (the optimizer-step bound).
   std::map<std::vector<std::int64_t>, int> parameter_shapes;
+  /// FLOPs per sample by rate, and the batch the facts were read at.
+  ComputeFacts compute;
+  std::int64_t batch = 1;
 };
+
+/// Fills facts.compute from g (imported at facts.batch).
+void add_compute_facts(ModelFacts& facts, const graph::OpGraph& g);
 
 /// Facts read from a graph (annotated and analysed) imported at batch `batch`.
 ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch);
@@ -124,8 +162,11 @@ Bytes memory_floor(const Candidate& c, const ModelFacts& facts);
 /// strategies, stage cut, schedule) can beat under the cost model
 /// (`docs/search.md`, "Bound"). Each part is <= what estimate charges.
 struct LayoutBound {
-  /// The layout's share of the model FLOPs (plus the recomputed forward
-  /// under full recompute) per device at the fastest kernel rate.
+  /// The layout's share of the FLOPs (plus the recomputed forward under
+  /// full recompute) per device, each op class at the fastest rate the
+  /// cost model can charge it at (GEMMs at the table's best efficiency up
+  /// to their size, flash attention at its table, memory-bound ops at the
+  /// vector peak).
   Seconds compute;
   /// compute x the pipeline's minimum stretch 1 + (p-1)/(v m).
   Seconds pipelined;
