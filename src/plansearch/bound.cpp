@@ -14,7 +14,8 @@
 //    best efficiency up to its 2mnk (its local shape is never larger than
 //    the whole micro-batch's); a convolution at the best rate x 2.25
 //    (Winograd); memory-bound classes at the vector peak (elementwise ones
-//    only without elementwise fusion, which can make them free); a flash
+//    only without elementwise fusion, which can make them free), or their
+//    bytes / (tp cp) at the best streaming bandwidth when that is more; a flash
 //    pattern at its FlashAttention FLOPs over peak x the attention table at
 //    its key length (divided by cp once more, as context parallelism may
 //    split both its queries and its FLOPs); the mask ops flash skips and
@@ -165,6 +166,25 @@ void add_compute_facts(ModelFacts& f, const graph::OpGraph& g) {
   }
 }
 
+MemoryFacts memory_facts(const graph::OpGraph& g, const cost::CostModel& model) {
+  MemoryFacts m;
+  const auto& policy = model.context().precision();
+  for (std::uint32_t i = 0; i < g.num_ops(); ++i) {
+    const auto& op = g.op(graph::OpId{i});
+    switch (op.op_class) {
+      case graph::OpClass::matmul:
+      case graph::OpClass::conv:
+      case graph::OpClass::attention:
+      case graph::OpClass::control_flow: continue;
+      default: break;
+    }
+    if (op.fused_group || host_side(op, g) || cost::feeds_only_flash_masks(op, g)) continue;
+    const auto b = cost::op_bytes(op, g, policy);
+    (op.op_class == graph::OpClass::elementwise ? m.elementwise : m.vector) += b.forward.value + b.backward.value;
+  }
+  return m;
+}
+
 double min_local_parameters(const ModelFacts& facts, int shards) {
   const auto divs = divisors_of(std::max(1, shards));
   double total = 0;
@@ -173,7 +193,8 @@ double min_local_parameters(const ModelFacts& facts, int shards) {
   return total;
 }
 
-LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::CostModel& model) {
+LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::CostModel& model,
+                         const MemoryFacts* memory) {
   const auto& k = c.config;
   LayoutBound b;
   const auto& ctx = model.context();
@@ -191,10 +212,23 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
     const double rate = peak * best_gemm_efficiency(dev.gemm_table, x * mb_scale);
     if (rate > 0) per_sample += total(w, full) / rate;
   }
+  // Memory-bound ops: each at least max(FLOPs at the vector peak, bytes at
+  // the best streaming bandwidth), so the class at least the larger sum.
   const double vec = ctx.vector_peak().value;
-  if (vec > 0) {
-    per_sample += total(cf.vector, full) / vec;
-    if (!ctx.fuse_elementwise()) per_sample += total(cf.elementwise, full) / vec;
+  const double vector_flops = total(cf.vector, full) + (ctx.fuse_elementwise() ? 0.0 : total(cf.elementwise, full));
+  const double vector_compute =
+      vec > 0 ? vector_flops / vec * static_cast<double>(k.global_batch) / k.devices : 0.0;
+  double vector_memory = 0;
+  if (memory) {
+    double best_eff = 0;
+    for (const auto& r : dev.elementwise_table.rows) best_eff = std::max(best_eff, r.y);
+    const double bw = dev.achievable_hbm_bandwidth().value * best_eff;
+    const double bytes = memory->vector + (ctx.fuse_elementwise() ? 0.0 : memory->elementwise);
+    // Per micro-batch, each op moves at least its bytes / (tp cp); a
+    // micro-batch at least the facts' batch (bytes grow with it); the mean
+    // pipeline rank holds 1/pp of the ops.
+    if (bw > 0)
+      vector_memory = static_cast<double>(k.micro_batches()) * bytes / (static_cast<double>(k.tp) * k.cp * k.pp) / bw;
   }
   if (flash) {
     const double pa = ctx.peak(ctx.precision().of(graph::OpClass::attention)).value;
@@ -203,7 +237,8 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
       if (pa * e > 0) per_sample += total(w, full) / (pa * e) / k.cp;
     }
   }
-  b.compute = Seconds(per_sample * static_cast<double>(k.global_batch) / k.devices);
+  b.compute = Seconds(per_sample * static_cast<double>(k.global_batch) / k.devices +
+                      std::max(vector_compute, vector_memory));
   const double m = static_cast<double>(k.micro_batches());
   const double stretch = k.pp > 1 ? 1.0 + (k.pp - 1.0) / (k.vp * m) : 1.0;
   b.pipelined = b.compute * stretch;

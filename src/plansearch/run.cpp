@@ -62,8 +62,10 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   std::vector<Candidate> live;
   Bytes smallest_floor(std::numeric_limits<double>::infinity());
   Seconds space_bound(std::numeric_limits<double>::infinity());
+  std::map<cost::RecomputePolicy, MemoryFacts> memory;
+  for (const auto& [policy, m] : cm) memory[policy] = memory_facts(*g1, *m);
   for (auto& c : candidates) {
-    c.bound = layout_bound(c, facts, *cm.at(c.recompute)).total;
+    c.bound = layout_bound(c, facts, *cm.at(c.recompute), &memory.at(c.recompute)).total;
     space_bound = std::min(space_bound, c.bound);
     const Bytes floor = memory_floor(c, facts);
     smallest_floor = std::min(smallest_floor, floor);

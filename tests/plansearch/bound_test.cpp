@@ -119,6 +119,17 @@ TEST_CASE("layout_bound: compute, pipeline stretch and optimizer by hand", "[pla
     CHECK(b.optimizer.value == Approx(1.116288e-6));
     CHECK(b.total.value == Approx(4.3e-5 + 1.116288e-6));
   }
+  SECTION("with the memory-bound ops' bytes") {
+    plansearch::MemoryFacts mem;
+    mem.vector = 4e6;  // bytes per micro-batch of batch 1
+    mem.elementwise = 2e6;
+    const auto b = plansearch::layout_bound(candidate(2, 2, 1, 8, 2, 1), facts, model, &mem);
+    // m = 8 / (2 x 2) = 2 micro-batches: 2 x 6e6 B / (tp 2) / 1e12 B/s =
+    // 6e-6 s, more than their FLOPs' 5e7 / 1e14 x 8 / 4 = 1e-6 s; the rest
+    // (GEMM 1.5e-5 + attention 6e-6 per sample) x 8 / 4 = 4.2e-5 s:
+    // 4.8e-5 s.
+    CHECK(b.compute.value == Approx(4.8e-5));
+  }
   SECTION("tp 2 x pp 2, no ZeRO, full recompute, B = 8, micro-batch 2 (m = 4)") {
     const auto b = plansearch::layout_bound(candidate(1, 2, 2, 8, 2, 0, cost::RecomputePolicy::full), facts, model);
     // per sample with the layers' forward again: GEMM 8e8 / 40e12 = 2e-5;
@@ -179,6 +190,8 @@ void check_space(const std::function<graph::OpGraph(int)>& make, std::int64_t B,
   std::map<cost::RecomputePolicy, cost::ProfileCostModel> models;
   for (auto r : s.recompute) models.emplace(r, a100(r));
   const auto facts = plansearch::facts_of(graph_at(1), 1);
+  std::map<cost::RecomputePolicy, plansearch::MemoryFacts> memory;
+  for (const auto& [r, m] : models) memory[r] = plansearch::memory_facts(graph_at(1), m);
   const auto all = plansearch::enumerate_layouts(s, facts);
   REQUIRE(all.size() > 10);
   const estimate::ShardingSolver milp = [](const search::ShardingProblem& p) -> Result<search::Solution> {
@@ -189,7 +202,7 @@ void check_space(const std::function<graph::OpGraph(int)>& make, std::int64_t B,
   double best = std::numeric_limits<double>::infinity(), min_bound = best;
   for (const auto& c : all) {
     const auto& model = models.at(c.recompute);
-    const auto b = plansearch::layout_bound(c, facts, model);
+    const auto b = plansearch::layout_bound(c, facts, model, &memory.at(c.recompute));
     min_bound = std::min(min_bound, b.total.value);
     auto e = estimate::estimate(graph_at(c.config.micro_batch), model, c.config, false, exact ? &milp : nullptr);
     if (!e.ok()) continue;
@@ -248,8 +261,11 @@ TEST_CASE("search: the space's bound is the smallest layout bound, pruned ones i
   };
   const auto facts = plansearch::facts_of(**gp(1), 1);
   double min_bound = std::numeric_limits<double>::infinity();
+  std::map<cost::RecomputePolicy, plansearch::MemoryFacts> memory;
+  for (const auto& [r, m] : models) memory[r] = plansearch::memory_facts(**gp(1), m);
   for (const auto& c : plansearch::enumerate_layouts(s, facts))
-    min_bound = std::min(min_bound, plansearch::layout_bound(c, facts, models.at(c.recompute)).total.value);
+    min_bound = std::min(min_bound,
+                         plansearch::layout_bound(c, facts, models.at(c.recompute), &memory.at(c.recompute)).total.value);
   for (double limit : {60.0, 0.0}) {  // exhausted, and stopped after the first batch
     plansearch::Options o;
     o.time_limit_s = limit;

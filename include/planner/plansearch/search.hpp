@@ -183,8 +183,22 @@ struct LayoutBound {
 /// rounded down as estimate's local shapes are).
 double min_local_parameters(const ModelFacts& facts, int shards);
 
-/// The bound of one layout under `model` (its recompute policy's model).
-LayoutBound layout_bound(const Candidate& c, const ModelFacts& facts, const cost::CostModel& model);
+/// HBM bytes per micro-batch (at the facts' batch, forward + backward, at
+/// the model's precision policy) of the ops the cost model charges as
+/// memory-bound (every op class but GEMMs, convolutions, attention and
+/// control flow; attention patterns, flash-skipped masks and host-side
+/// shape ops left out); elementwise ops apart.
+struct MemoryFacts {
+  double vector = 0, elementwise = 0;
+};
+MemoryFacts memory_facts(const graph::OpGraph& g, const cost::CostModel& model);
+
+/// The bound of one layout under `model` (its recompute policy's model);
+/// with `memory` (from the same model and the facts' graph), the
+/// memory-bound ops' time is at least their bytes at the best streaming
+/// bandwidth (the elementwise table's best efficiency).
+LayoutBound layout_bound(const Candidate& c, const ModelFacts& facts, const cost::CostModel& model,
+                         const MemoryFacts* memory = nullptr);
 
 struct Options {
   double time_limit_s = 60;
