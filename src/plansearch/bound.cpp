@@ -19,8 +19,9 @@
 //    pattern at its FlashAttention FLOPs over peak x the attention table at
 //    its key length (divided by cp once more, as context parallelism may
 //    split both its queries and its FLOPs); the mask ops flash skips and
-//    host-side shape ops count nothing. Summed and divided by pp that is
-//    `compute`;
+//    host-side shape ops count nothing. Each kernel also pays the launch
+//    overhead (roofline: max(compute, memory) + launch x kernels). Summed
+//    and divided by pp that is `compute`;
 //  - extra_r includes the optimizer step, its local parameters (each
 //    tensor's local shape, never below its smallest split over tp x cp)
 //    / optimizer shards x bytes per parameter / the streaming bandwidth;
@@ -168,19 +169,31 @@ void add_compute_facts(ModelFacts& f, const graph::OpGraph& g) {
 
 MemoryFacts memory_facts(const graph::OpGraph& g, const cost::CostModel& model) {
   MemoryFacts m;
-  const auto& policy = model.context().precision();
+  const auto& ctx = model.context();
+  const auto& policy = ctx.precision();
+  const bool flash = ctx.attention() == cost::AttentionMode::flash;
+  if (flash)
+    for (const auto& p : g.fused) {
+      if (p.ops.size() < 2 || p.batch <= 0 || p.heads <= 0 || p.seq_q <= 0 || p.seq_k <= 0 || p.head_dim <= 0 ||
+          p.head_dim_v <= 0)
+        continue;
+      m.kernels += 2;  // one FlashAttention kernel forward, one backward
+      if (g.op(p.ops.front()).layer) m.layer_forward_kernels += 1;
+    }
   for (std::uint32_t i = 0; i < g.num_ops(); ++i) {
     const auto& op = g.op(graph::OpId{i});
-    switch (op.op_class) {
-      case graph::OpClass::matmul:
-      case graph::OpClass::conv:
-      case graph::OpClass::attention:
-      case graph::OpClass::control_flow: continue;
-      default: break;
-    }
     if (op.fused_group || host_side(op, g) || cost::feeds_only_flash_masks(op, g)) continue;
+    if (op.op_class == graph::OpClass::attention || op.op_class == graph::OpClass::control_flow) continue;
     const auto b = cost::op_bytes(op, g, policy);
-    (op.op_class == graph::OpClass::elementwise ? m.elementwise : m.vector) += b.forward.value + b.backward.value;
+    const bool fwd = op.cost.forward_flops.value > 0 || b.forward.value > 0;
+    const bool bwd = op.cost.backward_flops.value > 0 || b.backward.value > 0;
+    const bool elementwise = op.op_class == graph::OpClass::elementwise;
+    if (!(elementwise && ctx.fuse_elementwise())) {
+      m.kernels += (fwd ? 1 : 0) + (bwd ? 1 : 0);
+      if (fwd && op.layer) m.layer_forward_kernels += 1;
+    }
+    if (op.op_class == graph::OpClass::matmul || op.op_class == graph::OpClass::conv) continue;
+    (elementwise ? m.elementwise : m.vector) += b.forward.value + b.backward.value;
   }
   return m;
 }
@@ -237,8 +250,14 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
       if (pa * e > 0) per_sample += total(w, full) / (pa * e) / k.cp;
     }
   }
+  // Launches: every kernel pays the launch overhead on top of its roofline
+  // time, per micro-batch, on the rank holding its op.
+  double launches = 0;
+  if (memory)
+    launches = static_cast<double>(k.micro_batches()) *
+               (memory->kernels + (full ? memory->layer_forward_kernels : 0.0)) * dev.launch_overhead.value / k.pp;
   b.compute = Seconds(per_sample * static_cast<double>(k.global_batch) / k.devices +
-                      std::max(vector_compute, vector_memory));
+                      std::max(vector_compute, vector_memory) + launches);
   const double m = static_cast<double>(k.micro_batches());
   const double stretch = k.pp > 1 ? 1.0 + (k.pp - 1.0) / (k.vp * m) : 1.0;
   b.pipelined = b.compute * stretch;

@@ -62,10 +62,14 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   std::vector<Candidate> live;
   Bytes smallest_floor(std::numeric_limits<double>::infinity());
   Seconds space_bound(std::numeric_limits<double>::infinity());
+  // The bytes and launch terms follow the profile model's op pricing (a
+  // roofline plus launches per kernel); other cost models get without them.
   std::map<cost::RecomputePolicy, MemoryFacts> memory;
-  for (const auto& [policy, m] : cm) memory[policy] = memory_facts(*g1, *m);
+  for (const auto& [policy, m] : cm)
+    if (dynamic_cast<const cost::ProfileCostModel*>(m)) memory[policy] = memory_facts(*g1, *m);
   for (auto& c : candidates) {
-    c.bound = layout_bound(c, facts, *cm.at(c.recompute), &memory.at(c.recompute)).total;
+    const auto mem = memory.find(c.recompute);
+    c.bound = layout_bound(c, facts, *cm.at(c.recompute), mem == memory.end() ? nullptr : &mem->second).total;
     space_bound = std::min(space_bound, c.bound);
     const Bytes floor = memory_floor(c, facts);
     smallest_floor = std::min(smallest_floor, floor);

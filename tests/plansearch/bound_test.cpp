@@ -21,7 +21,7 @@ namespace {
 // A cost model whose context is hand-friendly: every peak (the vector peak
 // too) 100 TFLOP/s; a GEMM table 0.25 at 1e6, 0.4 at 1e9, 0.5 at 1e12 FLOPs
 // (best rate 50 TFLOP/s); flash attention at 0.2 up to 1024 keys and 0.6 at
-// 8192; HBM at 1e12 B/s with efficiency 1 (round_device). Only context() is
+// 8192; HBM at 1e12 B/s with efficiency 1 (round_device); 1 us per launch. Only context() is
 // read by layout_bound.
 class RoundModel final : public cost::CostModel {
  public:
@@ -39,6 +39,7 @@ class RoundModel final : public cost::CostModel {
     for (auto& p : d.peak_by_precision) p = FlopsPerSecond(100e12);
     for (auto& f : d.gemm_precision_factor) f.reset();
     d.gemm_table.rows = {{1e6, 0.25}, {1e9, 0.4}, {1e12, 0.5}};
+    d.launch_overhead = Seconds(1e-6);
     REQUIRE(d.attention);
     d.attention->causal.rows = {{1024, 0.2}, {8192, 0.6}};
     d.attention->full.rows = {{1024, 0.2}, {8192, 0.6}};
@@ -129,6 +130,19 @@ TEST_CASE("layout_bound: compute, pipeline stretch and optimizer by hand", "[pla
     // (GEMM 1.5e-5 + attention 6e-6 per sample) x 8 / 4 = 4.2e-5 s:
     // 4.8e-5 s.
     CHECK(b.compute.value == Approx(4.8e-5));
+    // 30 kernels per micro-batch (12 of them layers' forward): 2 x 30 x 1 us
+    // = 6e-5 s more; under full recompute on tp 2 x pp 2 (m = 4):
+    // 4 x (30 + 12) x 1 us / pp 2 = 8.4e-5 s more.
+    mem.kernels = 30;
+    mem.layer_forward_kernels = 12;
+    CHECK(plansearch::layout_bound(candidate(2, 2, 1, 8, 2, 1), facts, model, &mem).compute.value ==
+          Approx(4.8e-5 + 6e-5));
+    const auto full = candidate(1, 2, 2, 8, 2, 0, cost::RecomputePolicy::full);
+    CHECK(plansearch::layout_bound(full, facts, model, &mem).compute.value -
+              plansearch::layout_bound(full, facts, model).compute.value ==
+          Approx(8.9e-5));
+    // (and the memory-bound ops: bytes 4 x 6e6 / (tp 2 x pp 2) / 1e12 = 6e-6 s
+    // replace their FLOPs' 5e7 / 1e14 x 8 / 4 = 1e-6 s: 8.4e-5 + 5e-6)
   }
   SECTION("tp 2 x pp 2, no ZeRO, full recompute, B = 8, micro-batch 2 (m = 4)") {
     const auto b = plansearch::layout_bound(candidate(1, 2, 2, 8, 2, 0, cost::RecomputePolicy::full), facts, model);

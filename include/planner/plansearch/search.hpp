@@ -168,6 +168,8 @@ struct LayoutBound {
   /// to their size, flash attention at its table, memory-bound ops at the
   /// vector peak).
   Seconds compute;
+  /// (Includes the kernel launches every device issues: m x kernels x
+  /// launch overhead / pp.)
   /// compute x the pipeline's minimum stretch 1 + (p-1)/(v m).
   Seconds pipelined;
   /// The optimizer step of the pipeline rank with the most parameters:
@@ -190,13 +192,22 @@ double min_local_parameters(const ModelFacts& facts, int shards);
 /// shape ops left out); elementwise ops apart.
 struct MemoryFacts {
   double vector = 0, elementwise = 0;
+  /// Kernels every device launches per micro-batch whatever the sharding
+  /// (forward + backward; `layer_forward`: the layers' forward kernels,
+  /// launched again under full recompute): one per GEMM, convolution or
+  /// memory-bound op and direction with work (elementwise ops only without
+  /// elementwise fusion), one per flash pattern and direction; attention
+  /// patterns priced op by op and attention-class ops count none.
+  double kernels = 0, layer_forward_kernels = 0;
 };
 MemoryFacts memory_facts(const graph::OpGraph& g, const cost::CostModel& model);
 
 /// The bound of one layout under `model` (its recompute policy's model);
 /// with `memory` (from the same model and the facts' graph), the
 /// memory-bound ops' time is at least their bytes at the best streaming
-/// bandwidth (the elementwise table's best efficiency).
+/// bandwidth (the elementwise table's best efficiency), and every kernel
+/// pays the launch overhead: terms that hold for cost::ProfileCostModel's
+/// pricing (search() passes them for that model only).
 LayoutBound layout_bound(const Candidate& c, const ModelFacts& facts, const cost::CostModel& model,
                          const MemoryFacts* memory = nullptr);
 
