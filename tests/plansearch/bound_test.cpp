@@ -239,6 +239,8 @@ void check_space(const std::function<graph::OpGraph(int)>& make, std::int64_t B,
 graph::OpGraph gpt_at(int mb) { return gpt(mb, 16, 64, 4, 256, 128, 4); }
 // Attention-heavy: 2048 tokens at width 64 (flash attention near its best efficiency).
 graph::OpGraph long_gpt_at(int mb) { return gpt(mb, 2048, 64, 4, 256, 128, 2); }
+// Experts (ep enumerated over divisors of dp x cp that divide the 8 experts).
+graph::OpGraph moe_at(int mb) { return moe_mlp(8 * mb, 256, 1024, 8, 64); }
 // Weights (4.2 M parameters) outweigh 8 samples' work: the optimizer term binds.
 graph::OpGraph wide_mlp_at(int mb) { return mlp(mb, 1024, 2048, 1024); }
 
@@ -249,6 +251,8 @@ TEST_CASE("layout_bound <= every layout's predicted step (fast solver)", "[plans
   check_space(gpt_at, 16, estimate::Framework::deepspeed, false);
   check_space(wide_mlp_at, 8, estimate::Framework::megatron, false);
   check_space(long_gpt_at, 8, estimate::Framework::megatron, false);
+  check_space(moe_at, 16, estimate::Framework::megatron, false);
+  check_space(moe_at, 16, estimate::Framework::deepspeed, false);
 }
 
 TEST_CASE("layout_bound <= every layout's predicted step (--exact, MILP)", "[plansearch][bound]") {
