@@ -62,9 +62,8 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
     j["peak_memory_bytes"] = e.peak_stage().peak().value;
     j["capacity_bytes"] = e.capacity.value;
     j["speed_of_light_s"] = r.speed_of_light.value;
-    // The best step any layout of the searched space can reach (the best
-    // found, when the space was exhausted); the plan's prediction records
-    // the speed of light, the bound for any plan.
+    // A lower bound on the best step any layout of the searched space can
+    // reach (the smallest layout bound; the plan's prediction records it too).
     j["space_lower_bound_s"] = r.lower_bound.value;
     j["complete"] = r.complete;
     j["layouts"] = {{"enumerated", r.enumerated}, {"pruned_memory", r.pruned_memory}, {"pruned_bound", r.pruned_bound},
@@ -87,9 +86,9 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
              e.model_tflops_per_device, 100 * e.mfu);
   fmt::print("memory       {:.2f} GiB of {:.2f} GiB on the fullest stage\n", e.peak_stage().peak().value / 1073741824.0,
              e.capacity.value / 1073741824.0);
-  fmt::print("bound        speed of light {:.4g} s (gap {:.1f} %){}\n", r.speed_of_light.value,
-             100 * (e.step_time.value / r.speed_of_light.value - 1),
-             r.complete ? ", search space exhausted" : fmt::format(", stopped at --time-limit: best possible >= {:.4g} s", r.lower_bound.value));
+  fmt::print("bound        {:.4g} s (gap {:.1f} %; speed of light {:.4g} s){}\n", r.lower_bound.value,
+             100 * (e.step_time.value / r.lower_bound.value - 1), r.speed_of_light.value,
+             r.complete ? ", search space exhausted" : ", stopped at --time-limit");
   fmt::print("searched     {} layouts: {} pruned by memory, {} by bound, {} scored ({} failed) in {:.2f} s\n",
              r.enumerated, r.pruned_memory, r.pruned_bound, r.scored, r.failed, r.elapsed_s);
   if (!alternatives.empty()) fmt::print("runners-up\n");

@@ -213,7 +213,7 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
   // No wall-clock time in the plan: the same inputs give the same bytes.
   src.search_time_s = 0;
   src.layouts_scored = static_cast<std::int64_t>(r.scored);
-  src.lower_bound_s = r.complete ? r.speed_of_light.value : r.lower_bound.value;
+  src.lower_bound_s = r.lower_bound.value;
   for (std::size_t i = 1; i < r.best.size(); ++i)
     src.alternatives.push_back({plansearch::describe(r.best[i].candidate), r.best[i].estimate.step_time.value,
                                 r.best[i].estimate.fits, why_lost(r.best[i], best)});

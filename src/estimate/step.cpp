@@ -11,6 +11,7 @@
 
 #include "internal.hpp"
 #include "planner/estimate/estimate.hpp"
+#include "planner/estimate/optimizer_bytes.hpp"
 #include "planner/sim/pipeline.hpp"
 
 namespace planner::estimate {
@@ -45,6 +46,8 @@ double gathered_param_bytes(const cost::ComputeContext& ctx) {
   return (p == cost::Precision::fp32 || p == cost::Precision::tf32) ? 4.0 : 2.0;
 }
 
+}  // namespace
+
 // Bytes the optimizer step streams through HBM per local parameter: Adam
 // reads and writes the fp32 master weight, m and v (24 B), reads the fp32
 // gradient (4 B), writes the 16-bit weight (2 B); the gradient-norm pass
@@ -58,6 +61,8 @@ double optimizer_bytes_per_param(cost::Optimizer o) {
   }
   return 38.0;
 }
+
+namespace {
 
 struct ChunkWork {
   Seconds fwd_comm, bwd_comm;

@@ -17,36 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The fastest any kernel runs: the device's best GEMM efficiency (a table
-// maximum; attention and memory-bound kernels are slower) at the fastest
-// peak the precision policy uses.
-FlopsPerSecond best_rate(const cost::CostModel& m) {
-  const auto& ctx = m.context();
-  double eff = 0;
-  for (const auto& r : ctx.device().gemm_table.rows) eff = std::max(eff, r.y);
-  if (eff <= 0 || eff > 1) eff = 1;
-  double peak = 0;
-  for (auto p : ctx.precision().used()) {
-    double f = 1;
-    if (const auto& pf = ctx.device().gemm_precision_factor[static_cast<std::size_t>(p)]) f = std::min(1.0, *pf);
-    peak = std::max(peak, ctx.peak(p).value * f);
-  }
-  return FlopsPerSecond(peak * eff);
-}
-
-// Lower bound on a candidate's step: its devices' share of the model FLOPs
-// (plus the recomputed forward under full recompute) at the fastest kernel
-// rate, stretched by the pipeline's minimum bubble (1 + (p-1)/(v m)).
-Seconds bound_of(const Candidate& c, const ModelFacts& f, FlopsPerSecond peak) {
-  const auto& k = c.config;
-  double flops = f.flops_per_sample.value * static_cast<double>(k.global_batch);
-  if (c.recompute == cost::RecomputePolicy::full) flops += f.forward_flops_per_sample.value * static_cast<double>(k.global_batch);
-  const double per_device = flops / k.devices / peak.value;
-  const double m = static_cast<double>(k.micro_batches());
-  const double stretch = k.pp > 1 ? 1.0 + (k.pp - 1.0) / (k.vp * m) : 1.0;
-  return Seconds(per_device * stretch);
-}
-
 // Fastest first; ties by canonical order.
 bool better(const Scored& a, const Scored& b) {
   if (a.estimate.step_time.value != b.estimate.step_time.value)
@@ -87,17 +57,26 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   r.speed_of_light = Seconds(facts.flops_per_sample.value * static_cast<double>(space.global_batch) /
                              (space.devices * any.peak().value));
 
-  // Memory floor pruning, then bounds and order.
+  // Bounds for every layout (the space's bound covers the pruned and the
+  // unvisited ones too), memory floor pruning, then order.
   std::vector<Candidate> live;
   Bytes smallest_floor(std::numeric_limits<double>::infinity());
+  Seconds space_bound(std::numeric_limits<double>::infinity());
+  // The bytes and launch terms follow the profile model's op pricing (a
+  // roofline plus launches per kernel); other cost models get without them.
+  std::map<cost::RecomputePolicy, MemoryFacts> memory;
+  for (const auto& [policy, m] : cm)
+    if (dynamic_cast<const cost::ProfileCostModel*>(m)) memory[policy] = memory_facts(*g1, *m);
   for (auto& c : candidates) {
+    const auto mem = memory.find(c.recompute);
+    c.bound = layout_bound(c, facts, *cm.at(c.recompute), mem == memory.end() ? nullptr : &mem->second).total;
+    space_bound = std::min(space_bound, c.bound);
     const Bytes floor = memory_floor(c, facts);
     smallest_floor = std::min(smallest_floor, floor);
     if (floor > capacity) {
       ++r.pruned_memory;
       continue;
     }
-    c.bound = bound_of(c, facts, best_rate(*cm.at(c.recompute)));
     live.push_back(c);
   }
   std::stable_sort(live.begin(), live.end(), [](const Candidate& a, const Candidate& b) {
@@ -120,7 +99,6 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
       1, std::min(options.threads, static_cast<int>(std::min<std::size_t>(
                                        1024, kConcurrentOps / std::max<std::size_t>(1, g1->num_ops())))));
   std::size_t next = 0;
-  Seconds unexplored_bound(std::numeric_limits<double>::infinity());
   while (next < live.size()) {
     const double incumbent = fitting.empty() ? std::numeric_limits<double>::infinity()
                                              : fitting.front().estimate.step_time.value;
@@ -181,7 +159,6 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     if (elapsed > options.time_limit_s && next < live.size()) {
       r.complete = false;
-      for (std::size_t i = next; i < live.size(); ++i) unexplored_bound = std::min(unexplored_bound, live[i].bound);
       break;
     }
   }
@@ -196,7 +173,9 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
                       smallest_floor.value / (1024.0 * 1024 * 1024), capacity.value / (1024.0 * 1024 * 1024));
   }
   r.best = std::move(fitting);
-  r.lower_bound = std::min(r.best.front().estimate.step_time, unexplored_bound);
+  // Every layout's bound is at most its step, so this is at most the best
+  // step found; it covers the layouts never scored.
+  r.lower_bound = std::min(r.best.front().estimate.step_time, space_bound);
   return r;
 }
 

@@ -99,7 +99,10 @@ ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch) {
     f.seq = std::max(f.seq, p.seq_q);
   }
   for (const auto& t : g.tensors())
-    if (t.role == graph::TensorRole::parameter && graph::is_floating(t.dtype)) f.parameters += static_cast<double>(t.numel());
+    if (t.role == graph::TensorRole::parameter && graph::is_floating(t.dtype)) {
+      f.parameters += static_cast<double>(t.numel());
+      ++f.parameter_shapes[t.shape];
+    }
   const auto experts = estimate::count_experts(g);
   f.experts = experts.experts;
   f.expert_parameters = experts.parameters;
@@ -107,6 +110,8 @@ ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch) {
   const double b = static_cast<double>(std::max<std::int64_t>(1, batch));
   f.flops_per_sample = tot.training_flops * (1.0 / b);
   f.forward_flops_per_sample = tot.forward_flops * (1.0 / b);
+  f.batch = std::max<std::int64_t>(1, batch);
+  add_compute_facts(f, g);
   return f;
 }
 

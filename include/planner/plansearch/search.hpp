@@ -13,10 +13,11 @@
 ///      `--fix` pins any of them.
 ///   2. Prune by a memory lower bound (model state alone, which no schedule
 ///      can shrink) before costing anything.
-///   3. Order by a lower bound on the step time: the speed of light of the
+///   3. Order by a lower bound on the step time (`layout_bound`): the
 ///      candidate's own work (model FLOPs, plus the recomputed forward, per
-///      device over the peak) times the pipeline's minimum stretch
-///      (1 + (p-1)/(v m)) — no layout can beat it.
+///      device at the best kernel rate) times the pipeline's minimum stretch
+///      (1 + (p-1)/(v m)), or that work plus the optimizer step's HBM
+///      traffic, whichever is larger — no inner choice can beat it.
 ///   4. Branch and bound in fixed-size batches, in that order: a batch is
 ///      scored in parallel (`threads`), the incumbent updated after the batch,
 ///      and later candidates whose bound is no better than the incumbent are
@@ -25,8 +26,7 @@
 ///      make the result the same with any number of threads.
 ///   5. Anytime: stop between batches when the time limit passes; the result
 ///      says whether the space was exhausted and gives the lower bound on the
-///      best possible step (min of the incumbent and the unexplored bounds)
-///      and the gap.
+///      best possible step (min of every enumerated layout's bound) and the gap.
 ///
 /// Architecture invariant: no ONNX, no profile file, no CLI: graphs and cost
 /// models come from the caller's providers.
@@ -93,6 +93,38 @@ struct Candidate {
 /// `dp=8 tp=8 pp=16 vp=2 sp mb=1 interleaved zero1 recompute=full`.
 std::string describe(const Candidate& c);
 
+/// FLOPs per sample by the rate the cost model charges them at (the compute
+/// part of `layout_bound`); `fwd_layer` is the forward of ops in repeated
+/// layers (what full recompute runs again).
+struct Work {
+  double fwd = 0, bwd = 0, fwd_layer = 0;
+  Work& operator+=(const Work& o) {
+    fwd += o.fwd;
+    bwd += o.bwd;
+    fwd_layer += o.fwd_layer;
+    return *this;
+  }
+};
+struct ComputeFacts {
+  /// Shaped GEMMs by 2mnk at the facts' batch (their efficiency is at most
+  /// the GEMM table's best up to that size, scaled with the micro-batch).
+  std::map<double, Work> gemm;
+  /// Other ops at the GEMM rate: unshaped matmuls, attention-class and
+  /// control-flow ops outside attention patterns.
+  Work fast;
+  /// The ops of attention patterns, priced one by one (at most the GEMM
+  /// rate) when attention is not flash-fused.
+  Work unfused_attention;
+  /// Convolutions (Winograd may divide their FLOPs by 2.25).
+  Work conv;
+  /// Memory-bound classes, charged at the vector peak; elementwise apart
+  /// (fused elementwise ops may cost nothing).
+  Work vector, elementwise;
+  /// Flash-fused attention patterns: FlashAttention FLOPs (halved when
+  /// causal; backward 2.5 x), keyed by (key length, causal).
+  std::map<std::pair<std::int64_t, bool>, Work> flash;
+};
+
 /// The model as the search needs it, per micro-batch size.
 struct ModelFacts {
   int layers = 0;            ///< repeated layers
@@ -103,7 +135,16 @@ struct ModelFacts {
   double expert_parameters = 0;  ///< the experts' share of `parameters`
   /// Model FLOPs (forward + backward) of one sample, and the forward alone.
   Flops flops_per_sample, forward_flops_per_sample;
+  /// Shapes of the floating parameters, with how many tensors have each
+  /// (the optimizer-step bound).
+  std::map<std::vector<std::int64_t>, int> parameter_shapes;
+  /// FLOPs per sample by rate, and the batch the facts were read at.
+  ComputeFacts compute;
+  std::int64_t batch = 1;
 };
+
+/// Fills facts.compute from g (imported at facts.batch).
+void add_compute_facts(ModelFacts& facts, const graph::OpGraph& g);
 
 /// Facts read from a graph (annotated and analysed) imported at batch `batch`.
 ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch);
@@ -116,6 +157,59 @@ std::vector<Candidate> enumerate_layouts(const Space& space, const ModelFacts& f
 /// optimizer states under the candidate's sharding; expert parameters split
 /// over ep with their states sharded over dp*cp/ep); used to prune.
 Bytes memory_floor(const Candidate& c, const ModelFacts& facts);
+
+/// A lower bound on a layout's step time that no inner choice (op
+/// strategies, stage cut, schedule) can beat under the cost model
+/// (`docs/search.md`, "Bound"). Each part is <= what estimate charges.
+struct LayoutBound {
+  /// The layout's share of the FLOPs (plus the recomputed forward under
+  /// full recompute) per device, each op class at the fastest rate the
+  /// cost model can charge it at (GEMMs at the table's best efficiency up
+  /// to their size, flash attention at its table, memory-bound ops at the
+  /// vector peak).
+  Seconds compute;
+  /// (Includes the kernel launches every device issues: m x kernels x
+  /// launch overhead / pp.)
+  /// compute x the pipeline's minimum stretch 1 + (p-1)/(v m).
+  Seconds pipelined;
+  /// The optimizer step of the pipeline rank with the most parameters:
+  /// local parameters (each tensor at its smallest shard over tp x cp)
+  /// / pp / optimizer shards x bytes per parameter / streaming bandwidth.
+  Seconds optimizer;
+  /// max(pipelined, compute + optimizer).
+  Seconds total;
+};
+
+/// Smallest local element count of the parameters over any sharding on
+/// `shards` devices (every split of `shards` over each tensor's dims, sizes
+/// rounded down as estimate's local shapes are).
+double min_local_parameters(const ModelFacts& facts, int shards);
+
+/// HBM bytes per micro-batch (at the facts' batch, forward + backward, at
+/// the model's precision policy) of the ops the cost model charges as
+/// memory-bound (every op class but GEMMs, convolutions, attention and
+/// control flow; attention patterns, flash-skipped masks and host-side
+/// shape ops left out); elementwise ops apart.
+struct MemoryFacts {
+  double vector = 0, elementwise = 0;
+  /// Kernels every device launches per micro-batch whatever the sharding
+  /// (forward + backward; `layer_forward`: the layers' forward kernels,
+  /// launched again under full recompute): one per GEMM, convolution or
+  /// memory-bound op and direction with work (elementwise ops only without
+  /// elementwise fusion), one per flash pattern and direction; attention
+  /// patterns priced op by op and attention-class ops count none.
+  double kernels = 0, layer_forward_kernels = 0;
+};
+MemoryFacts memory_facts(const graph::OpGraph& g, const cost::CostModel& model);
+
+/// The bound of one layout under `model` (its recompute policy's model);
+/// with `memory` (from the same model and the facts' graph), the
+/// memory-bound ops' time is at least their bytes at the best streaming
+/// bandwidth (the elementwise table's best efficiency), and every kernel
+/// pays the launch overhead: terms that hold for cost::ProfileCostModel's
+/// pricing (search() passes them for that model only).
+LayoutBound layout_bound(const Candidate& c, const ModelFacts& facts, const cost::CostModel& model,
+                         const MemoryFacts* memory = nullptr);
 
 struct Options {
   double time_limit_s = 60;
@@ -137,7 +231,9 @@ struct Scored {
 struct Outcome {
   /// The fastest layout that fits, then the runners-up (top_k in all), fastest first.
   std::vector<Scored> best;
-  /// Lower bound on the best step time any layout of the space can reach.
+  /// Lower bound on the best step time any layout of the space can reach:
+  /// the smallest layout_bound over every enumerated layout (pruned and
+  /// unscored ones included, so it holds when the time limit stops the search).
   Seconds lower_bound;
   /// Speed of light of the model on the cluster: model FLOPs / (N x peak).
   Seconds speed_of_light;
