@@ -134,9 +134,9 @@ T apply_rope(Builder& b, const std::string& scope, const T& x, const std::pair<T
 /// [B, kv, S, d] -> [B, kv*rep, S, d], each kv head repeated rep times.
 T repeat_kv(Builder& b, const std::string& scope, const T& x, std::int64_t B, std::int64_t kv,
             std::int64_t rep, std::int64_t S, std::int64_t d) {
-  auto r = b.op(scope, "Reshape", {x, b.vec({B, kv, 1, S, d})});
-  auto e = b.op(scope, "Expand", {r, b.vec({B, kv, rep, S, d})});
-  return b.op(scope, "Reshape", {e, b.vec({B, kv * rep, S, d})});
+  auto r = b.op(scope, "Reshape", {x, b.vec({-1, kv, 1, S, d})});
+  auto e = b.op(scope, "Expand", {r, b.vec({1, kv, rep, S, d})});
+  return b.op(scope, "Reshape", {e, b.vec({-1, kv * rep, S, d})});
 }
 
 }  // namespace

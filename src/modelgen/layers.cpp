@@ -51,7 +51,7 @@ T causal_mask(Builder& b, std::int64_t S) {
 
 T split_heads(Builder& b, const std::string& scope, const T& x, std::int64_t B, std::int64_t S,
               std::int64_t n, std::int64_t d, bool transposed) {
-  auto r = b.op(scope, "Reshape", {x, b.vec({B, S, n, d})});
+  auto r = b.op(scope, "Reshape", {x, b.vec({-1, S, n, d})});
   return b.op(scope, "Transpose", {r}, {attr("perm", transposed ? Dims{0, 2, 3, 1} : Dims{0, 2, 1, 3})});
 }
 
@@ -66,13 +66,13 @@ T attention(Builder& b, const std::string& scope, const T& q, const T& kT, const
   const std::string cc = scope + "/context";
   auto c = b.op(cc, "MatMul", {p, v});                        // [B,n,S,d]
   auto t = b.op(cc, "Transpose", {c}, {attr("perm", Dims{0, 2, 1, 3})});
-  return b.op(cc, "Reshape", {t, b.vec({B, S, n * d})});
+  return b.op(cc, "Reshape", {t, b.vec({-1, S, n * d})});
 }
 
 void lm_loss(Builder& b, const T& logits, const T& labels, std::int64_t B, std::int64_t S,
              std::int64_t V, std::optional<std::int64_t> ignore_index) {
-  auto lf = b.op("loss/logits", "Reshape", {logits, b.vec({B * S, V})});
-  auto yf = b.op("loss/labels", "Reshape", {labels, b.vec({B * S})});
+  auto lf = b.op("loss/logits", "Reshape", {logits, b.vec({-1, V})});
+  auto yf = b.op("loss/labels", "Reshape", {labels, b.vec({-1})});
   std::vector<onnx::AttributeProto> attrs{attr("reduction", std::string("mean"))};
   if (ignore_index) attrs.push_back(attr("ignore_index", *ignore_index));
   auto l = b.op("loss", "SoftmaxCrossEntropyLoss", {lf, yf}, std::move(attrs));
