@@ -101,20 +101,23 @@ contains "compare another plan" "planner compare: error: m_gpt_tp2.json: the mea
 expect "compare bad file" 2 "$bin" compare gpt_tp2.json bad.json
 contains "compare bad file" "planner compare: error: bad.json:"
 
-# A stalled rank: the survivors name it and the job dies.
+# A stalled rank: the survivors name it and the job dies. The plan is given
+# by its absolute path in this test's own folder, so the leftover check
+# sees this job's processes only (ctest -j runs other `planner run` tests
+# with the same binary at the same time).
 t0=$(date +%s)
-expect "stalled rank" nonzero mpi 4 run gpt_tp2_pp2.json --replay --steps 3 --fault stall:1:2 --timeout 5
+expect "stalled rank" nonzero mpi 4 run "$work/gpt_tp2_pp2.json" --replay --steps 3 --fault stall:1:2 --timeout 5
 has "stalled rank" 3 "planner run: error: rank 1 did not reach barrier #5 within 5 s (stalled or dead)"
 if (( $(date +%s) - t0 > 30 )); then echo "FAIL stalled rank: took over 30 s"; failures=$((failures + 1)); fi
-for _ in $(seq 50); do [[ -z $(pgrep -f "^$bin run" || true) ]] && break; sleep 0.1; done
-if [[ -n $(pgrep -f "^$bin run" || true) ]]; then echo "FAIL stalled rank: processes left"; failures=$((failures + 1)); fi
+for _ in $(seq 50); do [[ -z $(pgrep -f "^$bin run $work/" || true) ]] && break; sleep 0.1; done
+if [[ -n $(pgrep -f "^$bin run $work/" || true) ]]; then echo "FAIL stalled rank: processes left"; failures=$((failures + 1)); fi
 
 # A rank that crashes mid-step: it names itself, the job dies within the
 # timeout, every rank exits non-zero, nothing is left.
 t0=$(date +%s)
-expect "crashed rank" nonzero mpi 4 run gpt_tp2_pp2.json --replay --steps 3 --fault crash:2:2 --timeout 5
+expect "crashed rank" nonzero mpi 4 run "$work/gpt_tp2_pp2.json" --replay --steps 3 --fault crash:2:2 --timeout 5
 has "crashed rank" 1 "planner run: error: rank 2 crashed (signal 11: SIGSEGV)"
 if (( $(date +%s) - t0 > 30 )); then echo "FAIL crashed rank: took over 30 s"; failures=$((failures + 1)); fi
-for _ in $(seq 50); do [[ -z $(pgrep -f "^$bin run" || true) ]] && break; sleep 0.1; done
-if [[ -n $(pgrep -f "^$bin run" || true) ]]; then echo "FAIL crashed rank: processes left"; failures=$((failures + 1)); fi
+for _ in $(seq 50); do [[ -z $(pgrep -f "^$bin run $work/" || true) ]] && break; sleep 0.1; done
+if [[ -n $(pgrep -f "^$bin run $work/" || true) ]]; then echo "FAIL crashed rank: processes left"; failures=$((failures + 1)); fi
 exit $(( failures > 0 ))
