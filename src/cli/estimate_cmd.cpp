@@ -30,6 +30,8 @@ struct EstimateArgs {
   int dp = 0;  // 0 = devices / (tp pp cp)
   std::string schedule = "1f1b";
   std::string optimizer = "adam";
+  std::string optimizer_state_dtype = "fp32";
+  std::string master_weights = "fp32";
   std::string framework = "megatron";
   bool json = false;
   bool exact = false;
@@ -94,6 +96,8 @@ Status load_plan(EstimateArgs& a) {
   c.micro_batch = p.training.micro_batch;
   c.fused_loss = p.training.fused_loss;
   c.grad_reduce_bytes = p.training.grad_reduce_bytes;
+  a.optimizer_state_dtype = p.training.optimizer.state_dtype;
+  a.master_weights = p.training.optimizer.master_weights;
   c.global_batch = p.training.global_batch;
   a.schedule = l.schedule;
   a.framework = p.training.framework;
@@ -175,6 +179,10 @@ int run_estimate(EstimateArgs& a, const CLI::App& sub) {
   else if (a.optimizer == "sgd") c.optimizer = cost::Optimizer::sgd_momentum;
   else if (a.optimizer == "sgd-plain") c.optimizer = cost::Optimizer::sgd;
   else return fail("estimate", fmt::format("--optimizer '{}' is not one of adam, sgd, sgd-plain", a.optimizer));
+  if (auto sb = estimate::parse_optimizer_state_dtype(a.optimizer_state_dtype); sb.ok()) c.optimizer_state_bytes = *sb;
+  else return fail("estimate", fmt::format("--optimizer-state-dtype: {}", sb.error().message));
+  if (auto mw = estimate::parse_master_weights(a.master_weights); mw.ok()) c.master_weights = *mw;
+  else return fail("estimate", fmt::format("--master-weights: {}", mw.error().message));
   auto fw = estimate::parse_framework(a.framework);
   if (!fw) return fail("estimate", "--framework: " + fw.error().message);
   c.framework = *fw;
@@ -269,6 +277,13 @@ Runner setup_estimate(CLI::App& sub) {
   sub.add_flag("--distributed-optimizer", c.distributed_optimizer, "Megatron's distributed optimizer");
   sub.add_option("--schedule", a->schedule, "1f1b | gpipe | interleaved")->capture_default_str();
   sub.add_option("--optimizer", a->optimizer, "adam | sgd (momentum) | sgd-plain")->capture_default_str();
+  sub.add_option("--optimizer-state-dtype", a->optimizer_state_dtype,
+                 "Optimizer states of 16-bit parameters: fp32 | bf16 (Megatron-Core's precision-aware optimizer, "
+                 "NeMo distributed_fused_adam dtype: bf16)")
+      ->capture_default_str();
+  sub.add_option("--master-weights", a->master_weights,
+                 "Master copy of 16-bit parameters: fp32 | remainder (Apex store_param_remainders) | none")
+      ->capture_default_str();
   sub.add_option("--framework", a->framework,
                  "Communication behaviour: megatron | megatron-legacy | deepspeed | fsdp | ddp (docs/estimate.md)")
       ->capture_default_str();

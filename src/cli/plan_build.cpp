@@ -35,6 +35,8 @@ Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& sr
   t.micro_batch = c.micro_batch;
   t.micro_batches = e.micro_batches;
   t.optimizer.name = std::string(cost::optimizer_name(c.optimizer));
+  t.optimizer.state_dtype = std::string(estimate::optimizer_state_dtype_name(c.optimizer_state_bytes));
+  t.optimizer.master_weights = std::string(cost::master_weights_name(c.master_weights));
   t.precision = src.precision;
   if (src.precision == "bf16" || src.precision == "fp16") {
     t.precision_by_class = {{"embedding", "fp32"}, {"loss", "fp32"}};

@@ -59,6 +59,12 @@ void SearchFlags::add_to(CLI::App& sub, bool devices_required, const std::string
   sub.add_flag("--tp-comm-overlap", tp_comm_overlap, "Tensor-parallel collectives overlapped with their GEMMs");
   sub.add_flag("--fused-loss", fused_loss, "Fused cross-entropy kernel (no fp32 copy of the logits)");
   sub.add_option("--grad-reduce-bytes", grad_reduce_bytes, "Bytes per reduced gradient element, 2 or 4");
+  sub.add_option("--optimizer-state-dtype", optimizer_state_dtype,
+                 "Optimizer states of 16-bit parameters: fp32 | bf16")
+      ->capture_default_str();
+  sub.add_option("--master-weights", master_weights,
+                 "Master copy of 16-bit parameters: fp32 | remainder (16-bit) | none")
+      ->capture_default_str();
   sub.add_flag("--exact", exact, "Solve every op-level sharding exactly (MILP with COIN-OR CBC)");
 }
 
@@ -120,6 +126,14 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
   }
   if (a.grad_reduce_bytes != 0 && a.grad_reduce_bytes != 2 && a.grad_reduce_bytes != 4)
     return make_error("--grad-reduce-bytes must be 2 or 4 (got {})", a.grad_reduce_bytes);
+  {
+    auto sb = estimate::parse_optimizer_state_dtype(a.optimizer_state_dtype);
+    if (!sb.ok()) return make_error("--optimizer-state-dtype: {}", sb.error().message);
+    space.base.optimizer_state_bytes = *sb;
+    auto mw = estimate::parse_master_weights(a.master_weights);
+    if (!mw.ok()) return make_error("--master-weights: {}", mw.error().message);
+    space.base.master_weights = *mw;
+  }
   if (a.optimizer == "adam") space.optimizer = cost::Optimizer::adam;
   else if (a.optimizer == "sgd") space.optimizer = cost::Optimizer::sgd_momentum;
   else if (a.optimizer == "sgd-plain") space.optimizer = cost::Optimizer::sgd;

@@ -207,12 +207,42 @@ std::string_view memory_kind_name(MemoryKind k) {
   return "weights";
 }
 
-StateBytes state_bytes_per_param(Optimizer o, bool kept_fp32, bool fp32_grads) {
-  // Optimizer states proper (fp32): Adam m, v; SGD momentum buffer; plain SGD nothing.
-  const double states = o == Optimizer::adam ? 8.0 : (o == Optimizer::sgd_momentum ? 4.0 : 0.0);
-  if (kept_fp32) return {4.0, 4.0, states};
-  // 16-bit weight; fp32 master copy joins the optimizer states.
-  return {2.0, fp32_grads ? 4.0 : 2.0, 4.0 + states};
+std::string_view master_weights_name(MasterWeights m) {
+  switch (m) {
+    case MasterWeights::fp32: return "fp32";
+    case MasterWeights::remainder: return "remainder";
+    case MasterWeights::none: return "none";
+  }
+  return "fp32";
+}
+
+std::string optimizer_label(const OptimizerSetup& s) {
+  std::string extra;
+  if (s.state_bytes < 4.0 && s.optimizer != Optimizer::sgd) extra = "bf16 states";
+  if (s.master != MasterWeights::fp32) {
+    if (!extra.empty()) extra += ", ";
+    extra += s.master == MasterWeights::none ? "no master copy" : "16-bit master remainders";
+  }
+  const std::string name(optimizer_name(s.optimizer));
+  return extra.empty() ? name : fmt::format("{} ({})", name, extra);
+}
+
+double master_weight_bytes(MasterWeights m) {
+  switch (m) {
+    case MasterWeights::fp32: return 4.0;
+    case MasterWeights::remainder: return 2.0;
+    case MasterWeights::none: return 0.0;
+  }
+  return 4.0;
+}
+
+StateBytes state_bytes_per_param(Optimizer o, bool kept_fp32, bool fp32_grads, double state_bytes,
+                                 MasterWeights master) {
+  // Optimizer states proper: Adam m, v; SGD momentum buffer; plain SGD nothing.
+  const double count = o == Optimizer::adam ? 2.0 : (o == Optimizer::sgd_momentum ? 1.0 : 0.0);
+  if (kept_fp32) return {4.0, 4.0, 4.0 * count};
+  // 16-bit weight; its master copy (if any) joins the optimizer states.
+  return {2.0, fp32_grads ? 4.0 : 2.0, master_weight_bytes(master) + state_bytes * count};
 }
 
 namespace {
@@ -243,7 +273,8 @@ ModelState model_state(const ParamCounts& params, const OptimizerSetup& s) {
   const double o_div = s.sharding == StateSharding::none ? 1.0 : d;
   ModelState m;
   for (const auto& [n, fp32] : {std::pair{params.low_precision, false}, std::pair{params.fp32, true}}) {
-    const StateBytes b = state_bytes_per_param(s.optimizer, fp32, s.fp32_grads || (dist && !s.grads_16bit));
+    const StateBytes b =
+        state_bytes_per_param(s.optimizer, fp32, s.fp32_grads || (dist && !s.grads_16bit), s.state_bytes, s.master);
     m.weights += Bytes(n * b.weight / w_div);
     m.gradients += Bytes(n * b.gradient / g_div);
     m.optimizer_states += Bytes(n * b.optimizer / o_div);
@@ -283,7 +314,7 @@ MemoryBreakdown memory(const graph::OpGraph& g, const ComputeContext& ctx, const
   m.weights = state.weights * pshare;
   m.gradients = state.gradients * pshare;
   m.optimizer_states = state.optimizer_states * pshare;
-  m.state_label = fmt::format("{}, {}{}", optimizer_name(opt.optimizer), sharding_name(opt.sharding),
+  m.state_label = fmt::format("{}, {}{}", optimizer_label(opt), sharding_name(opt.sharding),
                               opt.sharding == StateSharding::none ? std::string()
                                                                   : fmt::format(" over d={}", opt.data_parallel));
   if (opt.sharding == StateSharding::zero3 && opt.data_parallel > 1)

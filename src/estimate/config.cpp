@@ -36,6 +36,20 @@ Result<Framework> parse_framework(std::string_view s) {
   return Error{fmt::format("unknown framework '{}' (expected megatron, megatron-legacy, deepspeed, fsdp or ddp)", s)};
 }
 
+Result<int> parse_optimizer_state_dtype(std::string_view s) {
+  if (s == "fp32") return 4;
+  if (s == "bf16") return 2;
+  return Error{fmt::format("unknown optimizer state dtype '{}' (expected fp32 or bf16)", s)};
+}
+
+std::string_view optimizer_state_dtype_name(int bytes) { return bytes == 2 ? "bf16" : "fp32"; }
+
+Result<cost::MasterWeights> parse_master_weights(std::string_view s) {
+  for (auto m : {cost::MasterWeights::fp32, cost::MasterWeights::remainder, cost::MasterWeights::none})
+    if (cost::master_weights_name(m) == s) return m;
+  return Error{fmt::format("unknown master weights '{}' (expected fp32, remainder or none)", s)};
+}
+
 cost::StateSharding ParallelConfig::state_sharding() const {
   if (zero >= 3) return cost::StateSharding::zero3;
   if (zero == 2) return cost::StateSharding::zero2;
@@ -88,6 +102,8 @@ Status validate(const ParallelConfig& c) {
   }
   if (c.grad_reduce_bytes != 0 && c.grad_reduce_bytes != 2 && c.grad_reduce_bytes != 4)
     return Error{fmt::format("--grad-reduce-bytes must be 2 or 4 (got {})", c.grad_reduce_bytes)};
+  if (c.optimizer_state_bytes != 2 && c.optimizer_state_bytes != 4)
+    return Error{fmt::format("optimizer state bytes must be 2 (bf16) or 4 (fp32) (got {})", c.optimizer_state_bytes)};
   if (c.sequence_parallel && c.tp < 2) return make_error("--sp (sequence parallelism) needs --tp of at least 2");
   return {};
 }

@@ -183,7 +183,7 @@ std::shared_ptr<const LayerIndex> layers_of(const graph::OpGraph& g) {
 }
 
 Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
-                            const ShardingSolver* solver) {
+                            const ShardingSolver* solver, std::optional<Bytes> state_limit) {
   Layout L;
   // Meshes: the whole cluster (Megatron's order, tp fastest) and the
   // model-parallel sub-mesh the op-level search runs on.
@@ -245,8 +245,19 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   if (c.tp_splits_batch)
     for (const auto axis : L.mp.axes())
       lo.sharding.roles.push_back(L.mp.name(axis) == "tp" ? ops::AxisRole::any : ops::AxisRole::sequence);
+  // The solver's objective is one micro-batch's time. Weights are always
+  // replicated over cp (Megatron reduces their gradients over dp x cp once
+  // per step; step.cpp adds that sync once), so a micro-batch carries 1/m
+  // of it: charged in full, it outweighed the cp split of the compute on
+  // fast (fp8) GEMMs and the search left cp unused. A weight replicated over
+  // tp keeps weight 1: its sync stands in for what the solver does not see
+  // (a tp-times larger data-parallel gradient and optimizer step).
   lo.grad_sync_weight = 1.0;
-  const auto sb = cost::state_bytes_per_param(c.optimizer, false, true);
+  for (const auto axis : L.mp.axes())
+    lo.axis_grad_sync_weight.push_back(
+        L.mp.name(axis) == "cp" ? 1.0 / static_cast<double>(std::max<std::int64_t>(1, c.micro_batches())) : 1.0);
+  const auto sb =
+      cost::state_bytes_per_param(c.optimizer, false, true, c.optimizer_state_bytes, c.master_weights);
   const double d = c.dp * c.cp;
   const double bytes_per_param =
       c.zero >= 3 ? sb.total() / d
@@ -257,8 +268,13 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   // Model state may take at most 3/4 of the memory of the pp devices that
   // hold the model (the rest is for activations, buffers and reserve), so
   // the search does not trade memory it does not have for time (a
-  // replicated weight saves a collective but costs 16+ bytes per element).
-  lo.memory_limit = model.device_memory() * (0.75 * c.pp);
+  // replicated weight saves a collective but costs 16+ bytes per element);
+  // estimate() retries with a tighter state_limit when a stage overflows.
+  lo.memory_limit = state_limit ? *state_limit : model.device_memory() * (0.75 * c.pp);
+  // The embedding and the head sit whole on one stage: counted pp times
+  // against that bound, a stage's layers plus both must fit one device's
+  // budget (a replicated 2 B-parameter embedding cannot hide in the sum).
+  lo.outside_layers_memory_weight = static_cast<double>(c.pp);
   PLANNER_TRY(L.lowered, search::lower_sharding(g, L.mp, oracle, lo));
   PLANNER_TRY_STATUS(apply_hints(L.lowered, g, c.hints));
   if (c.sequence_parallel) enforce_sequence_parallel(L.lowered, g);
@@ -275,6 +291,7 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   }
   PLANNER_TRY(search::Solution sol, std::move(solved));
   L.choice = std::move(sol.choice);
+  L.state_bound = sol.evaluation.memory;
   // A hinted unit must have kept its hinted strategy (the penalty could only
   // lose to an infeasible memory bound).
   for (std::size_t n = 0; n < L.lowered.nodes.size(); ++n)

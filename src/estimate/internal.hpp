@@ -1,6 +1,8 @@
 #pragma once
 // Helpers shared by the estimate sources.
 
+#include <optional>
+
 #include "planner/cluster/collective.hpp"
 #include "planner/cost/cost_model.hpp"
 #include "planner/layout/mesh.hpp"
@@ -36,6 +38,9 @@ struct Layout {
   std::vector<int> chunk_of_op;    ///< by OpId::value
   search::LoweredSharding lowered;
   search::Choice choice;
+  /// The chosen sharding's model state as the op-level search bounds it
+  /// (units outside the layers counted pp times).
+  Bytes state_bound;
   bool exact = true;
   /// Chosen strategy of each op (nullptr: takes no part, runs whole).
   std::vector<const ops::Strategy*> strategy_of_op;
@@ -85,8 +90,10 @@ struct LayerIndex {
 std::shared_ptr<const LayerIndex> layers_of(const graph::OpGraph& g);
 
 /// Resolves `c` on `g`: meshes, divisibility, chunks, op-level sharding.
+/// The op-level search bounds model state by 3/4 of the pp devices' memory,
+/// or by `state_limit` (in the same units: Layout::state_bound) when given.
 Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
-                            const ShardingSolver* solver = nullptr);
+                            const ShardingSolver* solver = nullptr, std::optional<Bytes> state_limit = std::nullopt);
 
 /// The balanced cut of layers into `chunks` pipeline chunks: layer i takes
 /// layer_time[i], the first chunk also `pre` (embedding), the last `post`

@@ -150,6 +150,8 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
   opt.data_parallel = c.dp * c.cp;
   opt.fp32_grads = grads_in_fp32(c, model);
   opt.grads_16bit = c.grad_reduce_bytes == 2;
+  opt.state_bytes = c.optimizer_state_bytes;
+  opt.master = c.master_weights;
   for (int r = 0; r < pp; ++r) {
     auto& sm = out[static_cast<std::size_t>(r)];
     auto& m = sm.breakdown;
@@ -174,7 +176,7 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
     if (c.framework == Framework::deepspeed && policy.default_precision() == cost::Precision::bf16)
       m.gradients += Bytes(2.0 * (dense.low_precision + experts.low_precision));
     m.optimizer_states = st.optimizer_states;
-    m.state_label = fmt::format("{}, {}{}", cost::optimizer_name(opt.optimizer), cost::sharding_name(opt.sharding),
+    m.state_label = fmt::format("{}, {}{}", cost::optimizer_label(opt), cost::sharding_name(opt.sharding),
                                 opt.sharding == cost::StateSharding::none ? std::string()
                                                                           : fmt::format(" over d={}", opt.data_parallel));
     if (experts.total() > 0 && opt.sharding != cost::StateSharding::none)

@@ -53,13 +53,15 @@ double gathered_param_bytes(const cost::ComputeContext& ctx) {
 // gradient (4 B), writes the 16-bit weight (2 B); the gradient-norm pass
 // reads the gradient again and zeroing writes it (8 B): 38 B. SGD with
 // momentum: 8 + 8 + 4 + 2 + 8 = 30 B; plain SGD: 8 + 4 + 2 + 8 = 22 B.
-double optimizer_bytes_per_param(cost::Optimizer o) {
-  switch (o) {
-    case cost::Optimizer::adam: return 38.0;
-    case cost::Optimizer::sgd_momentum: return 30.0;
-    case cost::Optimizer::sgd: return 22.0;
-  }
-  return 38.0;
+// States of s bytes move 2 s each; a 16-bit master remainder is read and
+// written with the weight (2 x (2 + 2) = 8 B instead of 8 + 2); without a
+// master copy the 16-bit weight itself is read and written (4 B).
+double optimizer_bytes_per_param(cost::Optimizer o, double state_bytes, cost::MasterWeights master) {
+  const double states = o == cost::Optimizer::adam ? 2.0 : (o == cost::Optimizer::sgd_momentum ? 1.0 : 0.0);
+  const double weight = master == cost::MasterWeights::fp32 ? 8.0 + 2.0
+                        : master == cost::MasterWeights::remainder ? 8.0
+                                                                   : 4.0;
+  return weight + 2.0 * state_bytes * states + 12.0;
 }
 
 namespace {
@@ -95,7 +97,8 @@ Result<Seconds> dp_collective(const cost::CostModel& model, const detail::Layout
 }
 
 Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
-                               bool advise, const ShardingSolver* solver = nullptr);
+                               bool advise, const ShardingSolver* solver = nullptr,
+                               std::optional<Bytes> state_limit = std::nullopt, Bytes* state_bound = nullptr);
 
 void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& model, const detail::Layout& L,
                 const std::vector<Bytes>& peak_act, const std::vector<double>& in_flight) {
@@ -151,9 +154,11 @@ void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& mod
 }
 
 Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
-                               bool advise, const ShardingSolver* solver) {
+                               bool advise, const ShardingSolver* solver, std::optional<Bytes> state_limit,
+                               Bytes* state_bound) {
   PLANNER_TRY_STATUS(validate(c));
-  PLANNER_TRY(detail::Layout L, detail::build_layout(g, model, c, solver));
+  PLANNER_TRY(detail::Layout L, detail::build_layout(g, model, c, solver, state_limit));
+  if (state_bound) *state_bound = L.state_bound;
   const auto& ctx = model.context();
   const int C = L.chunks, pp = c.pp;
   const std::int64_t m = c.micro_batches();
@@ -462,7 +467,7 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     }
     const double dense = params - expert_params;
     opt_time[static_cast<std::size_t>(r)] =
-        Seconds((dense / optimizer_shards + expert_params / expert_shards) * optimizer_bytes_per_param(c.optimizer) /
+        Seconds((dense / optimizer_shards + expert_params / expert_shards) * optimizer_bytes_per_param(c.optimizer, c.optimizer_state_bytes, c.master_weights) /
                 stream_bw);
     if (per_mb_sharding) continue;
     Seconds reduce, gather;
@@ -615,7 +620,20 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
 
 Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config,
                           bool advise, const ShardingSolver* solver) {
-  return estimate_impl(g, model, config, advise, solver);
+  Bytes bound;
+  auto first = estimate_impl(g, model, config, advise, solver, std::nullopt, &bound);
+  if (!first.ok() || first->fits) return first;
+  // The op-level search bounds model state summed over the stages (the
+  // embedding and head counted pp times); activations and a stage holding
+  // more than its share can still overflow one device. Solve once more with
+  // the bound cut by that overflow on every stage; keep that choice only if
+  // it then fits (a tighter bound can only trade time for memory).
+  const Bytes over = first->peak_stage().peak() - first->capacity;
+  const Bytes limit = bound - over * static_cast<double>(config.pp);
+  if (limit.value <= 0) return first;
+  auto second = estimate_impl(g, model, config, advise, solver, limit);
+  if (second.ok() && second->fits) return second;
+  return first;
 }
 
 }  // namespace planner::estimate

@@ -162,6 +162,18 @@ Result<Export> to_megatron(const plan::Plan& p, const Options& options) {
     a.opt("sgd-momentum", detail::number(o.name == "sgd" ? 0.0 : o.momentum));
   }
   a.opt("weight-decay", detail::number(o.weight_decay));
+  if (o.state_dtype == "bf16") {
+    if (v12) {
+      a.flag("use-precision-aware-optimizer");
+      a.opt("exp-avg-dtype", "bf16");
+      a.opt("exp-avg-sq-dtype", "bf16");
+    } else {
+      f.lost("bf16 optimizer states: Megatron core_v0.8.0 keeps them in fp32");
+    }
+  }
+  if (o.master_weights != "fp32")
+    f.lost(fmt::format("master weights '{}': Megatron keeps an fp32 master copy (NeMo's distributed_fused_adam "
+                       "does not)", o.master_weights));
   a.opt("seed", t.seed);
 
   // What Megatron cannot express.

@@ -17,6 +17,8 @@ inline constexpr std::array<std::string_view, 2> kAttention{"flash", "unfused"};
 inline constexpr std::array<std::string_view, 2> kMemoryFormat{"nchw", "nhwc"};
 inline constexpr std::array<std::string_view, 3> kSchedules{"1f1b", "gpipe", "interleaved"};
 inline constexpr std::array<std::string_view, 3> kOptimizers{"adam", "sgd_momentum", "sgd"};
+inline constexpr std::array<std::string_view, 2> kStateDtypes{"fp32", "bf16"};
+inline constexpr std::array<std::string_view, 3> kMasterWeights{"fp32", "remainder", "none"};
 inline constexpr std::array<std::string_view, 5> kFrameworks{"megatron", "megatron-legacy", "deepspeed", "fsdp",
                                                              "ddp"};
 inline constexpr std::array<std::string_view, 2> kCommands{"search", "estimate"};

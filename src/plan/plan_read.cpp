@@ -230,14 +230,17 @@ Status read(const Reader& r, const json& v, const std::string& path, Cluster& ou
 Status read(const Reader& r, const json& v, const std::string& path, OptimizerSettings& out) {
   Obj o(r, v, path);
   PLANNER_TRY_STATUS(
-      o.check({"name", "learning_rate", "beta1", "beta2", "epsilon", "weight_decay", "momentum"}));
+      o.check({"name", "learning_rate", "beta1", "beta2", "epsilon", "weight_decay", "momentum", "state_dtype",
+               "master_weights"}));
   PLANNER_TRY_STATUS(o.req("name", out.name));
   PLANNER_TRY_STATUS(o.req("learning_rate", out.learning_rate));
   PLANNER_TRY_STATUS(o.req("beta1", out.beta1));
   PLANNER_TRY_STATUS(o.req("beta2", out.beta2));
   PLANNER_TRY_STATUS(o.req("epsilon", out.epsilon));
   PLANNER_TRY_STATUS(o.req("weight_decay", out.weight_decay));
-  return o.req("momentum", out.momentum);
+  PLANNER_TRY_STATUS(o.req("momentum", out.momentum));
+  PLANNER_TRY_STATUS(o.opt("state_dtype", out.state_dtype));
+  return o.opt("master_weights", out.master_weights);
 }
 
 Status read(const Reader& r, const json& v, const std::string& path, Training& out) {

@@ -117,6 +117,8 @@ Status check_training(const Training& t, const Layout& l) {
   PLANNER_TRY_STATUS(non_negative("training.optimizer.epsilon", o.epsilon));
   PLANNER_TRY_STATUS(non_negative("training.optimizer.weight_decay", o.weight_decay));
   PLANNER_TRY_STATUS(fraction("training.optimizer.momentum", o.momentum));
+  PLANNER_TRY_STATUS(one_of("training.optimizer.state_dtype", o.state_dtype, detail::kStateDtypes));
+  PLANNER_TRY_STATUS(one_of("training.optimizer.master_weights", o.master_weights, detail::kMasterWeights));
   PLANNER_TRY_STATUS(one_of("training.precision", t.precision, detail::kPrecisions));
   for (const auto& [cls, prec] : t.precision_by_class) {
     if (cls.empty()) return fail("training.precision_by_class", "an op class name is empty");

@@ -70,6 +70,9 @@ ojson write(const OptimizerSettings& s) {
   o["epsilon"] = canonical(s.epsilon);
   o["weight_decay"] = canonical(s.weight_decay);
   o["momentum"] = canonical(s.momentum);
+  // Written only when not the default, so plans without them stay as they were.
+  if (s.state_dtype != "fp32") o["state_dtype"] = s.state_dtype;
+  if (s.master_weights != "fp32") o["master_weights"] = s.master_weights;
   return o;
 }
 

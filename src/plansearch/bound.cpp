@@ -273,7 +273,7 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   const double divide = shards > 1 ? shards : (f.experts > 0 ? static_cast<double>(k.ep) : 1.0);
   const double local = min_local_parameters(f, mp) / divide;
   if (stream_bw > 0)
-    b.optimizer = Seconds(local / k.pp * estimate::optimizer_bytes_per_param(k.optimizer) / stream_bw);
+    b.optimizer = Seconds(local / k.pp * estimate::optimizer_bytes_per_param(k.optimizer, k.optimizer_state_bytes, k.master_weights) / stream_bw);
   b.total = std::max(b.pipelined, b.compute + b.optimizer);
   return b;
 }

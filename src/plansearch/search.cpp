@@ -247,6 +247,8 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
                 k.tp_comm_overlap = s.base.tp_comm_overlap && tp > 1 && k.sequence_parallel;
                 k.fused_loss = s.base.fused_loss;
                 k.grad_reduce_bytes = s.base.grad_reduce_bytes;
+                k.optimizer_state_bytes = s.base.optimizer_state_bytes;
+                k.master_weights = s.base.master_weights;
                 k.hints = s.base.hints;
                 k.devices_per_node = s.devices_per_node;
                 c.recompute = rc;

@@ -305,19 +305,22 @@ class Lowerer {
         for (std::size_t p = 0; p < sh.spec.inputs.size(); ++p)
           for (auto st : ops::weight_grad_sync(sh, s, p, g_, mesh_)) {
             if (layout::is_local(st.kind)) continue;
-            sync += oracle_.comm_time(st, mesh_).value;
+            const auto ax = static_cast<std::size_t>(st.axis.index());
+            const double w = ax < o_.axis_grad_sync_weight.size() ? o_.axis_grad_sync_weight[ax] : o_.grad_sync_weight;
+            double t = oracle_.comm_time(st, mesh_).value;
             if (o_.bucket_grad_sync) {
               st.bytes = Bytes(0);
-              sync -= oracle_.comm_time(st, mesh_).value;
+              t -= oracle_.comm_time(st, mesh_).value;
             }
+            sync += t * w;
           }
         double self = 0.0;
         for (const auto& u : node.self_uses) self += u.count * use_time(u, s, s);
         ns.cost[CostTerm::compute] = Seconds(compute * count);
         ns.cost[CostTerm::op_comm] = Seconds((steps_time(s.forward_comm) + steps_time(s.backward_comm)) * count);
-        ns.cost[CostTerm::grad_sync] = Seconds(sync * count * o_.grad_sync_weight);
+        ns.cost[CostTerm::grad_sync] = Seconds(sync * count);
         ns.cost[CostTerm::reshard] = Seconds(self);
-        ns.memory = oracle_.memory(sh, s, g_, mesh_) * count;
+        ns.memory = oracle_.memory(sh, s, g_, mesh_) * count * (first.layer ? 1.0 : o_.outside_layers_memory_weight);
         pn.strategies.push_back(std::move(ns));
       }
       out_.problem.nodes.push_back(std::move(pn));

@@ -71,6 +71,33 @@ TEST_CASE("Adam vs SGD, mixed precision and fp32", "[cost][memory]") {
   CHECK(gb(kOneBillion16, Optimizer::sgd_momentum, StateSharding::zero1) == Approx(5.0));
 }
 
+TEST_CASE("bf16 optimizer states and master-weight policies", "[cost][memory]") {
+  OptimizerSetup s;
+  s.sharding = StateSharding::distributed_optimizer;
+  s.data_parallel = 2;
+  s.grads_16bit = true;
+  auto per_param = [&](ParamCounts p) { return cost::model_state(p, s).total().value / 1e9; };
+  // NeMo's default (Apex store_param_remainders): 2 W + 2 G + (2 remainder + 8 fp32 m, v)/2 = 9.
+  s.master = cost::MasterWeights::remainder;
+  CHECK(per_param(kOneBillion16) == Approx(9.0));
+  // Nemotron-4 340B's distributed_fused_adam dtype bf16: 2 + 2 + (0 + 2 + 2)/2 = 6.
+  s.state_bytes = 2.0;
+  s.master = cost::MasterWeights::none;
+  CHECK(per_param(kOneBillion16) == Approx(6.0));
+  const auto items = cost::model_state(kOneBillion16, s);
+  CHECK(items.optimizer_states.value == Approx(2e9));
+  // fp32-kept parameters keep fp32 states: 4 + 4 + 8/2 = 12 whatever the policy.
+  CHECK(per_param(kOneBillion32) == Approx(12.0));
+  // SGD with momentum, bf16 momentum, fp32 master, no sharding: 2 + 2 + 4 + 2 = 10.
+  OptimizerSetup m;
+  m.optimizer = Optimizer::sgd_momentum;
+  m.state_bytes = 2.0;
+  CHECK(cost::model_state(kOneBillion16, m).total().value / 1e9 == Approx(10.0));
+  CHECK(cost::optimizer_label(s) == "adam (bf16 states, no master copy)");
+  CHECK(cost::optimizer_label(m) == "sgd_momentum (bf16 states)");
+  CHECK(cost::optimizer_label(OptimizerSetup{}) == "adam");
+}
+
 TEST_CASE("parameters read by an fp32 class are kept in fp32", "[cost][memory][precision]") {
   GptShape m;  // h 256, V 1000, 2 layers
   const auto g = build_gpt(m);

@@ -113,6 +113,15 @@ TEST_CASE("estimate ep: the distributed optimizer shards expert states over dp/e
   // 4 ranks; experts: over 1 rank, nothing. Adam: (80/4 + 256/1) x 38 B.
   CHECK(e.dp_total.value == rel(480e-9));
   CHECK(e.optimizer.value == rel(276.0 * 38 / 1e12));
+  // bf16 states without a master copy stream 4 (weight r/w) + 2 x 2 x 2
+  // (m, v r/w) + 12 (gradient) = 24 B per parameter; with 16-bit master
+  // remainders and fp32 states 8 + 16 + 12 = 36 B.
+  c.optimizer_state_bytes = 2;
+  c.master_weights = cost::MasterWeights::none;
+  CHECK(run(g, fake, c).optimizer.value == rel(276.0 * 24 / 1e12));
+  c.optimizer_state_bytes = 4;
+  c.master_weights = cost::MasterWeights::remainder;
+  CHECK(run(g, fake, c).optimizer.value == rel(276.0 * 36 / 1e12));
 }
 
 TEST_CASE("estimate ep: full recompute repeats the forward all-to-alls", "[estimate][experts]") {

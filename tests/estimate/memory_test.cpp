@@ -128,6 +128,21 @@ TEST_CASE("estimate memory: model state per stage under each optimizer sharding"
     CHECK(s0.breakdown.gradients.value == rel(436'736));
     CHECK(s0.breakdown.optimizer_states.value == rel(636'672));
   }
+  SECTION("bf16 optimizer states without a master copy (--optimizer-state-dtype bf16 --master-weights none)") {
+    c.optimizer_state_bytes = 2;
+    c.master_weights = cost::MasterWeights::none;
+    const auto s0 = stage(0), s1 = stage(1);
+    // bf16 parameters: O = 0 master + 2 x 2 (m, v) = 4 B; fp32 ones keep 8.
+    // O0 = 4 x 99,968 + 8 x 9,216 = 473,600; O1 = 4 x 108,288 = 433,152.
+    CHECK(s0.breakdown.optimizer_states.value == rel(473'600));
+    CHECK(s1.breakdown.optimizer_states.value == rel(433'152));
+    CHECK(s0.breakdown.weights.value == rel(236'800));
+    CHECK(s0.breakdown.state_label == "adam (bf16 states, no master copy), none");
+    // 16-bit master remainders with fp32 states: O1 = (2 + 8) x 108,288 = 1,082,880.
+    c.optimizer_state_bytes = 4;
+    c.master_weights = cost::MasterWeights::remainder;
+    CHECK(stage(1).breakdown.optimizer_states.value == rel(1'082'880));
+  }
 }
 
 TEST_CASE("estimate memory: activations: 1F1B's first stage holds p micro-batches, the last one; GPipe all m",

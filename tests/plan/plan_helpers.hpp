@@ -51,7 +51,7 @@ inline Plan sample_plan() {
   p.training.global_batch = 16;
   p.training.micro_batch = 2;
   p.training.micro_batches = 4;
-  p.training.optimizer = {"adam", 3e-4, 0.9, 0.95, 1e-8, 0.1, 0.9};
+  p.training.optimizer = {"adam", 3e-4, 0.9, 0.95, 1e-8, 0.1, 0.9, "bf16", "remainder"};
   p.training.precision = "bf16";
   p.training.precision_by_class = {{"loss", "fp32"}, {"embedding", "fp32"}};
   p.training.recompute = "selective";

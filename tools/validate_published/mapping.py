@@ -500,6 +500,14 @@ def map_row(row, repo_root):
     arch = shape["arch"]
     notes += pnotes + shape["notes"]
     recompute, rnote = parse_recompute(row.get("recompute"))
+    group = as_text(row.get("source_group"))
+    model_key, _ = known_config(get(row, "model", "name"))
+    recipe = next(((st, src) for g, k, st, src in tables.RECIPE_SETTINGS
+                   if group.startswith(g) and k == model_key), None)
+    if recipe and "recompute" in recipe[0] and row.get("recompute") is None:
+        recompute = recipe[0]["recompute"]
+        rnote = f"recompute not stated: {recompute}, from {recipe[1]}"
+    recipe_flags = {k: v for k, v in (recipe[0] if recipe else {}).items() if k != "recompute"}
     precision, pnote = parse_precision(row.get("precision"))
     notes += [x for x in (rnote, pnote) if x]
     framework, attention, fnotes = choose_framework_attention(row, arch == "resnet", gpu, precision)
@@ -525,7 +533,6 @@ def map_row(row, repo_root):
         if "interleav" in sched_text:
             notes.append("schedule text says interleaved but no virtual stage count is known: 1f1b used")
         eargs += ["--schedule", sched]
-    group = as_text(row.get("source_group"))
     conv = next((c for c in tables.GROUP_CONVENTIONS if group.startswith(c[0])), None)
     sp = par.get("sequence_parallel")
     if sp is None and tp > 1 and "tp-comm-overlap" in as_text(row.get("notes")).lower():
@@ -581,6 +588,24 @@ def map_row(row, repo_root):
         eargs += ["--grad-reduce-bytes", "2"]
         plan.append("grad-bf16")
         notes.append(f"gradients reduced and held in bf16 (--grad-reduce-bytes 2): {bf16_grads}")
+    if recipe_flags.get("split_embedding_loss") and pp > 1:
+        eargs.append("--split-embedding-loss")
+        plan.append("split-emb-loss")
+        notes.append(f"embedding and loss counted as layers in the pipeline split: {recipe[1]}")
+    if "optimizer_state_dtype" in recipe_flags:
+        eargs += ["--optimizer-state-dtype", recipe_flags["optimizer_state_dtype"]]
+        plan.append(f"opt-{recipe_flags['optimizer_state_dtype']}")
+    master = recipe_flags.get("master_weights")
+    remainder_src = next((v for k, v in tables.MASTER_REMAINDER_GROUPS.items() if group.startswith(k)), None)
+    if master is None and remainder_src and precision in ("bf16", "fp8"):
+        master = "remainder"
+        notes.append(f"16-bit master-weight remainders (--master-weights remainder): {remainder_src}")
+    if master:
+        eargs += ["--master-weights", master]
+        plan.append(f"master-{master}")
+    if recipe and "optimizer_state_dtype" in recipe_flags:
+        notes.append(f"optimizer states {recipe_flags['optimizer_state_dtype']}, master weights "
+                     f"{recipe_flags.get('master_weights', 'fp32')}: {recipe[1]}")
     eargs += ["--recompute", recompute, "--precision", precision]
     plan += [f"rc-{recompute}", precision]
     if arch == "resnet" and group.startswith("dle_resnet"):

@@ -29,10 +29,11 @@ RATIO_EPS = 1e-9
 # and without a value. --json is re-added at the end.
 LAYOUT_VALUE_FLAGS = ("--tp", "--pp", "--dp", "--cp", "--ep", "--vp", "--schedule", "--micro-batch", "--zero",
                       "--recompute")
-LAYOUT_BARE_FLAGS = ("--sp", "--distributed-optimizer")
+LAYOUT_BARE_FLAGS = ("--sp", "--distributed-optimizer", "--split-embedding-loss")
 # Estimate flags passed on unchanged: model, cluster, batch, numerics, framework.
 KEPT_VALUE_FLAGS = ("--profile", "--devices", "--global-batch", "--precision", "--attention", "--gpus-per-node",
-                    "--framework", "--grad-reduce-bytes", "--memory-format")
+                    "--framework", "--grad-reduce-bytes", "--memory-format", "--optimizer-state-dtype",
+                    "--master-weights")
 KEPT_BARE_FLAGS = ("--tp-comm-overlap", "--fused-loss")
 
 # What the search offers per framework (zero stage, distributed optimizer)

@@ -46,6 +46,29 @@ GRAD_REDUCE_BF16_GROUPS = {
             "optim.grad_sync_dtype bf16)",
 }
 
+# Groups whose optimizer keeps only the low 16 bits of the fp32 master
+# weights of bf16 parameters (--master-weights remainder) on bf16/fp8 rows.
+MASTER_REMAINDER_GROUPS = {
+    "nemo": "NeMo 24.07 (r2.0.0rc1) megatron_base_model.py setup_optimization: distributed_fused_adam with "
+            "fp32 optimizer dtype on a bf16 (megatron_amp_O2) model sets store_params False, "
+            "store_param_remainders True (Apex DistributedFusedAdam)",
+}
+
+# Settings of one model's public recipe in one source group, applied to the
+# row's null fields only (recompute) or as flags the row has no field for
+# (optimizer state dtype, master weights, pipeline split). Keyed on
+# (source_group prefix, KNOWN_CONFIGS key).
+RECIPE_SETTINGS = [
+    ("nemo", "NEMOTRON340B",
+     dict(recompute="selective", optimizer_state_dtype="bf16", master_weights="none"),
+     "NeMo-Framework-Launcher 24.07 conf/training/nemotron/nemotron_340b.yaml: activations_checkpoint_granularity "
+     "selective; optim distributed_fused_adam with dtype bf16, so (NeMo r2.0.0rc1 megatron_base_model.py) optimizer "
+     "dtype = model dtype and store_params False: bf16 Adam states, no master copy"),
+    ("megatron_bridge", "LLAMA31405B", dict(split_embedding_loss=True),
+     "Megatron-Bridge recipes/llama/llama3.py llama31_405b_pretrain_config: "
+     "account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split True"),
+]
+
 # Groups whose software pipelines tensor-parallel collectives with the GEMMs
 # (Transformer Engine userbuffers, `tp_comm_overlap: True` in the NeMo
 # performance recipes and Megatron-Bridge perf configs) when tp > 1; rows

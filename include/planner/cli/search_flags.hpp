@@ -36,6 +36,8 @@ struct SearchFlags {
   bool tp_comm_overlap = false, fused_loss = false;
   int grad_reduce_bytes = 0;
   std::string optimizer = "adam";
+  std::string optimizer_state_dtype = "fp32";
+  std::string master_weights = "fp32";
   std::string hints_file;
   CLI::Option* devices_opt = nullptr;
   CLI::Option* global_batch_opt = nullptr;

@@ -8,7 +8,10 @@
 ///   SGD with momentum      2 + 2 (4) + 8           4 + 4 + 4
 ///   SGD                    2 + 2 (4) + 4           4 + 4 + 0
 ///
-/// 16-bit parameters carry an fp32 master copy (4 B) in O; G is 4 with
+/// 16-bit parameters carry an fp32 master copy (4 B) in O (2 B as a 16-bit
+/// remainder, 0 without one: OptimizerSetup::master) and their states may
+/// be 16-bit (OptimizerSetup::state_bytes: bf16 Adam 2 + 2 + 4 without a
+/// master copy, NeMo's Nemotron-4 340B recipe); G is 4 with
 /// fp32 main gradients (Megatron). "Kept in fp32": a parameter read by an op
 /// class the precision policy keeps in fp32 (the embedding by default), and
 /// every parameter under a uniform fp32 policy (fp32 training: 4 + 4 + 8).
@@ -48,6 +51,19 @@ namespace planner::cost {
 /// The optimizer whose states are held (Adam: m, v; SGD with momentum: one buffer).
 enum class Optimizer : std::uint8_t { adam, sgd_momentum, sgd };
 
+/// What the optimizer keeps of a 16-bit parameter beyond the parameter
+/// itself: an fp32 master copy (Megatron, DeepSpeed, PyTorch AMP O2), the
+/// low 16 bits of it (Apex DistributedFusedAdam `store_param_remainders`,
+/// NeMo's default for bf16 models: the bf16 parameter holds the high 16
+/// bits), or nothing (optimizer states in the parameter's dtype update it in
+/// place: NeMo distributed_fused_adam with `dtype: bf16`).
+enum class MasterWeights : std::uint8_t { fp32, remainder, none };
+
+/// "fp32", "remainder", "none".
+std::string_view master_weights_name(MasterWeights m);
+/// Bytes per parameter of the master copy: 4, 2, 0.
+double master_weight_bytes(MasterWeights m);
+
 /// How weights, gradients and optimizer states are sharded over data parallelism.
 enum class StateSharding : std::uint8_t { none, zero1, zero2, zero3, distributed_optimizer };
 
@@ -68,7 +84,18 @@ struct OptimizerSetup {
   /// The gradient buffer is 16-bit even under the distributed optimizer
   /// (Megatron-Core with grad_reduce_in_fp32 off; NeMo grad_sync_dtype bf16).
   bool grads_16bit = false;
+  /// Bytes per optimizer-state element of a 16-bit parameter (Adam's m and
+  /// v, the momentum buffer): 4 (fp32) or 2 (bf16: Megatron-Core's
+  /// precision-aware optimizer, NeMo distributed_fused_adam `dtype: bf16`).
+  /// Parameters kept in fp32 keep fp32 states.
+  double state_bytes = 4.0;
+  /// Master copy of 16-bit parameters.
+  MasterWeights master = MasterWeights::fp32;
 };
+
+/// The optimizer's name with what differs from fp32 states and master
+/// copy, e.g. "adam" or "adam (bf16 states, no master copy)".
+std::string optimizer_label(const OptimizerSetup& s);
 
 /// Bytes per parameter before sharding.
 struct StateBytes {
@@ -77,8 +104,11 @@ struct StateBytes {
   double total() const { return weight + gradient + optimizer; }
 };
 
-/// W, G, O per parameter for one parameter kind (see the table above).
-StateBytes state_bytes_per_param(Optimizer o, bool kept_fp32, bool fp32_grads);
+/// W, G, O per parameter for one parameter kind (see the table above); a
+/// 16-bit parameter's O is its master copy (master_weight_bytes) plus its
+/// states at `state_bytes` each.
+StateBytes state_bytes_per_param(Optimizer o, bool kept_fp32, bool fp32_grads, double state_bytes = 4.0,
+                                 MasterWeights master = MasterWeights::fp32);
 
 /// Parameters of the graph by kind.
 struct ParamCounts {

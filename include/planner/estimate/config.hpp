@@ -52,6 +52,12 @@ enum class Framework : std::uint8_t {
 std::string_view framework_name(Framework f);
 /// Parses framework_name(); the error lists the names.
 Result<Framework> parse_framework(std::string_view s);
+/// Optimizer-state dtype "fp32" -> 4 bytes, "bf16" -> 2; the error lists them.
+Result<int> parse_optimizer_state_dtype(std::string_view s);
+/// "fp32" | "bf16" for 4 | 2 bytes per optimizer-state element.
+std::string_view optimizer_state_dtype_name(int bytes);
+/// cost::master_weights_name(); the error lists the names.
+Result<cost::MasterWeights> parse_master_weights(std::string_view s);
 /// Megatron-LM, NeMo and Megatron-DeepSpeed run fused kernels (bias-GeLU,
 /// SwiGLU, RMSNorm, rotary, bias-dropout-add); PyTorch eager (ddp, fsdp)
 /// does not. The cost model then prices elementwise chains as fused.
@@ -98,6 +104,11 @@ struct ParallelConfig {
   /// Bytes per gradient element reduced over data parallelism (2 or 4);
   /// 0 = the framework's default for the precision.
   int grad_reduce_bytes = 0;
+  /// Bytes per optimizer-state element of 16-bit parameters: 4 (fp32) or 2
+  /// (bf16; cost::OptimizerSetup::state_bytes).
+  int optimizer_state_bytes = 4;
+  /// Master copy of 16-bit parameters (cost::MasterWeights).
+  cost::MasterWeights master_weights = cost::MasterWeights::fp32;
   /// Repeated layers per pipeline chunk, in model order (empty: even split,
   /// the extra layers in the middle chunks; or balanced, below).
   std::vector<int> layers_per_chunk;

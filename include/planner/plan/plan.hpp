@@ -54,6 +54,10 @@ struct OptimizerSettings {
   double learning_rate = 1e-4;
   double beta1 = 0.9, beta2 = 0.95, epsilon = 1e-8, weight_decay = 0.1;
   double momentum = 0.9;      ///< SGD with momentum
+  /// Optimizer states of 16-bit parameters: fp32 | bf16. Optional ("fp32").
+  std::string state_dtype = "fp32";
+  /// Master copy of 16-bit parameters: fp32 | remainder | none. Optional ("fp32").
+  std::string master_weights = "fp32";
   friend bool operator==(const OptimizerSettings&, const OptimizerSettings&) = default;
 };
 

@@ -66,7 +66,8 @@ struct Space {
   estimate::Framework framework = estimate::Framework::megatron;
   cost::Optimizer optimizer = cost::Optimizer::adam;
   /// Settings copied into every candidate: tp_comm_overlap (where tp > 1),
-  /// fused_loss, grad_reduce_bytes, hints.
+  /// fused_loss, grad_reduce_bytes, optimizer_state_bytes, master_weights,
+  /// hints.
   estimate::ParallelConfig base;
   Fixed fixed;
   /// Recompute policies tried (when not fixed).

@@ -80,9 +80,18 @@ struct LoweringOptions {
   bool fuse_attention = true;
   /// Per-device memory bound for ShardingProblem::memory_limit.
   std::optional<Bytes> memory_limit;
+  /// Weight of the memory of units outside the repeated layers (embedding,
+  /// head, loss). Under pipelining the layers spread over the stages while
+  /// these sit whole on the first or last one, so with memory_limit =
+  /// budget x pp a weight of pp bounds layers/pp + embedding + head by the
+  /// budget of one device (estimate.cpp); 1 counts every unit as it is.
+  double outside_layers_memory_weight = 1.0;
   /// Share of the gradient sync counted as time (1 = fully exposed; less
   /// when it overlaps backward).
   double grad_sync_weight = 1.0;
+  /// Per mesh axis (by index), a weight replacing grad_sync_weight for the
+  /// syncs over that axis; shorter than the mesh: grad_sync_weight.
+  std::vector<double> axis_grad_sync_weight;
   /// Gradients are synchronised in buckets (PyTorch DDP's 25 MB buckets,
   /// MindSpore's gradient fusion, Megatron's coalesced layer-norm grads), so
   /// one tensor's sync pays the bandwidth part only:
