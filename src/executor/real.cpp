@@ -63,9 +63,8 @@ Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
   if (rc != "none" && rc != "selective" && rc != "full")
     return make_error("training.recompute '{}' is none of none, selective, full", rc);
   for (const auto& op : g.ops())
-    if (!runtime_cpu::is_supported(op))
-      return make_error("the real mode cannot run op '{}' ({}): the CPU kernels have none; --replay can time this plan",
-                        op.name, op.type);
+    if (auto st = runtime_cpu::check_supported(op); !st)
+      return make_error("the real mode cannot run {}; --replay can time this plan", st.error().message);
   const auto chunk_of = chunk_of_ops(p, g);
   for (std::size_t o = 0; o < g.num_ops(); ++o)
     if (chunk_of[o] < 0) return make_error("op '{}' of the model is in no chunk of layout.chunks", g.ops()[o].name);

@@ -78,8 +78,7 @@ Status Interpreter::init(const InterpreterOptions& opt) {
   const OpGraph& g = *g_;
   PLANNER_TRY(order_, g.topological_order());
   PLANNER_TRY(loss_, find_loss(g));
-  for (const auto& op : g.ops())
-    if (!is_supported(op)) return make_error("op '{}' ({}) has no CPU kernel", op.name, graph::op_kind(op));
+  for (const auto& op : g.ops()) PLANNER_TRY_STATUS(check_supported(op));
   values_.assign(g.num_tensors(), std::nullopt);
   needs_grad_.assign(g.num_tensors(), false);
   for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {

@@ -64,6 +64,7 @@ Result<Outs> constant_of_shape_fwd(const graph::Op& op, const std::vector<Output
 Result<std::vector<Value>> forward_op(const graph::Op& op, const Inputs& in, const std::vector<OutputSpec>& out) {
   const auto kind = kind_of(op);
   if (!kind) return op_error(op, "no CPU kernel for this op type");
+  if (auto why = unsupported_variant(op, *kind)) return op_error(op, *why);
   if (out.empty()) return op_error(op, "no outputs");
   auto one = [&](Tensor t) -> Result<Outs> {
     PLANNER_TRY_STATUS(check_shape(op, t.shape, out[0]));
@@ -111,6 +112,8 @@ Result<std::vector<Value>> forward_op(const graph::Op& op, const Inputs& in, con
       const Shape tail(x->shape.begin() + static_cast<std::ptrdiff_t>(axis), x->shape.end());
       if (w->size() != numel(tail) || (b && b->size() != numel(tail)))
         return op_error(op, "scale/bias do not match the normalised axes");
+      // Defensive: the op's own outputs passed unsupported_variant (check_supported)
+      // above; this refuses a caller asking for more outputs than the op has.
       if (out.size() > 1) return op_error(op, "the Mean and InvStdDev outputs are not implemented");
       return one(layer_norm(*x, *w, b, axis, static_cast<float>(op.attr_float("epsilon").value_or(1e-5))));
     }
@@ -139,6 +142,8 @@ Result<std::vector<Value>> forward_op(const graph::Op& op, const Inputs& in, con
     case Kind::cross_entropy: {
       PLANNER_TRY(const Tensor* x, float_in(op, in, 0));
       PLANNER_TRY(const IndexTensor* y, index_in(op, in, 1));
+      // Defensive, as for LayerNormalization: a weights input or log_prob output
+      // the op itself lacks, passed by a caller.
       if (in.size() > 2 && in[2]) return op_error(op, "class weights are not implemented");
       if (op.attr_string("reduction").value_or("mean") != "mean") return op_error(op, "only reduction=mean is implemented");
       if (out.size() > 1) return op_error(op, "the log_prob output is not implemented");

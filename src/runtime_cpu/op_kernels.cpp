@@ -14,7 +14,15 @@ const Shape& value_shape(const Value& v) {
 }
 
 
-bool is_supported(const graph::Op& op) { return kind_of(op).has_value(); }
+Status check_supported(const graph::Op& op) {
+  const auto kind = kind_of(op);
+  if (!kind)
+    return make_error("op '{}' ({}): no CPU kernel for this op type", op.name, graph::op_kind(op));
+  if (auto why = unsupported_variant(op, *kind)) return op_error(op, *why);
+  return Status::success();
+}
+
+bool is_supported(const graph::Op& op) { return check_supported(op).ok(); }
 
 Result<Value> constant_value(const graph::ConstantValues& cv, const Shape& shape, graph::DType dtype,
                              std::string_view name) {

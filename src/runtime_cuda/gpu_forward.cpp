@@ -54,6 +54,7 @@ Result<std::vector<GValue>> forward_op(const Context& c, const graph::Op& op, co
                                        const std::vector<runtime_cpu::OutputSpec>& out) {
   const auto kind = kind_of(op);
   if (!kind) return op_error(op, "no GPU kernel for this op type");
+  if (auto why = unsupported_variant(op, *kind)) return op_error(op, *why);
   if (out.empty()) return op_error(op, "no outputs");
   if (host_only(in) && *kind != Kind::reshape) return on_host(c, op, in, out);
   const Store S = c.store;
@@ -126,6 +127,8 @@ Result<std::vector<GValue>> forward_op(const Context& c, const graph::Op& op, co
       const Shape tail(x->shape.begin() + static_cast<std::ptrdiff_t>(axis), x->shape.end());
       const i64 n = numel(tail);
       if (w->size() != n || (b && b->size() != n)) return op_error(op, "scale/bias do not match the normalised axes");
+      // Defensive: the op's own outputs passed unsupported_variant (check_supported)
+      // above; this refuses a caller asking for more outputs than the op has.
       if (out.size() > 1) return op_error(op, "the Mean and InvStdDev outputs are not implemented");
       PLANNER_TRY(DTensor y, empty_tensor(x->shape, S));
       const float eps = static_cast<float>(op.attr_float("epsilon").value_or(1e-5));
@@ -175,6 +178,8 @@ Result<std::vector<GValue>> forward_op(const Context& c, const graph::Op& op, co
       PLANNER_TRY(const DTensor* x, dev_in(op, in, 0));
       const IndexTensor* y = in.size() > 1 ? as_host_index(in[1]) : nullptr;
       if (!y) return op_error(op, "input 1 must be an integer tensor");
+      // Defensive, as for LayerNormalization: a weights input or log_prob output
+      // the op itself lacks, passed by a caller.
       if (in.size() > 2 && in[2]) return op_error(op, "class weights are not implemented");
       if (op.attr_string("reduction").value_or("mean") != "mean") return op_error(op, "only reduction=mean is implemented");
       if (out.size() > 1) return op_error(op, "the log_prob output is not implemented");

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "gpu_ops.hpp"
+#include "planner/runtime_cpu/op_kernels.hpp"
 
 namespace planner::runtime {
 
@@ -52,6 +53,9 @@ struct GpuInterpreter::Impl {
 
 Status GpuInterpreter::Impl::init(const OpGraph& graph, const runtime_cpu::InterpreterOptions& opt) {
   g = &graph;
+  // The op layer's support is runtime_cpu's (the same kinds and variants):
+  // refused here, before the device is touched.
+  for (const auto& op : graph.ops()) PLANNER_TRY_STATUS(runtime_cpu::check_supported(op));
   PLANNER_TRY_STATUS(gpu_ops::cuda_status(cudaSetDevice(device), fmt::format("cudaSetDevice({})", device)));
   PLANNER_TRY_STATUS(gpu_ops::cublas_status(cublasCreate(&ctx.blas), "cublasCreate"));
   // fp32: no TF32 or other reduced-precision shortcut (--check compares to 1e-5).

@@ -216,5 +216,5 @@ TEST_CASE("interpreter refuses ops without a kernel, naming the op", "[runtime_c
   const graph::OpGraph g = tiny_graph(s);
   auto it = Interpreter::create(g, InterpreterOptions{});
   REQUIRE_FALSE(it.ok());
-  CHECK(it.error().message == "op 'conv1/Conv' (Conv) has no CPU kernel");
+  CHECK(it.error().message == "op 'conv1/Conv' (Conv): no CPU kernel for this op type");
 }

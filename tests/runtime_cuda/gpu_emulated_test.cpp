@@ -12,8 +12,10 @@
 #include <filesystem>
 
 #include "../executor/model_import.hpp"
+#include "../graph/graph_builder.hpp"
 #include "planner/modelgen/modelgen.hpp"
 #include "planner/onnx/importer.hpp"
+#include "planner/runtime_cuda/gpu_interpreter.hpp"
 #include "planner/runtime_cuda/gpu_train.hpp"
 
 using namespace planner;
@@ -56,4 +58,24 @@ TEST_CASE("emulated GPU interpreter trains mlp, gpt, llama and bert as the CPU i
       }
     }
   }
+}
+
+TEST_CASE("emulated GPU interpreter refuses an op variant the kernels lack before touching the device",
+          "[runtime_cuda][emulated]") {
+  // x [2,4] -> LayerNormalization (with its Mean output) -> loss: the same
+  // check and line as runtime_cpu (check_supported), not a forward error.
+  planner::testing::GraphBuilder b;
+  const auto x = b.tensor("x", {2, 4}, graph::TensorRole::input);
+  const auto w = b.param("ln.weight", {4});
+  const auto y = b.tensor("y", {2, 4});
+  const auto mean = b.tensor("ln.mean", {2, 1});
+  const auto labels = b.tensor("labels", {2}, graph::TensorRole::input, graph::DType::i64);
+  const auto l = b.tensor("loss", {});
+  b.op("ln", "LayerNormalization", {x, w}, {y, mean});
+  b.op("xent", "SoftmaxCrossEntropyLoss", {y, labels}, {l});
+  b.g.graph_outputs.push_back(l);
+  auto it = GpuInterpreter::create(b.g, runtime_cpu::InterpreterOptions{}, GpuStorage::f32);
+  REQUIRE_FALSE(it.ok());
+  CHECK(it.error().message ==
+        "op 'ln' (LayerNormalization): output 1 (Mean) is not implemented (the kernels compute output 0, Y, only)");
 }

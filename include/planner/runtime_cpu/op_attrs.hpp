@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -80,6 +81,36 @@ inline UnaryOp unary_of(std::string_view t) {
 }
 
 inline Error op_error(const graph::Op& op, const std::string& why) { return make_error("op '{}' ({}): {}", op.name, op.type, why); }
+
+/// Why the op layer cannot run `op`, a known kind, as the graph has it, or
+/// std::nullopt when it can: an output or input beyond what the kernels
+/// compute (LayerNormalization's Mean and InvStdDev outputs,
+/// SoftmaxCrossEntropyLoss's class weights, log_prob output or a reduction
+/// other than mean), or an omitted output (the interpreters write every
+/// output). One phrase naming the input, output or attribute, for op_error.
+/// runtime_cpu::check_supported and the GPU op layer both ask it, so the two
+/// refuse the same variants before anything runs.
+inline std::optional<std::string> unsupported_variant(const graph::Op& op, Kind kind) {
+  const auto present = [](const auto& slots, std::size_t i) { return i < slots.size() && slots[i].has_value(); };
+  if (kind == Kind::layer_norm) {
+    constexpr std::array<std::string_view, 3> kOut{"Y", "Mean", "InvStdDev"};
+    for (std::size_t i = 1; i < op.outputs.size(); ++i)
+      if (present(op.outputs, i))
+        return fmt::format("output {} ({}) is not implemented (the kernels compute output 0, Y, only)", i,
+                           i < kOut.size() ? kOut[i] : std::string_view("extra"));
+  }
+  if (kind == Kind::cross_entropy) {
+    if (present(op.inputs, 2)) return std::string("input 2 (class weights) is not implemented");
+    if (present(op.outputs, 1))
+      return std::string("output 1 (log_prob) is not implemented (the kernels compute the loss only)");
+    const std::string reduction = op.attr_string("reduction").value_or("mean");
+    if (reduction != "mean") return fmt::format("reduction '{}' is not implemented (mean only)", reduction);
+  }
+  for (std::size_t i = 0; i < op.outputs.size(); ++i)
+    if (!op.outputs[i])
+      return fmt::format("output {} is omitted (an empty name), which the interpreters do not support", i);
+  return std::nullopt;
+}
 
 inline std::optional<std::size_t> norm_axis(std::int64_t a, std::size_t rank) {
   const auto r = static_cast<std::int64_t>(rank);

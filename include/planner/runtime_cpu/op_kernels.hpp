@@ -11,6 +11,7 @@
 ///   Gather SoftmaxCrossEntropyLoss ReduceMean ReduceSum,
 ///   Reshape Flatten Squeeze Unsqueeze Identity Expand Transpose Split Concat
 ///   Slice Trilu, Constant ConstantOfShape Cast.
+/// Not every variant of these: check_supported says which an op needs.
 
 #include <optional>
 #include <string_view>
@@ -40,7 +41,15 @@ struct OutputSpec {
   const graph::ConstantValues* values = nullptr;
 };
 
-/// Whether forward_op and backward_op know the op's type.
+/// Success when forward_op and backward_op run `op` as the graph has it;
+/// else one line naming the op, its type and what the kernels lack: no
+/// kernel for the type (or domain), LayerNormalization's Mean or InvStdDev
+/// output, SoftmaxCrossEntropyLoss's class weights (input 2), log_prob
+/// output or a reduction other than mean, or an omitted output. Asked before
+/// anything runs (Interpreter::create, the executor's real_supported), so a
+/// variant is refused up front rather than at its first forward.
+Status check_supported(const graph::Op& op);
+/// Whether check_supported(op) succeeds.
 bool is_supported(const graph::Op& op);
 /// The value of a constant as the run-time value of dtype `dtype`.
 Result<Value> constant_value(const graph::ConstantValues& cv, const Shape& shape, graph::DType dtype,

@@ -31,8 +31,9 @@ enum class GpuStorage { f32, bf16 };
 class GpuInterpreter {
  public:
   /// Selects device `device`, draws the parameters and inputs as the CPU
-  /// interpreter does and uploads them. Errors: a CUDA or cuBLAS call, or
-  /// the CPU interpreter's own (an op without kernel, no loss).
+  /// interpreter does and uploads them. Errors: an op that
+  /// runtime_cpu::check_supported refuses (before the device is selected),
+  /// a CUDA or cuBLAS call, or the CPU interpreter's own (no loss).
   static Result<GpuInterpreter> create(const graph::OpGraph& g, const runtime_cpu::InterpreterOptions& opt,
                                        GpuStorage storage, int device = 0);
   GpuInterpreter(GpuInterpreter&&) noexcept;
