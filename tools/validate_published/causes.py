@@ -34,12 +34,6 @@ TIME_CAUSES = [
 ]
 
 MEMORY_CAUSES = [
-    (r"^nemo-2407-Nemotron-340B-128gpu$",
-     "the published layout (tp8 pp8 dp2, no recompute) does not fit under Megatron's documented accounting: "
-     "the first stage holds 5.77 B parameters (12 layers of 0.43 B at tp8 and the embedding) at 2 (bf16 "
-     "weight) + 2 (bf16 gradient, grad_sync_dtype bf16) + 12/dp=6 (fp32 master and Adam over dp=2) = 10 B "
-     "each, 58 GB, before 103 layer-micro-batches of interleaved activations (~25 GB): 86.4 GiB against "
-     "79.2 GiB. Whatever made the run fit (optimizer states below fp32, offload, recompute) is not published."),
     (r"^bloom-search-02-28-h14336-l82-a128-tp4-pp12-dp8-mbs2-gbs2048-L957$",
      "out of memory in the run, predicted to fit at the same peak as rows that trained: its fullest stage "
      "(embedding + 6 layers of h14336 = 4.60 B parameters at tp4, 12 micro-batches of full-recompute inputs) "
