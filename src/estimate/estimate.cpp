@@ -292,6 +292,11 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   PLANNER_TRY(search::Solution sol, std::move(solved));
   L.choice = std::move(sol.choice);
   L.state_bound = sol.evaluation.memory;
+  for (const auto& node : L.lowered.problem.nodes) {
+    Bytes least = node.strategies.front().memory;
+    for (const auto& st : node.strategies) least = std::min(least, st.memory);
+    L.min_state_bound += least;
+  }
   // A hinted unit must have kept its hinted strategy (the penalty could only
   // lose to an infeasible memory bound).
   for (std::size_t n = 0; n < L.lowered.nodes.size(); ++n)

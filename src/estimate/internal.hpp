@@ -41,6 +41,8 @@ struct Layout {
   /// The chosen sharding's model state as the op-level search bounds it
   /// (units outside the layers counted pp times).
   Bytes state_bound;
+  /// The least that bound can be: every unit at its smallest strategy.
+  Bytes min_state_bound;
   bool exact = true;
   /// Chosen strategy of each op (nullptr: takes no part, runs whole).
   std::vector<const ops::Strategy*> strategy_of_op;

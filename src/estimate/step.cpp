@@ -98,7 +98,8 @@ Result<Seconds> dp_collective(const cost::CostModel& model, const detail::Layout
 
 Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
                                bool advise, const ShardingSolver* solver = nullptr,
-                               std::optional<Bytes> state_limit = std::nullopt, Bytes* state_bound = nullptr);
+                               std::optional<Bytes> state_limit = std::nullopt,
+                               std::pair<Bytes, Bytes>* state_bounds = nullptr);
 
 void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& model, const detail::Layout& L,
                 const std::vector<Bytes>& peak_act, const std::vector<double>& in_flight) {
@@ -155,10 +156,10 @@ void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& mod
 
 Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
                                bool advise, const ShardingSolver* solver, std::optional<Bytes> state_limit,
-                               Bytes* state_bound) {
+                               std::pair<Bytes, Bytes>* state_bounds) {
   PLANNER_TRY_STATUS(validate(c));
   PLANNER_TRY(detail::Layout L, detail::build_layout(g, model, c, solver, state_limit));
-  if (state_bound) *state_bound = L.state_bound;
+  if (state_bounds) *state_bounds = {L.state_bound, L.min_state_bound};
   const auto& ctx = model.context();
   const int C = L.chunks, pp = c.pp;
   const std::int64_t m = c.micro_batches();
@@ -620,9 +621,10 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
 
 Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config,
                           bool advise, const ShardingSolver* solver) {
-  Bytes bound;
-  auto first = estimate_impl(g, model, config, advise, solver, std::nullopt, &bound);
+  std::pair<Bytes, Bytes> bounds;  // the choice's state bound, and the least any choice has
+  auto first = estimate_impl(g, model, config, advise, solver, std::nullopt, &bounds);
   if (!first.ok() || first->fits) return first;
+  const Bytes bound = bounds.first;
   // The op-level search bounds model state summed over the stages (the
   // embedding and head counted pp times); activations and a stage holding
   // more than its share can still overflow one device. Solve once more with
@@ -630,7 +632,8 @@ Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model,
   // it then fits (a tighter bound can only trade time for memory).
   const Bytes over = first->peak_stage().peak() - first->capacity;
   const Bytes limit = bound - over * static_cast<double>(config.pp);
-  if (limit.value <= 0) return first;
+  // No choice of op strategies holds that little: the layout cannot fit.
+  if (limit < bounds.second) return first;
   auto second = estimate_impl(g, model, config, advise, solver, limit);
   if (second.ok() && second->fits) return second;
   return first;
