@@ -223,11 +223,14 @@ Result<ComputeContext> ComputeContext::create(cluster::DeviceProfile device, Pre
 
 FlopsPerSecond ComputeContext::peak(Precision p) const { return peaks_[static_cast<std::size_t>(p)]; }
 
-bool recomputed(const graph::Op& op, RecomputePolicy policy, AttentionMode mode) {
+bool recomputed(const graph::Op& op, RecomputePolicy policy, [[maybe_unused]] AttentionMode mode) {
   switch (policy) {
     case RecomputePolicy::none: return false;
     case RecomputePolicy::full: return op.layer.has_value();
-    case RecomputePolicy::selective: return op.fused_group.has_value() && mode == AttentionMode::unfused;
+    // Korthikanti's core attention: the unfused ops, or the flash kernel's
+    // forward (Megatron-Core checkpoints core attention under selective
+    // recompute with Transformer Engine's flash attention too).
+    case RecomputePolicy::selective: return op.fused_group.has_value();
   }
   return false;
 }

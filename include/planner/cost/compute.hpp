@@ -201,8 +201,9 @@ bool is_causal(const graph::FusedPattern& p, const graph::OpGraph& g);
 bool feeds_only_flash_masks(const graph::Op& op, const graph::OpGraph& g);
 
 /// True when the op's forward is executed again in backward under `policy`
-/// (full: every op of a layer; selective: the ops of attention patterns in
-/// unfused mode; flash kernels already recompute their scores).
+/// (full: every op of a layer; selective: the ops of attention patterns,
+/// unfused, or the flash kernel's forward, which Megatron-Core reruns when
+/// it checkpoints core attention; `mode` no longer changes the answer).
 bool recomputed(const graph::Op& op, RecomputePolicy policy, AttentionMode mode);
 
 }  // namespace planner::cost
