@@ -17,19 +17,7 @@ export OPENBLAS_NUM_THREADS=1
 failures=0
 mpi() { local n=$1; shift; timeout -s KILL 120 "$mpiexec" --oversubscribe --mca btl self,vader -n "$n" "$bin" "$@"; }
 
-expect() {  # name want_rc command... ; output in out.txt
-  local name=$1 want=$2
-  shift 2
-  "$@" >out.txt 2>&1
-  local rc=$?
-  if [[ $rc != "$want" ]]; then
-    echo "FAIL $name: exit $rc (want $want)"; cat out.txt; failures=$((failures + 1)); return 1
-  fi
-  echo "ok   $name (exit $rc)"
-}
-contains() {  # name text: out.txt contains text
-  if ! grep -qF -- "$2" out.txt; then echo "FAIL $1: no '$2'"; cat out.txt; failures=$((failures + 1)); fi
-}
+. "$here/lib.sh"  # expect, contains
 count() {  # name n regex: lines matching regex
   local got
   got=$(grep -cE -- "$3" out.txt)

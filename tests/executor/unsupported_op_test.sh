@@ -44,16 +44,7 @@ write("xent_weights", xent_inputs=("y", "labels", "class_weights"),
 write("xent_logprob", xent_outputs=("loss", "log_prob"))
 EOF
 
-expect() {  # name want_rc command... ; output in out.txt
-  local name=$1 want=$2
-  shift 2
-  "$@" >out.txt 2>&1
-  local rc=$?
-  if [[ $rc != "$want" ]]; then
-    echo "FAIL $name: exit $rc (want $want)"; cat out.txt; failures=$((failures + 1)); return 1
-  fi
-  echo "ok   $name (exit $rc)"
-}
+. "$here/lib.sh"  # expect, contains
 only() {  # name line: out.txt is exactly this one line
   if [[ $(cat out.txt) != "$2" ]]; then
     echo "FAIL $1: want exactly '$2'"; cat out.txt; failures=$((failures + 1))
