@@ -224,6 +224,14 @@ void check_precision_by_class(const plan::Plan& p, std::string_view framework, F
   }
 }
 
+void check_optimizer_precision(const plan::Plan& p, std::string_view framework, Findings& f) {
+  const auto& o = p.training.optimizer;
+  if (o.state_dtype != "fp32")
+    f.lost(fmt::format("optimizer state dtype {}: {} keeps fp32 optimizer states", o.state_dtype, framework));
+  if (o.master_weights != "fp32")
+    f.lost(fmt::format("master weights '{}': {} keeps an fp32 master copy", o.master_weights, framework));
+}
+
 bool fp8_matmuls(const plan::Plan& p) {
   if (p.training.precision == "fp8") return true;
   const auto it = p.training.precision_by_class.find("matmul");

@@ -79,6 +79,7 @@ Result<Export> to_deepspeed(const plan::Plan& p, const Options& options) {
     f.lost("fp8 GEMMs: DeepSpeed's config has no fp8 training; exported as bf16 (use Transformer Engine in the model)");
   if (t.precision == "tf32") f.note("tf32: DeepSpeed has no setting; TF32 GEMMs follow torch.backends.cuda.matmul.allow_tf32");
   detail::check_precision_by_class(p, "DeepSpeed", f);
+  detail::check_optimizer_precision(p, "DeepSpeed", f);
   if (t.grad_reduce_bytes == 4) root.set("communication_data_type", quoted("fp32"));
   else if (t.grad_reduce_bytes == 2)
     root.set("communication_data_type", quoted(t.precision == "fp16" ? "fp16" : "bf16"));

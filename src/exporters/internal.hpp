@@ -49,6 +49,10 @@ void check_megatron_patterns(const plan::Plan& p, std::string_view framework, Fi
 /// Warnings for precision_by_class entries other than loss and embedding in
 /// fp32 (standard mixed precision) and matmul in fp8 (see fp8_matmuls).
 void check_precision_by_class(const plan::Plan& p, std::string_view framework, Findings& f);
+/// A LOST line for bf16 optimizer states and a master-weight policy other
+/// than fp32 (training.optimizer.state_dtype, master_weights), for targets
+/// with no such setting.
+void check_optimizer_precision(const plan::Plan& p, std::string_view framework, Findings& f);
 
 /// The plan's GEMMs run in fp8 (precision fp8, or precision_by_class matmul=fp8).
 bool fp8_matmuls(const plan::Plan& p);

@@ -85,6 +85,7 @@ Result<Export> to_mindspore(const plan::Plan& p, const Options& options) {
                        "configuration", l.ep));
   if (detail::fp8_matmuls(p)) f.lost("fp8 GEMMs: MindSpore's auto mixed precision has no fp8 level; use bf16");
   detail::check_precision_by_class(p, "MindSpore", f);
+  detail::check_optimizer_precision(p, "MindSpore", f);
   if (t.precision == "bf16" || t.precision == "fp16" || t.precision == "fp8")
     f.note(fmt::format("precision {}: cast the network with mindspore.amp (e.g. amp_level \"O2\" in {})",
                        t.precision == "fp16" ? "fp16" : "bf16", t.precision == "fp16" ? "float16" : "bfloat16"));

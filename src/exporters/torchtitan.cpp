@@ -60,6 +60,7 @@ Result<Export> to_torchtitan(const plan::Plan& p, const Options& options) {
   if (t.grad_reduce_bytes == 2)
     f.lost("2-byte gradient reduction: torchtitan reduces gradients in float32 (mixed_precision_reduce)");
   detail::check_precision_by_class(p, "torchtitan", f);
+  detail::check_optimizer_precision(p, "torchtitan", f);
   f.note("set [training] seq_len and the dataset, and [model] name/flavor, from the model (the plan records neither)");
 
   const auto& o = t.optimizer;
