@@ -79,6 +79,25 @@ TEST_CASE("GPT-3 175B with ZeRO-3: Megatron FSDP on core_v0.12.0, lost on core_v
   CHECK(v8.text.find("# LOST: ZeRO-3") != std::string::npos);
 }
 
+TEST_CASE("bf16 optimizer states: Megatron's precision-aware optimizer; the master-weight policy is lost everywhere",
+          "[exporters]") {
+  auto p = make_plan(ex::testing::gpt3_175b());
+  p.training.optimizer.state_dtype = "bf16";
+  const auto v12 = run(p, ex::Framework::megatron);
+  CHECK(has_line(v12.text, "  --use-precision-aware-optimizer"));
+  CHECK(has_line(v12.text, "  --exp-avg-dtype bf16"));
+  CHECK(has_line(v12.text, "  --exp-avg-sq-dtype bf16"));
+  CHECK(v12.warnings.empty());
+  const auto v8 = run(p, ex::Framework::megatron, "core_v0.8.0");
+  CHECK(v8.text.find("--use-precision-aware-optimizer") == std::string::npos);
+  CHECK(any_contains(v8.warnings, "bf16 optimizer states"));
+  p.training.optimizer.master_weights = "none";
+  for (auto f : {ex::Framework::megatron, ex::Framework::deepspeed, ex::Framework::torchtitan, ex::Framework::mindspore})
+    CHECK(any_contains(run(p, f).warnings, "master weights 'none'"));
+  for (auto f : {ex::Framework::deepspeed, ex::Framework::torchtitan, ex::Framework::mindspore})
+    CHECK(any_contains(run(p, f).warnings, "optimizer state dtype bf16"));
+}
+
 TEST_CASE("GPT-3 175B plan as a DeepSpeed config", "[exporters][deepspeed]") {
   auto spec = ex::testing::gpt3_175b();
   const auto out = run(make_plan(spec), ex::Framework::deepspeed);
