@@ -214,6 +214,36 @@ class RowMapping(unittest.TestCase):
         self.assertEqual(m.model_args[m.model_args.index("--ffn") + 1], "49152")
         self.assertEqual(m.model_args[m.model_args.index("--vocab") + 1], "256000")
         self.assertEqual((flag(m, "--distributed-optimizer"), flag(m, "--sp")), (True, True))  # tp 8
+        # Its NeMo 24.07 recipe: selective recompute (the row leaves it null),
+        # bf16 Adam states and no master copy.
+        self.assertEqual((flag(m, "--recompute"), flag(m, "--optimizer-state-dtype"), flag(m, "--master-weights")),
+                         ("selective", "bf16", "none"))
+        self.assertTrue(any("nemotron_340b.yaml" in n for n in m.notes))
+
+    def test_recipe_settings(self):
+        nemo = dict(source_group="nemo_2407_h100_fp8", training={"global_batch_size": 128, "micro_batch_size": 1},
+                    hardware={"gpu": "H100 SXM 80GB", "num_gpus": 8}, parallelism={"tp": 1, "pp": 1, "dp": 8})
+        # Other NeMo bf16/fp8 models keep 16-bit master remainders (Apex store_param_remainders).
+        m = map_row(row(model={"type": "decoder LLM", "name": "LLAMA2-7B", "seq_len": 4096}, precision="fp8",
+                        recompute=None, **nemo), REPO)
+        self.assertEqual((flag(m, "--master-weights"), flag(m, "--optimizer-state-dtype")), ("remainder", None))
+        self.assertEqual(flag(m, "--recompute"), "none")
+        # A recompute the row states is kept over the recipe's.
+        m = map_row(row(model={"type": "decoder LLM", "name": "Nemotron-340B", "seq_len": 4096}, precision="fp8",
+                        recompute="full", **dict(nemo, parallelism={"tp": 8, "pp": 1, "dp": 1})), REPO)
+        self.assertEqual((flag(m, "--recompute"), flag(m, "--optimizer-state-dtype")), ("full", "bf16"))
+        # fp32 rows of the group: no remainders (the model is not bf16).
+        m = map_row(row(model={"type": "decoder LLM", "name": "LLAMA2-7B", "seq_len": 4096}, precision="fp32",
+                        recompute=None, **nemo), REPO)
+        self.assertIsNone(flag(m, "--master-weights"))
+        # Megatron-Bridge's Llama 3.1 405B recipe counts embedding and loss in the pipeline split.
+        m = map_row(row(source_group="megatron_bridge_h100", model={"type": "decoder LLM", "name": "LLAMA3.1_405B",
+                                                                    "seq_len": 8192},
+                        training={"global_batch_size": 1536, "micro_batch_size": 1}, precision="FP8-CS",
+                        hardware={"gpu": "H100 SXM 80GB", "num_gpus": 1024}, recompute=None,
+                        parallelism={"tp": 8, "pp": 8, "dp": 8, "cp": 2, "virtual_pipeline_stages": 8}), REPO)
+        self.assertTrue(flag(m, "--split-embedding-loss"))
+        self.assertIsNone(flag(m, "--master-weights"))
 
     def test_bridge_llama_and_moe(self):
         base = dict(source_group="megatron_bridge_h100", hardware={"gpu": "H100 SXM 80GB", "num_gpus": 64},
