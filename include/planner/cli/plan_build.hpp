@@ -27,7 +27,7 @@ struct PlanSources {
   std::int64_t layouts_scored = 0;
   /// 0: use the estimate's speed of light.
   double lower_bound_s = 0;
-  std::vector<plan::Alternative> alternatives;
+  std::vector<plan::Alternative> alternatives{};
 };
 
 /// The plan of `e`. Errors: the schedule cannot be laid out (invalid shape).
