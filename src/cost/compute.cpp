@@ -223,7 +223,7 @@ Result<ComputeContext> ComputeContext::create(cluster::DeviceProfile device, Pre
 
 FlopsPerSecond ComputeContext::peak(Precision p) const { return peaks_[static_cast<std::size_t>(p)]; }
 
-bool recomputed(const graph::Op& op, RecomputePolicy policy, [[maybe_unused]] AttentionMode mode) {
+bool recomputed(const graph::Op& op, RecomputePolicy policy) {
   switch (policy) {
     case RecomputePolicy::none: return false;
     case RecomputePolicy::full: return op.layer.has_value();
@@ -284,7 +284,7 @@ OpTime time_of(const graph::Op& op, const graph::OpGraph& g, const OpScaling& sc
   } else {
     t = detail::single_op_time(op, g, scaling, ctx);
   }
-  if (recomputed(op, ctx.recompute(), ctx.attention())) t.recompute = t.forward;
+  if (recomputed(op, ctx.recompute())) t.recompute = t.forward;
   return t;
 }
 

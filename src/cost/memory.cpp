@@ -227,6 +227,15 @@ std::string optimizer_label(const OptimizerSetup& s) {
   return extra.empty() ? name : fmt::format("{} ({})", name, extra);
 }
 
+double state_elements(Optimizer o) {
+  switch (o) {
+    case Optimizer::adam: return 2.0;
+    case Optimizer::sgd_momentum: return 1.0;
+    case Optimizer::sgd: return 0.0;
+  }
+  return 2.0;
+}
+
 double master_weight_bytes(MasterWeights m) {
   switch (m) {
     case MasterWeights::fp32: return 4.0;
@@ -238,8 +247,7 @@ double master_weight_bytes(MasterWeights m) {
 
 StateBytes state_bytes_per_param(Optimizer o, bool kept_fp32, bool fp32_grads, double state_bytes,
                                  MasterWeights master) {
-  // Optimizer states proper: Adam m, v; SGD momentum buffer; plain SGD nothing.
-  const double count = o == Optimizer::adam ? 2.0 : (o == Optimizer::sgd_momentum ? 1.0 : 0.0);
+  const double count = state_elements(o);
   if (kept_fp32) return {4.0, 4.0, 4.0 * count};
   // 16-bit weight; its master copy (if any) joins the optimizer states.
   return {2.0, fp32_grads ? 4.0 : 2.0, master_weight_bytes(master) + state_bytes * count};

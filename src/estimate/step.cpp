@@ -57,7 +57,7 @@ double gathered_param_bytes(const cost::ComputeContext& ctx) {
 // written with the weight (2 x (2 + 2) = 8 B instead of 8 + 2); without a
 // master copy the 16-bit weight itself is read and written (4 B).
 double optimizer_bytes_per_param(cost::Optimizer o, double state_bytes, cost::MasterWeights master) {
-  const double states = o == cost::Optimizer::adam ? 2.0 : (o == cost::Optimizer::sgd_momentum ? 1.0 : 0.0);
+  const double states = cost::state_elements(o);
   const double weight = master == cost::MasterWeights::fp32 ? 8.0 + 2.0
                         : master == cost::MasterWeights::remainder ? 8.0
                                                                    : 4.0;
@@ -468,8 +468,8 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     }
     const double dense = params - expert_params;
     opt_time[static_cast<std::size_t>(r)] =
-        Seconds((dense / optimizer_shards + expert_params / expert_shards) * optimizer_bytes_per_param(c.optimizer, c.optimizer_state_bytes, c.master_weights) /
-                stream_bw);
+        Seconds((dense / optimizer_shards + expert_params / expert_shards) *
+                optimizer_bytes_per_param(c.optimizer, c.optimizer_state_bytes, c.master_weights) / stream_bw);
     if (per_mb_sharding) continue;
     Seconds reduce, gather;
     // Dense gradients over dp*cp; expert gradients over dp*cp/ep (nothing
@@ -634,7 +634,7 @@ Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model,
   const Bytes limit = bound - over * static_cast<double>(config.pp);
   // No choice of op strategies holds that little: the layout cannot fit.
   if (limit < bounds.second) return first;
-  auto second = estimate_impl(g, model, config, advise, solver, limit);
+  auto second = estimate_impl(g, model, config, /*advise=*/false, solver, limit);  // kept only if it fits
   if (second.ok() && second->fits) return second;
   return first;
 }

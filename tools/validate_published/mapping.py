@@ -595,6 +595,8 @@ def map_row(row, repo_root):
     if "optimizer_state_dtype" in recipe_flags:
         eargs += ["--optimizer-state-dtype", recipe_flags["optimizer_state_dtype"]]
         plan.append(f"opt-{recipe_flags['optimizer_state_dtype']}")
+        notes.append(f"optimizer states {recipe_flags['optimizer_state_dtype']}, master weights "
+                     f"{recipe_flags.get('master_weights', 'fp32')}: {recipe[1]}")
     master = recipe_flags.get("master_weights")
     remainder_src = next((v for k, v in tables.MASTER_REMAINDER_GROUPS.items() if group.startswith(k)), None)
     if master is None and remainder_src and precision in ("bf16", "fp8"):
@@ -603,9 +605,6 @@ def map_row(row, repo_root):
     if master:
         eargs += ["--master-weights", master]
         plan.append(f"master-{master}")
-    if recipe and "optimizer_state_dtype" in recipe_flags:
-        notes.append(f"optimizer states {recipe_flags['optimizer_state_dtype']}, master weights "
-                     f"{recipe_flags.get('master_weights', 'fp32')}: {recipe[1]}")
     eargs += ["--recompute", recompute, "--precision", precision]
     plan += [f"rc-{recompute}", precision]
     if arch == "resnet" and group.startswith("dle_resnet"):

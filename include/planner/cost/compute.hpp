@@ -203,7 +203,7 @@ bool feeds_only_flash_masks(const graph::Op& op, const graph::OpGraph& g);
 /// True when the op's forward is executed again in backward under `policy`
 /// (full: every op of a layer; selective: the ops of attention patterns,
 /// unfused, or the flash kernel's forward, which Megatron-Core reruns when
-/// it checkpoints core attention; `mode` no longer changes the answer).
-bool recomputed(const graph::Op& op, RecomputePolicy policy, AttentionMode mode);
+/// it checkpoints core attention).
+bool recomputed(const graph::Op& op, RecomputePolicy policy);
 
 }  // namespace planner::cost

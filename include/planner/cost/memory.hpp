@@ -61,6 +61,9 @@ enum class MasterWeights : std::uint8_t { fp32, remainder, none };
 
 /// "fp32", "remainder", "none".
 std::string_view master_weights_name(MasterWeights m);
+/// Optimizer-state elements per parameter: Adam 2 (m, v), SGD with momentum
+/// 1, plain SGD 0.
+double state_elements(Optimizer o);
 /// Bytes per parameter of the master copy: 4, 2, 0.
 double master_weight_bytes(MasterWeights m);
 
