@@ -45,6 +45,8 @@ void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
     fmt::print("  model-parallel {:<17} {:>12}  {}\n", k, ms(v), pct(v, T));
   if (e.zero3_exposed.value > 0)
     fmt::print("  ZeRO-3 gathers, exposed          {:>12}  {}\n", ms(e.zero3_exposed), pct(e.zero3_exposed, T));
+  if (e.grad_accumulation.value > 0)
+    fmt::print("  gradient accumulation passes     {:>12}  {}\n", ms(e.grad_accumulation), pct(e.grad_accumulation, T));
   if (c.pp > 1) fmt::print("  pipeline bubble (incl. p2p)      {:>12}  {}\n", ms(e.bubble), pct(e.bubble, T));
   if (e.dp_total.value > 0 && e.zero3_exposed.value == 0)
     fmt::print("  data-parallel sync, exposed      {:>12}  {}   (of {} in all)\n", ms(e.dp_exposed), pct(e.dp_exposed, T),
@@ -108,6 +110,7 @@ nlohmann::json estimate_json(const estimate::Estimate& e, const ReportContext& c
                       {"recompute", e.recompute.value},
                       {"model_parallel", mp},
                       {"zero3_exposed", e.zero3_exposed.value},
+                      {"grad_accumulation", e.grad_accumulation.value},
                       {"bubble", e.bubble.value},
                       {"data_parallel_exposed", e.dp_exposed.value},
                       {"data_parallel_total", e.dp_total.value},
@@ -141,7 +144,8 @@ nlohmann::json estimate_json(const estimate::Estimate& e, const ReportContext& c
                       {"backward_s", ch.backward_compute.value},
                       {"recompute_s", ch.recompute.value},
                       {"model_parallel_comm_s", ch.model_parallel_comm.value},
-                      {"zero3_exposed_s", ch.zero3_exposed.value}});
+                      {"zero3_exposed_s", ch.zero3_exposed.value},
+                      {"grad_accumulation_s", ch.grad_accumulation.value}});
   nlohmann::json advice = nlohmann::json::array();
   for (const auto& a : e.advice) advice.push_back({{"change", a.change}, {"saves_bytes", a.saves.value}, {"fits", a.fits}});
   j["memory"] = {{"capacity_bytes", e.capacity.value},

@@ -108,6 +108,7 @@ Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& sr
   pr.breakdown_s = {{"compute", e.compute.value},
                     {"recompute", e.recompute.value},
                     {"zero3_exposed", e.zero3_exposed.value},
+                    {"grad_accumulation", e.grad_accumulation.value},
                     {"bubble", e.bubble.value},
                     {"data_parallel_exposed", e.dp_exposed.value},
                     {"data_parallel_total", e.dp_total.value},

@@ -29,6 +29,7 @@ std::string why_lost(const plansearch::Scored& alt, const plansearch::Scored& be
       {"model-parallel communication", (a.model_parallel.total() - b.model_parallel.total()).value},
       {"pipeline bubble", (a.bubble - b.bubble).value},
       {"ZeRO-3 gathers", (a.zero3_exposed - b.zero3_exposed).value},
+      {"gradient accumulation passes", (a.grad_accumulation - b.grad_accumulation).value},
       {"data-parallel sync", (a.dp_exposed - b.dp_exposed).value},
       {"optimizer step", (a.optimizer - b.optimizer).value}};
   const auto* worst = &diffs.front();

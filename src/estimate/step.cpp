@@ -46,6 +46,55 @@ double gathered_param_bytes(const cost::ComputeContext& ctx) {
   return (p == cost::Precision::fp32 || p == cost::Precision::tf32) ? 4.0 : 2.0;
 }
 
+// Gradient handling the framework runs outside the GEMMs on every
+// micro-batch, in HBM bytes per local parameter element (docs/estimate.md,
+// "Gradient accumulation passes"). Memory-bound passes over the whole local
+// (unsharded) gradient, on the compute stream or racing it for HBM.
+struct GradPass {
+  double bytes = 0;         // per local parameter element and micro-batch
+  bool first_free = false;  // the first micro-batch's gradient is assigned, not added
+};
+
+GradPass grad_pass(const ParallelConfig& c, const cost::ComputeContext& ctx, bool per_mb_sharding) {
+  const auto p = ctx.precision().default_precision();
+  const double pb = gathered_param_bytes(ctx);  // the compute copy's (and its gradient's) bytes
+  switch (c.framework) {
+    case Framework::fsdp: {
+      // PyTorch FSDP's post-backward hook (torch/distributed/fsdp/
+      // _runtime_utils.py, 2.x), per FSDP unit and micro-batch: autograd
+      // assembles the flat gradient from the views' gradients (the backward
+      // of torch.split is a cat: read + write in the parameter dtype), casts
+      // it to the reduce dtype when that differs (read pb + write rb), and
+      // pre-divides it before the reduce-scatter (read + write in rb).
+      if (!per_mb_sharding) return {};
+      const double rb = grad_reduce_bytes(c, ctx);
+      double b = 2.0 * pb + 2.0 * rb;
+      if (rb != pb) b += pb + rb;
+      return {b, false};
+    }
+    case Framework::deepspeed:
+      if (c.zero >= 2) return {};
+      // DeepSpeed's BF16_Optimizer (runtime/bf16_optimizer.py,
+      // update_hp_grads, called after every backward by the pipeline
+      // engine): hp_grad.add_(lp_grad.to(fp32)): the cast reads 2 and writes
+      // 4 B, the add reads 4 + 4 and writes 4 B.
+      if (p == cost::Precision::bf16) return {18.0, false};
+      // fp16 (and fp32) ZeRO-0/1: autograd accumulates each further
+      // micro-batch into .grad in place (read both, write one).
+      return {3.0 * pb, true};
+    case Framework::ddp:
+      // PyTorch DDP under AMP keeps fp32 parameters and gradients; autograd
+      // accumulates micro-batches after the first in place (no_sync).
+      return {3.0 * 4.0, true};
+    case Framework::megatron:
+    case Framework::megatron_legacy:
+      // Gradient-accumulation fusion: the weight-gradient GEMM accumulates
+      // into the fp32 main_grad buffer in its epilogue; no separate pass.
+      return {};
+  }
+  return {};
+}
+
 }  // namespace
 
 // Bytes the optimizer step streams through HBM per local parameter: Adam
@@ -328,6 +377,17 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     (expert ? work[ch].expert_gather_units : work[ch].gather_units)[unit] += local;
   }
 
+  // Gradient accumulation passes per chunk and micro-batch (memory-bound,
+  // on the compute stream after the chunk's backward).
+  const auto& dev = ctx.device();
+  const double stream_bw = dev.achievable_hbm_bandwidth().value * dev.memory_bound_efficiency(Bytes(1e9));
+  const GradPass gpass = grad_pass(c, ctx, per_mb_sharding);
+  const double gpass_share = gpass.first_free ? (md - 1.0) / md : 1.0;
+  std::vector<Seconds> grad_acc(static_cast<std::size_t>(C));
+  for (int ch = 0; ch < C; ++ch)
+    grad_acc[static_cast<std::size_t>(ch)] =
+        Seconds(work[static_cast<std::size_t>(ch)].local_params * gpass.bytes * gpass_share / stream_bw);
+
   // 3. ZeRO-3 (and FSDP SHARD_GRAD_OP): weights gathered per micro-batch,
   //    gradients reduce-scattered per micro-batch, prefetched alongside
   //    compute; only what exceeds the compute it overlaps is exposed, plus the
@@ -411,9 +471,10 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     parts.backward = ct.backward_compute;
     parts.backward_comm = w.bwd_comm;
     parts.backward_wait = bwd_extra[static_cast<std::size_t>(ch)];
+    parts.grad_accumulation = ct.grad_accumulation = grad_acc[static_cast<std::size_t>(ch)];
     prob.chunks.push_back(sim::ChunkCost{ct.forward_compute + w.fwd_comm + fwd_extra[static_cast<std::size_t>(ch)],
                                          ct.backward_compute + ct.recompute + w.bwd_comm +
-                                             bwd_extra[static_cast<std::size_t>(ch)],
+                                             bwd_extra[static_cast<std::size_t>(ch)] + ct.grad_accumulation,
                                          act[static_cast<std::size_t>(ch)]});
   }
   if (C > 1) {
@@ -448,8 +509,6 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
   }
 
   // 5. After the flush, per rank: data-parallel sync not hidden, optimizer.
-  const auto& dev = ctx.device();
-  const double stream_bw = dev.achievable_hbm_bandwidth().value * dev.memory_bound_efficiency(Bytes(1e9));
   std::vector<Seconds> dp_exposed(static_cast<std::size_t>(pp)), dp_total(static_cast<std::size_t>(pp)),
       opt_time(static_cast<std::size_t>(pp));
   const bool overlapped = c.framework == Framework::megatron || c.framework == Framework::ddp;
@@ -540,6 +599,7 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     e.compute += (ct.forward_compute + ct.backward_compute) * md;
     e.recompute += ct.recompute * md;
     e.zero3_exposed += ct.zero3_exposed * md;
+    e.grad_accumulation += ct.grad_accumulation * md;
     for (const auto& [k, v] : ct.by_class) e.compute_by_class[k] += v * md;
     for (const auto& [k, v] : w.comm_kind) e.model_parallel.by_kind[k] += v * md;
   }

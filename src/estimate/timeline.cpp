@@ -101,8 +101,11 @@ Result<StepTimeline> step_timeline(const StepParts& parts) {
     } else {
       const Seconds s = ev.start + cp.recompute;
       b.add(r, Stream::compute, SpanKind::recompute, ev.start, s, i, c);
-      b.add(r, Stream::compute, SpanKind::backward, s, s + cp.backward, i, c, {}, true);
-      b.add(r, Stream::tp, SpanKind::tp_backward, s + cp.backward, s + cp.backward + cp.backward_comm, i, c);
+      // The gradient accumulation passes run on the compute stream right
+      // after the backward kernels; they are drawn as part of the backward.
+      b.add(r, Stream::compute, SpanKind::backward, s, s + cp.backward + cp.grad_accumulation, i, c, {}, true);
+      b.add(r, Stream::tp, SpanKind::tp_backward, s + cp.backward + cp.grad_accumulation,
+            s + cp.backward + cp.grad_accumulation + cp.backward_comm, i, c);
       b.add(r, Stream::dp, SpanKind::zero_gather, ev.start, ev.start + cp.backward_gather, i, c);
       b.add(r, Stream::dp, SpanKind::zero_reduce_scatter, ev.end - cp.reduce_scatter, ev.end, i, c);
       if (c > 0 && !pr.boundaries.empty()) {

@@ -228,7 +228,7 @@ inline estimate::Estimate run(const graph::OpGraph& g, const cost::CostModel& mo
 /// Sum of the breakdown fields that make up the step.
 inline double breakdown_sum(const estimate::Estimate& e) {
   return e.compute.value + e.recompute.value + e.model_parallel.total().value + e.zero3_exposed.value +
-         e.bubble.value + e.dp_exposed.value + e.optimizer.value;
+         e.grad_accumulation.value + e.bubble.value + e.dp_exposed.value + e.optimizer.value;
 }
 
 }  // namespace estimate_test

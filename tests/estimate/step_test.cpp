@@ -114,7 +114,13 @@ TEST_CASE("estimate step: dp only, large MLP: Megatron hides the reduction behin
     auto d = c;
     d.framework = Framework::ddp;
     const FakeCostModel fake;
-    CHECK(run(g, fake, d).dp_exposed.value == rel(0.30844004));
+    // DDP's autograd accumulation (12 B per parameter, micro-batches 2..4:
+    // 3/4 of a pass per micro-batch) lengthens the backward window:
+    // 12 x 80,110,010 x 0.75 / 1e12 = 0.00072099009 s; window 0.01272099009 s;
+    // exposed = max(0.16, 0.32044004 - 0.01272099009) = 0.30771904991.
+    const auto e = run(g, fake, d);
+    CHECK(e.grad_accumulation.value == rel(4 * 0.00072099009));
+    CHECK(e.dp_exposed.value == rel(0.30771904991));
   }
   SECTION("megatron-legacy, deepspeed and fsdp without ZeRO-3 expose the whole reduction") {
     for (auto f : {Framework::megatron_legacy, Framework::deepspeed, Framework::fsdp}) {
@@ -127,7 +133,11 @@ TEST_CASE("estimate step: dp only, large MLP: Megatron hides the reduction behin
       // bf16: 4 B gradients for every framework -> 0.32044004 s, all of it.
       CHECK(e.dp_total.value == rel(reduce));
       CHECK(e.dp_exposed.value == rel(reduce));
-      CHECK(e.step_time.value == rel(2.424 + reduce + opt));
+      // DeepSpeed bf16 adds BF16_Optimizer's fp32 accumulation after every
+      // micro-batch: 18 B x 80,110,010 / 1e12 = 0.00144198018 s, x 4.
+      const double acc = f == Framework::deepspeed ? 4 * 0.00144198018 : 0.0;
+      CHECK(e.grad_accumulation.value == Approx(acc).epsilon(1e-9).margin(1e-15));
+      CHECK(e.step_time.value == rel(2.424 + acc + reduce + opt));
     }
   }
   SECTION("--grad-reduce-bytes 2 halves the reduction and the last bucket") {
@@ -373,6 +383,56 @@ TEST_CASE("estimate step: tensor-parallel comm overlap leaves the first piece; f
     const auto e = run(g, fake, c);
     // 32.768 us + the 2 layers x 2 forward all-reduces again (16.384 us).
     CHECK(e.chunks[0].model_parallel_comm.value == rel(49.152e-6));
+  }
+}
+
+TEST_CASE("estimate step: gradient accumulation passes per framework, per micro-batch",
+          "[estimate][step][grad_accumulation]") {
+  // small_gpt(4): 9,216 + 4 x 49,984 + 8,320 = 217,472 parameters, one
+  // stage, dp = 2, 4 micro-batches, bf16; the fake streams 1e12 B/s.
+  // Per micro-batch pass = bytes per parameter x 217,472 / 1e12 s.
+  const auto g = small_gpt(4);
+  auto run_with = [&](Framework f, int zero, double grad_reduce_bytes = 0) {
+    auto c = config_for(2, 1, 1, 4);
+    c.framework = f;
+    c.zero = zero;
+    c.grad_reduce_bytes = grad_reduce_bytes;
+    const FakeCostModel fake;
+    return run(g, fake, c);
+  };
+  SECTION("FSDP FULL_SHARD, fp32 reduce: cat 2x2 + cast (2 + 4) + pre-divide 2x4 = 18 B") {
+    const auto e = run_with(Framework::fsdp, 3);
+    // 18 x 217,472 / 1e12 = 3.914496e-6 s per micro-batch.
+    CHECK(e.chunks[0].grad_accumulation.value == rel(3.914496e-6));
+    CHECK(e.grad_accumulation.value == rel(4 * 3.914496e-6));
+    CHECK(e.parts.chunks[0].grad_accumulation.value == rel(3.914496e-6));
+    CHECK(breakdown_sum(e) == rel(e.step_time.value));
+  }
+  SECTION("FSDP with bf16 reduce (PURE): cat 2x2 + pre-divide 2x2 = 8 B, no cast") {
+    const auto e = run_with(Framework::fsdp, 3, 2);
+    // 8 x 217,472 / 1e12 = 1.739776e-6 s per micro-batch.
+    CHECK(e.grad_accumulation.value == rel(4 * 1.739776e-6));
+  }
+  SECTION("FSDP without per-micro-batch sharding, Megatron: no separate pass") {
+    CHECK(run_with(Framework::fsdp, 1).grad_accumulation.value == 0);
+    CHECK(run_with(Framework::megatron, 1).grad_accumulation.value == 0);
+    CHECK(run_with(Framework::megatron_legacy, 0).grad_accumulation.value == 0);
+    CHECK(run_with(Framework::deepspeed, 2).grad_accumulation.value == 0);
+  }
+  SECTION("DeepSpeed bf16 ZeRO-1: BF16_Optimizer adds every micro-batch's gradient into fp32: 18 B") {
+    const auto e = run_with(Framework::deepspeed, 1);
+    CHECK(e.grad_accumulation.value == rel(4 * 3.914496e-6));
+    CHECK(breakdown_sum(e) == rel(e.step_time.value));
+    // It is on the compute stream: the step grows by exactly the passes
+    // against the same layout whose backward has none (ZeRO-2 here changes
+    // only the optimizer-state sharding, which ZeRO-1 shares).
+    const auto z2 = run_with(Framework::deepspeed, 2);
+    CHECK(e.step_time.value - e.grad_accumulation.value == rel(z2.step_time.value));
+  }
+  SECTION("DDP (AMP, fp32 gradients): in-place accumulation after the first micro-batch: 12 B x 3/4") {
+    const auto e = run_with(Framework::ddp, 0);
+    // 12 x 217,472 x 0.75 / 1e12 = 1.957248e-6 s per micro-batch.
+    CHECK(e.grad_accumulation.value == rel(4 * 1.957248e-6));
   }
 }
 

@@ -93,6 +93,9 @@ struct ChunkTimes {
   Seconds model_parallel_comm;
   /// ZeRO-3 weight gathers and gradient reduce-scatters not hidden by compute.
   Seconds zero3_exposed;
+  /// The framework's gradient accumulation passes after the backward
+  /// (memory-bound; docs/estimate.md).
+  Seconds grad_accumulation;
   Flops model_flops, hardware_flops;
   /// Forward + backward + recompute time per op class ("matmul",
   /// "attention", "elementwise", ...), per micro-batch.
@@ -152,6 +155,7 @@ struct Estimate {
   Seconds pipeline_p2p;   ///< point-to-point transfers on the critical path
   Seconds bubble;         ///< pipeline idle time of the critical device
   Seconds zero3_exposed;  ///< ZeRO-3 gathers/reduce-scatters not hidden
+  Seconds grad_accumulation;  ///< per-micro-batch gradient passes outside the GEMMs
   Seconds dp_exposed;     ///< data-parallel gradient sync not hidden by backward
   Seconds dp_total;       ///< the data-parallel sync's whole duration
   Seconds optimizer;      ///< optimizer step

@@ -58,6 +58,7 @@ struct ChunkParts {
   Seconds backward_wait;   ///< ZeRO gathers / reduce-scatters not hidden
   Seconds backward_gather; ///< ZeRO-3 re-gather of the backward (0 without)
   Seconds reduce_scatter;  ///< per-micro-batch gradient reduce-scatter (0 without)
+  Seconds grad_accumulation;  ///< gradient accumulation passes after the backward (0 without)
 };
 
 /// What one pipeline rank does after its last backward.
