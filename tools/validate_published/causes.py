@@ -14,16 +14,18 @@ TIME_CAUSES = [
      "demand over a single ring (one NIC share, 25 GB/s per GPU) that the compute waits for (docs/estimate.md, "
      "framework deepspeed); within 11 % on all four rows, all predicted slightly fast."),
     (r"^foundry-a100_40gb-bf16-70b-s2048-64gpu$",
-     "70B on 64 A100-40GB with one micro-batch per step: measured MFU 0.36 against 0.49 for the same per-GPU "
-     "work on 128 GPUs; a per-step fixed cost the model lacks (memory at 75 % of capacity is not the cause). "
-     "Unexplained."),
+     "70B on 64 A100-40GB with one micro-batch per step: measured MFU 0.36 against 0.49 for twice the per-GPU "
+     "work on 128 GPUs (same table, same software); a per-step fixed cost of ~4 s the model lacks. FSDP's "
+     "per-micro-batch gradient passes (bf16 reduce: 8 B per parameter, modelled) add 0.2 s; FSDP collectives "
+     "hide behind the compute even at 30 % of the RoCE rate; memory at 75 % of capacity. Unexplained."),
     (r"^foundry-a100_80gb-amp_bf16-30b-s8192-8gpu$",
      "predicted memory at 96 % of capacity: PyTorch's caching allocator frees and retries near the limit "
-     "(synchronising the device); allocator retries are not modelled."),
+     "(synchronising the device); allocator retries are not modelled. The same table's May 2023 run of this "
+     "layout with bf16 gradient reduction (PURE) reached 622 tokens/s/GPU against 574 here."),
     (r"^foundry-h100_80gb-amp_bf16-(13b-s2048-16gpu|70b-s2048-32gpu)$",
-     "a single (or few) micro-batch per step on few GPUs: per-step FSDP costs (unsharded gradient "
-     "accumulation, the last layers' reduce-scatter, optimizer on fp32 shards) are larger than modelled; the "
-     "same models on more GPUs are within 10 %."),
+     "a single (or few) micro-batches per step on few GPUs: FSDP's per-micro-batch gradient passes (cat, "
+     "cast to fp32, pre-divide: 18 B per parameter) are modelled and took these rows from -21.8 / -15.0 % to "
+     "-11.7 / -6.1 %; the rest (per-step FSDP host work, the last layers' reduce-scatter) is not."),
     (r"^dle-resnet50-.*-8gpu$",
      "ResNet-50 on 8 GPUs: the source's scaling efficiency (0.84 DGX A100 AMP, 0.87 DGX-1 AMP, 0.97 FP32) "
      "loses more per step than the overlapped DDP all-reduce the planner models (the fastest runs lose "

@@ -208,7 +208,7 @@ struct StageTimeline {
 
 struct Prediction {
   double step_time_s = 0;
-  /// compute, recompute, zero3_exposed, bubble, data_parallel_exposed,
+  /// compute, recompute, zero3_exposed, grad_accumulation, bubble, data_parallel_exposed,
   /// data_parallel_total, optimizer, and "model_parallel.<kind>" entries.
   std::map<std::string, double> breakdown_s;
   double model_tflops_per_device = 0, hardware_tflops_per_device = 0;
