@@ -73,7 +73,11 @@ GradPass grad_pass(const ParallelConfig& c, const cost::ComputeContext& ctx, boo
       return {b, false};
     }
     case Framework::deepspeed:
-      if (c.zero >= 2) return {};
+      // ZeRO-2/3 (contiguous_gradients, the default): each gradient is
+      // copied into the reduction bucket by its backward hook
+      // (runtime/zero/stage2.py and stage3.py: ipg_buffer.narrow(...).copy_(
+      // param.grad)): read + write in the gradient's dtype.
+      if (c.zero >= 2) return {2.0 * pb, false};
       // DeepSpeed's BF16_Optimizer (runtime/bf16_optimizer.py,
       // update_hp_grads, called after every backward by the pipeline
       // engine): hp_grad.add_(lp_grad.to(fp32)): the cast reads 2 and writes
@@ -86,10 +90,16 @@ GradPass grad_pass(const ParallelConfig& c, const cost::ComputeContext& ctx, boo
       // PyTorch DDP under AMP keeps fp32 parameters and gradients; autograd
       // accumulates micro-batches after the first in place (no_sync).
       return {3.0 * 4.0, true};
-    case Framework::megatron:
     case Framework::megatron_legacy:
-      // Gradient-accumulation fusion: the weight-gradient GEMM accumulates
-      // into the fp32 main_grad buffer in its epilogue; no separate pass.
+      // Megatron-LM's local DDP before gradient-accumulation fusion (added
+      // Feb 2022, and only with fp32 accumulation; the SC'21 scripts predate
+      // it): a hook per parameter runs main_grad.add_(grad) after every
+      // backward (megatron/model/distributed.py): read the 16-bit gradient
+      // and the main gradient, write the main gradient.
+      return {pb + 2.0 * grad_reduce_bytes(c, ctx), false};
+    case Framework::megatron:
+      // Megatron-Core's gradient-accumulation fusion: the weight-gradient
+      // GEMM accumulates into main_grad in its epilogue; no separate pass.
       return {};
   }
   return {};
