@@ -46,17 +46,29 @@ double gathered_param_bytes(const cost::ComputeContext& ctx) {
   return (p == cost::Precision::fp32 || p == cost::Precision::tf32) ? 4.0 : 2.0;
 }
 
-// Gradient handling the framework runs outside the GEMMs on every
-// micro-batch, in HBM bytes per local parameter element (docs/estimate.md,
-// "Gradient accumulation passes"). Memory-bound passes over the whole local
-// (unsharded) gradient, on the compute stream or racing it for HBM.
-struct GradPass {
-  double bytes = 0;         // per local parameter element and micro-batch
-  bool first_free = false;  // the first micro-batch's gradient is assigned, not added
-};
+}  // namespace
 
-GradPass grad_pass(const ParallelConfig& c, const cost::ComputeContext& ctx, bool per_mb_sharding) {
+// Bytes the optimizer step streams through HBM per local parameter: Adam
+// reads and writes the fp32 master weight, m and v (24 B), reads the fp32
+// gradient (4 B), writes the 16-bit weight (2 B); the gradient-norm pass
+// reads the gradient again and zeroing writes it (8 B): 38 B. SGD with
+// momentum: 8 + 8 + 4 + 2 + 8 = 30 B; plain SGD: 8 + 4 + 2 + 8 = 22 B.
+// States of s bytes move 2 s each; a 16-bit master remainder is read and
+// written with the weight (2 x (2 + 2) = 8 B instead of 8 + 2); without a
+// master copy the 16-bit weight itself is read and written (4 B).
+double optimizer_bytes_per_param(cost::Optimizer o, double state_bytes, cost::MasterWeights master) {
+  const double states = cost::state_elements(o);
+  const double weight = master == cost::MasterWeights::fp32 ? 8.0 + 2.0
+                        : master == cost::MasterWeights::remainder ? 8.0
+                                                                   : 4.0;
+  return weight + 2.0 * state_bytes * states + 12.0;
+}
+
+// The gradient accumulation passes (optimizer_bytes.hpp): on the compute
+// stream, or racing it for SMs and HBM (FSDP's post-backward stream).
+GradPass grad_pass(const ParallelConfig& c, const cost::ComputeContext& ctx) {
   const auto p = ctx.precision().default_precision();
+  const bool per_mb_sharding = (c.zero >= 3 || (c.zero == 2 && c.framework == Framework::fsdp)) && c.dp * c.cp > 1;
   const double pb = gathered_param_bytes(ctx);  // the compute copy's (and its gradient's) bytes
   switch (c.framework) {
     case Framework::fsdp: {
@@ -103,24 +115,6 @@ GradPass grad_pass(const ParallelConfig& c, const cost::ComputeContext& ctx, boo
       return {};
   }
   return {};
-}
-
-}  // namespace
-
-// Bytes the optimizer step streams through HBM per local parameter: Adam
-// reads and writes the fp32 master weight, m and v (24 B), reads the fp32
-// gradient (4 B), writes the 16-bit weight (2 B); the gradient-norm pass
-// reads the gradient again and zeroing writes it (8 B): 38 B. SGD with
-// momentum: 8 + 8 + 4 + 2 + 8 = 30 B; plain SGD: 8 + 4 + 2 + 8 = 22 B.
-// States of s bytes move 2 s each; a 16-bit master remainder is read and
-// written with the weight (2 x (2 + 2) = 8 B instead of 8 + 2); without a
-// master copy the 16-bit weight itself is read and written (4 B).
-double optimizer_bytes_per_param(cost::Optimizer o, double state_bytes, cost::MasterWeights master) {
-  const double states = cost::state_elements(o);
-  const double weight = master == cost::MasterWeights::fp32 ? 8.0 + 2.0
-                        : master == cost::MasterWeights::remainder ? 8.0
-                                                                   : 4.0;
-  return weight + 2.0 * state_bytes * states + 12.0;
 }
 
 namespace {
@@ -391,8 +385,8 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
   // on the compute stream after the chunk's backward).
   const auto& dev = ctx.device();
   const double stream_bw = dev.achievable_hbm_bandwidth().value * dev.memory_bound_efficiency(Bytes(1e9));
-  const GradPass gpass = grad_pass(c, ctx, per_mb_sharding);
-  const double gpass_share = gpass.first_free ? (md - 1.0) / md : 1.0;
+  const GradPass gpass = grad_pass(c, ctx);
+  const double gpass_share = gpass.share(m);
   std::vector<Seconds> grad_acc(static_cast<std::size_t>(C));
   for (int ch = 0; ch < C; ++ch)
     grad_acc[static_cast<std::size_t>(ch)] =

@@ -22,6 +22,11 @@
 //    host-side shape ops count nothing. Each kernel also pays the launch
 //    overhead (roofline: max(compute, memory) + launch x kernels). Summed
 //    and divided by pp that is `compute`;
+//  - a chunk's backward also holds the framework's gradient accumulation
+//    passes, m x its local parameters x bytes / streaming bandwidth
+//    (estimate::grad_pass); summed over chunks that is at least every
+//    parameter at its smallest shard over tp x cp (experts over ep too),
+//    added to `compute` over pp;
 //  - extra_r includes the optimizer step, its local parameters (each
 //    tensor's local shape, never below its smallest split over tp x cp)
 //    / optimizer shards x bytes per parameter / the streaming bandwidth;
@@ -256,8 +261,20 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   if (memory)
     launches = static_cast<double>(k.micro_batches()) *
                (memory->kernels + (full ? memory->layer_forward_kernels : 0.0)) * dev.launch_overhead.value / k.pp;
+  // Gradient accumulation passes (estimate: per chunk and micro-batch, its
+  // local parameters x the framework's bytes / stream bandwidth, inside the
+  // chunk's backward): at least every local parameter at its smallest shard
+  // over tp x cp (experts over ep too), over pp ranks.
+  const double stream_bw = dev.achievable_hbm_bandwidth().value * dev.memory_bound_efficiency(Bytes(1e9));
+  const int mp = k.tp * k.cp;
+  const estimate::GradPass gpass = estimate::grad_pass(k, ctx);
+  double grad_passes = 0;
+  if (gpass.bytes > 0 && stream_bw > 0)
+    grad_passes = static_cast<double>(k.micro_batches()) * gpass.share(k.micro_batches()) *
+                  (min_local_parameters(f, mp) / (f.experts > 0 ? static_cast<double>(k.ep) : 1.0)) / k.pp *
+                  gpass.bytes / stream_bw;
   b.compute = Seconds(per_sample * static_cast<double>(k.global_batch) / k.devices +
-                      std::max(vector_compute, vector_memory) + launches);
+                      std::max(vector_compute, vector_memory) + launches + grad_passes);
   const double m = static_cast<double>(k.micro_batches());
   const double stretch = k.pp > 1 ? 1.0 + (k.pp - 1.0) / (k.vp * m) : 1.0;
   b.pipelined = b.compute * stretch;
@@ -267,8 +284,6 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   // parameters already split over ep, expert shards = shards / ep when the
   // states are sharded): at least all local parameters / (shards > 1 ?
   // shards : ep), where ep counts only for a model with experts.
-  const double stream_bw = dev.achievable_hbm_bandwidth().value * dev.memory_bound_efficiency(Bytes(1e9));
-  const int mp = k.tp * k.cp;
   const double shards = (k.zero >= 1 || k.distributed_optimizer) ? static_cast<double>(k.dp) * k.cp : 1.0;
   const double divide = shards > 1 ? shards : (f.experts > 0 ? static_cast<double>(k.ep) : 1.0);
   const double local = min_local_parameters(f, mp) / divide;

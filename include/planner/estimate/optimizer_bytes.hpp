@@ -1,8 +1,13 @@
 #pragma once
-/// The optimizer step's HBM traffic per parameter, shared by the estimate
-/// (step.cpp) and the search's lower bound (plansearch/bound.cpp).
+/// The optimizer step's and the gradient accumulation passes' HBM traffic
+/// per parameter, shared by the estimate (step.cpp) and the search's lower
+/// bound (plansearch/bound.cpp).
 
+#include <cstdint>
+
+#include "planner/cost/compute.hpp"
 #include "planner/cost/memory.hpp"
+#include "planner/estimate/config.hpp"
 
 namespace planner::estimate {
 
@@ -12,5 +17,21 @@ namespace planner::estimate {
 /// change the states' and the master copy's share.
 double optimizer_bytes_per_param(cost::Optimizer o, double state_bytes = 4.0,
                                  cost::MasterWeights master = cost::MasterWeights::fp32);
+
+/// The gradient handling a framework runs outside the GEMMs on every
+/// micro-batch (`docs/estimate.md`, "Gradient accumulation passes"):
+/// memory-bound passes over the whole local (for FSDP and ZeRO-3: gathered)
+/// gradient.
+struct GradPass {
+  double bytes = 0;         ///< HBM bytes per local parameter element and micro-batch
+  bool first_free = false;  ///< the first micro-batch's gradient is assigned, not added
+  /// The share of a pass each of `m` micro-batches pays on average.
+  double share(std::int64_t m) const {
+    return first_free && m > 0 ? static_cast<double>(m - 1) / static_cast<double>(m) : 1.0;
+  }
+};
+
+/// The passes of `c.framework` at the context's training precision.
+GradPass grad_pass(const ParallelConfig& c, const cost::ComputeContext& ctx);
 
 }  // namespace planner::estimate
