@@ -40,6 +40,12 @@ double grad_reduce_bytes(const ParallelConfig& c, const cost::ComputeContext& ct
   return 4.0;
 }
 
+// ZeRO-3 (and FSDP SHARD_GRAD_OP): weights gathered and gradients
+// reduce-scattered per micro-batch.
+bool per_micro_batch_sharding(const ParallelConfig& c) {
+  return (c.zero >= 3 || (c.zero == 2 && c.framework == Framework::fsdp)) && c.dp * c.cp > 1;
+}
+
 // Bytes per parameter element of the gathered (compute) weights.
 double gathered_param_bytes(const cost::ComputeContext& ctx) {
   const auto p = ctx.precision().default_precision();
@@ -68,7 +74,6 @@ double optimizer_bytes_per_param(cost::Optimizer o, double state_bytes, cost::Ma
 // stream, or racing it for SMs and HBM (FSDP's post-backward stream).
 GradPass grad_pass(const ParallelConfig& c, const cost::ComputeContext& ctx) {
   const auto p = ctx.precision().default_precision();
-  const bool per_mb_sharding = (c.zero >= 3 || (c.zero == 2 && c.framework == Framework::fsdp)) && c.dp * c.cp > 1;
   const double pb = gathered_param_bytes(ctx);  // the compute copy's (and its gradient's) bytes
   switch (c.framework) {
     case Framework::fsdp: {
@@ -78,7 +83,7 @@ GradPass grad_pass(const ParallelConfig& c, const cost::ComputeContext& ctx) {
       // of torch.split is a cat: read + write in the parameter dtype), casts
       // it to the reduce dtype when that differs (read pb + write rb), and
       // pre-divides it before the reduce-scatter (read + write in rb).
-      if (!per_mb_sharding) return {};
+      if (!per_micro_batch_sharding(c)) return {};
       const double rb = grad_reduce_bytes(c, ctx);
       double b = 2.0 * pb + 2.0 * rb;
       if (rb != pb) b += pb + rb;
@@ -362,7 +367,7 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
   }
 
   // Local parameters per chunk (gather units: ZeRO-3 / FSDP only).
-  const bool per_mb_sharding = (c.zero >= 3 || (c.zero == 2 && c.framework == Framework::fsdp)) && c.dp * c.cp > 1;
+  const bool per_mb_sharding = per_micro_batch_sharding(c);
   for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
     const auto& t = g.tensor(TensorId{i});
     if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
@@ -380,17 +385,6 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
                                                              : static_cast<std::int64_t>(i) + (1LL << 32);
     (expert ? work[ch].expert_gather_units : work[ch].gather_units)[unit] += local;
   }
-
-  // Gradient accumulation passes per chunk and micro-batch (memory-bound,
-  // on the compute stream after the chunk's backward).
-  const auto& dev = ctx.device();
-  const double stream_bw = dev.achievable_hbm_bandwidth().value * dev.memory_bound_efficiency(Bytes(1e9));
-  const GradPass gpass = grad_pass(c, ctx);
-  const double gpass_share = gpass.share(m);
-  std::vector<Seconds> grad_acc(static_cast<std::size_t>(C));
-  for (int ch = 0; ch < C; ++ch)
-    grad_acc[static_cast<std::size_t>(ch)] =
-        Seconds(work[static_cast<std::size_t>(ch)].local_params * gpass.bytes * gpass_share / stream_bw);
 
   // 3. ZeRO-3 (and FSDP SHARD_GRAD_OP): weights gathered per micro-batch,
   //    gradients reduce-scattered per micro-batch, prefetched alongside
@@ -456,7 +450,12 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     }
   }
 
-  // 4. The pipeline: chunks, boundaries, simulated.
+  // 4. The pipeline: chunks, boundaries, simulated. Each chunk's backward
+  //    also holds the framework's gradient accumulation passes over its
+  //    local parameters (memory-bound, on the compute stream).
+  const auto& dev = ctx.device();
+  const double stream_bw = dev.achievable_hbm_bandwidth().value * dev.memory_bound_efficiency(Bytes(1e9));
+  const GradPass gpass = grad_pass(c, ctx);
   sim::PipelineProblem prob;
   prob.stages = pp;
   prob.micro_batches = static_cast<int>(m);
@@ -475,7 +474,8 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
     parts.backward = ct.backward_compute;
     parts.backward_comm = w.bwd_comm;
     parts.backward_wait = bwd_extra[static_cast<std::size_t>(ch)];
-    parts.grad_accumulation = ct.grad_accumulation = grad_acc[static_cast<std::size_t>(ch)];
+    ct.grad_accumulation = Seconds(w.local_params * gpass.bytes * gpass.share(m) / stream_bw);
+    parts.grad_accumulation = ct.grad_accumulation;
     prob.chunks.push_back(sim::ChunkCost{ct.forward_compute + w.fwd_comm + fwd_extra[static_cast<std::size_t>(ch)],
                                          ct.backward_compute + ct.recompute + w.bwd_comm +
                                              bwd_extra[static_cast<std::size_t>(ch)] + ct.grad_accumulation,
