@@ -41,8 +41,7 @@ class FitClusterTest(unittest.TestCase):
 
     def test_grid_finds_the_point_that_reproduces_the_runs(self):
         name = "fit-test-cluster"
-        rel = os.path.join("cost_profiles", name + ".json")
-        path = os.path.join(ROOT, rel)
+        rel = os.path.join("cost_profiles", name + ".json")  # as validate-published writes it
         profile = {"name": name, "device": {"gemm_efficiency": {"rows": [[1e9, 0.25], [1e12, 0.5]]}},
                    "interconnect": {"levels": [{"bandwidth_GBps": {"value": 100, "source": "s"}}]}}
         with tempfile.TemporaryDirectory() as tmp:
@@ -58,17 +57,20 @@ class FitClusterTest(unittest.TestCase):
             runs = os.path.join(tmp, "runs.json")
             with open(runs, "w") as f:
                 json.dump({"rows": rows}, f)
+            # The profile sits in a folder of its own (not the repository's
+            # cost_profiles/, which other tests list while this one runs).
+            profiles = os.path.join(tmp, "profiles")
+            os.mkdir(profiles)
+            path = os.path.join(profiles, name + ".json")
             with open(path, "w") as f:
                 json.dump(profile, f)
-            try:
-                out = io.StringIO()
-                with redirect_stdout(out):
-                    rc = fit.main([runs, name, "--gemm-scale", "1,1.25,1.5", "--set",
-                                   "interconnect.levels.0.bandwidth_GBps=100,125", "--jobs", "1"])
-                with open(path) as f:
-                    self.assertEqual(json.load(f), profile)  # the profile itself is left as it was
-            finally:
-                os.remove(path)
+            out = io.StringIO()
+            with redirect_stdout(out):
+                rc = fit.main([runs, name, "--gemm-scale", "1,1.25,1.5", "--set",
+                               "interconnect.levels.0.bandwidth_GBps=100,125", "--jobs", "1",
+                               "--profiles-dir", profiles])
+            with open(path) as f:
+                self.assertEqual(json.load(f), profile)  # the profile itself is left as it was
         self.assertEqual(rc, 0)
         lines = out.getvalue().splitlines()
         self.assertEqual(len(lines), 3 * 2 + 1)  # every grid point, then the best
