@@ -1,7 +1,9 @@
 // planner export PLAN.json --to megatron|deepspeed|torchtitan|mindspore:
 // the plan as a framework's launch configuration (docs/export.md). What the
 // framework cannot express is a warning on stderr and a comment in the
-// output; --strict makes any warning exit 1 (nothing is written then).
+// output where the format has comments (DeepSpeed's strict JSON has none:
+// its notes go to stderr, or to --notes FILE); --strict makes any warning
+// exit 1 (nothing is written then).
 
 #include <cstdio>
 #include <memory>
@@ -21,6 +23,7 @@ struct ExportArgs {
   std::string to;
   std::string output;
   std::string strategy_file;
+  std::string notes;  // --notes: the header, losses and notes as plain lines
   std::string version;
   bool force = false;
   bool strict = false;
@@ -36,6 +39,8 @@ int run_export(const ExportArgs& a) {
     if (auto st = io::check_writable(a.output, mode); !st) return fail("export", st.error().message);
   if (!a.strategy_file.empty())
     if (auto st = io::check_writable(a.strategy_file, mode); !st) return fail("export", st.error().message);
+  if (!a.notes.empty())
+    if (auto st = io::check_writable(a.notes, mode); !st) return fail("export", st.error().message);
   auto text = io::read_file(a.plan);
   if (!text) return fail("export", text.error().message);
   auto plan = plan::from_json(*text, a.plan);
@@ -53,6 +58,10 @@ int run_export(const ExportArgs& a) {
                out->warnings.size(), out->warnings.size() == 1 ? "" : "s", exporters::framework_name(*fw));
     return kExitViolation;
   }
+  // A format without comments (DeepSpeed's strict JSON) cannot carry the
+  // notes: they go to stderr, unless --notes writes them to a file.
+  if (!out->comments_in_text && a.notes.empty())
+    for (const auto& n : out->notes) fmt::print(stderr, "planner export: note: {}\n", n);
   if (a.output.empty() || a.output == "-") {
     fmt::print("{}", out->text);
   } else if (auto st = io::write_file(a.output, out->text, mode); !st) {
@@ -60,6 +69,8 @@ int run_export(const ExportArgs& a) {
   }
   if (!a.strategy_file.empty())
     if (auto st = io::write_file(a.strategy_file, out->strategy_file, mode); !st) return fail("export", st.error().message);
+  if (!a.notes.empty())
+    if (auto st = io::write_file(a.notes, out->notes_text, mode); !st) return fail("export", st.error().message);
   return kExitOk;
 }
 
@@ -76,6 +87,9 @@ Runner setup_export(CLI::App& sub) {
                  "Target version: megatron core_v0.12.0 (default) or core_v0.8.0; deepspeed v0.16.9; "
                  "torchtitan v0.2.2; mindspore r2.4.0");
   sub.add_option("--strategy-file", a->strategy_file, "MindSpore: also write the shard() strategies as JSON");
+  sub.add_option("--notes", a->notes,
+                 "Also write the header, what the target loses (LOST) and what to set by hand (note) as plain lines "
+                 "(DeepSpeed's strict JSON has no comments: without --notes its notes go to stderr)");
   return [a]() -> int { return run_export(*a); };
 }
 

@@ -289,9 +289,11 @@ Result<std::vector<std::vector<long long>>> parse_strategy(std::string_view text
   return out;
 }
 
-Export finish(std::string text, Findings f, std::string strategy_file) {
+Export finish(std::string text, Findings f, std::string header, bool comments_in_text, std::string strategy_file) {
   Export e;
   e.text = std::move(text);
+  e.notes_text = std::move(header);
+  e.comments_in_text = comments_in_text;
   e.warnings = std::move(f.warnings);
   e.notes = std::move(f.notes);
   e.strategy_file = std::move(strategy_file);

@@ -1,6 +1,8 @@
 // DeepSpeed: the plan as a DeepSpeed config JSON (docs/export.md has the
-// mapping table). DeepSpeed reads its config with hjson, so the header and
-// every loss are `//` comments above the JSON object.
+// mapping table). Strict JSON, no comments: DeepSpeed itself reads hjson,
+// but Hugging Face Trainer and Accelerate read the file with json.load. The
+// header, every loss and every note are in Export::notes_text (the CLI
+// prints them on stderr or writes them with --notes).
 //
 // The pipeline (PipelineModule(num_stages=..., partition_method=...)) and
 // MoE expert parallelism are set in the training script, not in the config:
@@ -149,10 +151,11 @@ Result<Export> to_deepspeed(const plan::Plan& p, const Options& options) {
     f.note(fmt::format("the plan's prediction models {}'s communication, not DeepSpeed's", t.framework));
   f.note("attention kernel, fused loss and the model itself are set in the training script");
 
-  std::string out = detail::comment_block(p, fmt::format("DeepSpeed {} config (read with hjson: // comments allowed)", version),
-                                          options, f, "// ");
-  out += root.text(0) + "\n";
-  return detail::finish(std::move(out), std::move(f));
+  // Strict JSON: Hugging Face Trainer and Accelerate (`--deepspeed
+  // ds_config.json`) read the file with Python's json.load, which refuses
+  // comments; the header, losses and notes go to Export::notes_text.
+  std::string header = detail::comment_block(p, fmt::format("DeepSpeed {} config", version), options, f, "");
+  return detail::finish(root.text(0) + "\n", std::move(f), std::move(header), false);
 }
 
 }  // namespace planner::exporters

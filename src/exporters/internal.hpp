@@ -69,7 +69,8 @@ std::string comment_block(const plan::Plan& p, std::string_view title, const Opt
 /// error when it is not of that form.
 Result<std::vector<std::vector<long long>>> parse_strategy(std::string_view text);
 
-/// Assembles the result.
-Export finish(std::string text, Findings f, std::string strategy_file = {});
+/// Assembles the result: `header` is comment_block()'s text with no prefix
+/// (Export::notes_text); `comments_in_text`: the text carries it as comments.
+Export finish(std::string text, Findings f, std::string header, bool comments_in_text, std::string strategy_file = {});
 
 }  // namespace planner::exporters::detail

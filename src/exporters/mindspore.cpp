@@ -147,9 +147,11 @@ Result<Export> to_mindspore(const plan::Plan& p, const Options& options) {
 
   f.note(fmt::format("the plan's prediction models {}'s communication, not MindSpore's", t.framework));
 
-  std::string out = detail::comment_block(p, fmt::format("MindSpore {} auto-parallel settings", version), options, f, "# ");
+  const std::string title = fmt::format("MindSpore {} auto-parallel settings", version);
+  std::string out = detail::comment_block(p, title, options, f, "# ");
   out += py;
-  return detail::finish(std::move(out), std::move(f), std::move(sf));
+  std::string header = detail::comment_block(p, title, options, f, "");
+  return detail::finish(std::move(out), std::move(f), std::move(header), true, std::move(sf));
 }
 
 }  // namespace planner::exporters

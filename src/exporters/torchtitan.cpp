@@ -138,9 +138,11 @@ Result<Export> to_torchtitan(const plan::Plan& p, const Options& options) {
   if (t.framework != "fsdp")
     f.note(fmt::format("the plan's prediction models {}'s communication, not torchtitan's (FSDP2)", t.framework));
 
-  std::string out = detail::comment_block(p, fmt::format("torchtitan {} job config", version), options, f, "# ");
+  const std::string title = fmt::format("torchtitan {} job config", version);
+  std::string out = detail::comment_block(p, title, options, f, "# ");
   out += toml.text;
-  return detail::finish(std::move(out), std::move(f));
+  std::string header = detail::comment_block(p, title, options, f, "");
+  return detail::finish(std::move(out), std::move(f), std::move(header), true);
 }
 
 }  // namespace planner::exporters

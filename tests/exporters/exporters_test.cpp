@@ -101,7 +101,7 @@ TEST_CASE("bf16 optimizer states: Megatron's precision-aware optimizer; the mast
 TEST_CASE("GPT-3 175B plan as a DeepSpeed config", "[exporters][deepspeed]") {
   auto spec = ex::testing::gpt3_175b();
   const auto out = run(make_plan(spec), ex::Framework::deepspeed);
-  const auto j = nlohmann::json::parse(out.text, nullptr, true, true);
+  const auto j = nlohmann::json::parse(out.text, nullptr, true, /*ignore_comments=*/false);
   // train_batch_size = micro-batch 1 x accumulation 192 x data-parallel 8.
   CHECK(j["train_batch_size"] == 1536);
   CHECK(j["train_micro_batch_size_per_gpu"] == 1);
@@ -117,7 +117,39 @@ TEST_CASE("GPT-3 175B plan as a DeepSpeed config", "[exporters][deepspeed]") {
   CHECK(out.warnings.size() == 2);
   CHECK(any_contains(out.warnings, "interleaved schedule (2 chunks per rank)"));
   CHECK(any_contains(out.warnings, "sequence parallelism"));
-  CHECK(out.text.find("// LOST: interleaved schedule") != std::string::npos);
+  // Strict JSON: the losses and notes are in notes_text, not in the file.
+  CHECK(out.text.find("//") == std::string::npos);
+  CHECK(out.text.front() == '{');
+  CHECK_FALSE(out.comments_in_text);
+  CHECK(out.notes_text.rfind("DeepSpeed v0.16.9 config exported by planner ", 0) == 0);
+  CHECK(out.notes_text.find("\nLOST: interleaved schedule") != std::string::npos);
+  CHECK(out.notes_text.find("\nnote: pipeline: deepspeed.pipe.PipelineModule(layers, num_stages=16") != std::string::npos);
+}
+
+TEST_CASE("every exporter's notes_text holds its header, losses and notes without comment markers",
+          "[exporters]") {
+  auto spec = ex::testing::gpt3_175b();
+  for (auto f : {ex::Framework::megatron, ex::Framework::deepspeed, ex::Framework::torchtitan, ex::Framework::mindspore}) {
+    const auto out = run(make_plan(spec), f);
+    INFO(ex::framework_name(f));
+    std::size_t lost = 0, notes = 0;
+    for (std::size_t b = 0; b < out.notes_text.size();) {
+      const auto e = out.notes_text.find('\n', b);
+      REQUIRE(e != std::string::npos);
+      const auto line = out.notes_text.substr(b, e - b);
+      CHECK(line.rfind("# ", 0) != 0);
+      CHECK(line.rfind("// ", 0) != 0);
+      lost += line.rfind("LOST: ", 0) == 0;
+      notes += line.rfind("note: ", 0) == 0;
+      b = e + 1;
+    }
+    CHECK(lost == out.warnings.size());
+    CHECK(notes == out.notes.size());
+    // Formats with comments also carry them in the file, prefixed.
+    CHECK(out.comments_in_text == (f != ex::Framework::deepspeed));
+    if (out.comments_in_text)
+      for (const auto& w : out.warnings) CHECK(out.text.find("# LOST: " + w + "\n") != std::string::npos);
+  }
 }
 
 TEST_CASE("DeepSpeed: ZeRO-3 with a pipeline is exported as stage 1 with a warning", "[exporters][deepspeed]") {
@@ -127,7 +159,7 @@ TEST_CASE("DeepSpeed: ZeRO-3 with a pipeline is exported as stage 1 with a warni
   spec.vp = 1;
   spec.sequence_parallel = false;
   const auto out = run(make_plan(spec), ex::Framework::deepspeed);
-  const auto j = nlohmann::json::parse(out.text, nullptr, true, true);
+  const auto j = nlohmann::json::parse(out.text, nullptr, true, /*ignore_comments=*/false);
   CHECK(j["zero_optimization"]["stage"] == 1);
   REQUIRE(out.warnings.size() == 1);
   CHECK(out.warnings[0].find("ZeRO-3 with pipeline parallelism") != std::string::npos);

@@ -2,7 +2,8 @@
 // framework version: each is looked up in tests/exporters/names/<fw>.tsv
 // (NAME, documentation address, version; no framework is installed here).
 // The exports are parsed as their framework would read them: bash array
-// lines, JSON with // comments (DeepSpeed reads hjson), TOML sections and
+// lines, strict JSON (Hugging Face Trainer reads the DeepSpeed config with
+// json.load: a comment is a parse error here), TOML sections and
 // keys, Python keyword arguments.
 
 #include <fstream>
@@ -73,7 +74,7 @@ void flatten(const nlohmann::json& j, const std::string& prefix, std::vector<std
 }
 
 std::vector<std::string> deepspeed_names(const std::string& text) {
-  const auto j = nlohmann::json::parse(text, nullptr, true, /*ignore_comments=*/true);
+  const auto j = nlohmann::json::parse(text, nullptr, true, /*ignore_comments=*/false);
   std::vector<std::string> out;
   flatten(j, "", out);
   return out;
@@ -187,7 +188,8 @@ TEST_CASE("every emitted option name is in the framework's names list for the ve
 TEST_CASE("the names parsers see what is there", "[exporters][names]") {
   // A name outside the list would be caught: the parsers return every option.
   CHECK(megatron_names("PLANNER_MEGATRON_ARGS=(\n  --bf16\n  --lr 0.1\n)\n") == std::vector<std::string>{"--bf16", "--lr"});
-  CHECK(deepspeed_names("// c\n{\"a\": {\"b\": 1}, \"c\": [1]}\n") == std::vector<std::string>{"a", "a.b", "c"});
+  CHECK(deepspeed_names("{\"a\": {\"b\": 1}, \"c\": [1]}\n") == std::vector<std::string>{"a", "a.b", "c"});
+  CHECK_THROWS(deepspeed_names("// c\n{\"a\": 1}\n"));
   CHECK(torchtitan_names("# x\n[job]\ndescription = \"d\"\n[parallelism]\nm = [\n  [\"a\"]\n]\n") ==
         std::vector<std::string>{"job.description", "parallelism.m"});
   CHECK(mindspore_names("ms.set_auto_parallel_context(\n    a=1,\n    b={\"c\": 1, \"d\": True}\n)\n"

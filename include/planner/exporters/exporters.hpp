@@ -3,7 +3,8 @@
 /// configuration of a training framework (docs/export.md):
 ///
 ///   Megatron-LM  command-line arguments (a shell snippet)
-///   DeepSpeed    a config JSON (DeepSpeed reads it with hjson: `//` comments allowed)
+///   DeepSpeed    a config JSON, strict (no comments: Hugging Face Trainer and
+///                Accelerate load it with Python's json.load)
 ///   torchtitan   a job-config TOML
 ///   MindSpore    a Python snippet: set_auto_parallel_context(...) and every
 ///                op's shard() strategy; optionally a JSON strategy file
@@ -13,9 +14,10 @@
 /// express (op-level sharding beyond Megatron's column/row patterns, uneven
 /// stages on a version without them, ZeRO-3 with a DeepSpeed pipeline, ...)
 /// is never dropped silently: it is returned as a warning and written as a
-/// comment in the output naming what is lost. `notes` are things the output
-/// cannot carry but the user can set by hand (model shape, data paths); they
-/// are comments too, never warnings.
+/// comment in the output naming what is lost (where the format has
+/// comments; DeepSpeed's strict JSON has none, and notes_text carries them).
+/// `notes` are things the output cannot carry but the user can set by hand
+/// (model shape, data paths); they are comments too, never warnings.
 ///
 /// Architecture invariant: exporters depend on plan and core only; they know
 /// nothing about graphs, costs or ONNX.
@@ -50,6 +52,12 @@ struct Export {
   std::string text;                   ///< the exported file
   std::vector<std::string> warnings;  ///< one line each: what the target cannot express (also comments in `text`)
   std::vector<std::string> notes;     ///< one line each: what to set by hand (also comments in `text`)
+  /// The header (planner version, source plan, model, layout, prediction),
+  /// every warning as "LOST: ..." and every note as "note: ...", one per
+  /// line, without comment markers (`planner export --notes FILE`).
+  std::string notes_text;
+  /// Whether `text` carries notes_text as comments (false for DeepSpeed).
+  bool comments_in_text = true;
   /// MindSpore only: the op strategies as JSON (planner.mindspore-strategy/v1); "" otherwise.
   std::string strategy_file;
 };
