@@ -149,6 +149,8 @@ int run_check(CheckArgs& a, const CLI::App& sub) {
                a.output.empty() ? "" : " (written to " + a.output + ")");
     fmt::print("layout       {}\n", layout_line(gated));
     fmt::print("cluster      {} x {}\n", gated.cluster.devices, gated.cluster.profile);
+    if (!*is_plan && !a.search.train.defaults_note.empty())
+      fmt::print("defaults     {}\n", a.search.train.defaults_note);
     if (baseline) fmt::print("baseline     {}: {}\n", a.baseline, layout_line(*baseline));
   }
   return report(*r, a, verbosity, mode);

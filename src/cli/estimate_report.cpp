@@ -35,6 +35,7 @@ void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
   fmt::print("layout       {}\n", estimate::describe(c));
   fmt::print("training     {}, attention {}, recompute {}, framework {}\n", ctx.train.precision, ctx.train.attention,
              ctx.train.recompute, estimate::framework_name(c.framework));
+  if (!ctx.train.defaults_note.empty()) fmt::print("defaults     {}\n", ctx.train.defaults_note);
   fmt::print("\nstep time    {}\n", ms(e.step_time));
   const Seconds T = e.step_time;
   fmt::print("  compute (forward + backward)     {:>12}  {}\n", ms(e.compute), pct(e.compute, T));
@@ -103,6 +104,7 @@ nlohmann::json estimate_json(const estimate::Estimate& e, const ReportContext& c
                  {"optimizer", std::string(cost::optimizer_name(c.optimizer))},
                  {"framework", std::string(estimate::framework_name(c.framework))}};
   j["training"] = {{"precision", ctx.train.precision}, {"attention", ctx.train.attention}, {"recompute", ctx.train.recompute}};
+  if (!ctx.train.defaults_note.empty()) j["training"]["defaults_note"] = ctx.train.defaults_note;
   j["step_time_s"] = e.step_time.value;
   nlohmann::json mp = nlohmann::json::object();
   for (const auto& [k, v] : e.model_parallel.by_kind) mp[k] = v.value;

@@ -57,6 +57,8 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
     j["format"] = "planner.search/v1";
     j["plan_file"] = out.string();
     j["layout"] = plansearch::describe(best.candidate);
+    j["training"] = {{"precision", a.search.train.precision}, {"attention", a.search.train.attention}};
+    if (!a.search.train.defaults_note.empty()) j["training"]["defaults_note"] = a.search.train.defaults_note;
     j["step_time_s"] = e.step_time.value;
     j["mfu"] = e.mfu;
     j["peak_memory_bytes"] = e.peak_stage().peak().value;
@@ -82,6 +84,7 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
   fmt::print("cluster      {} x {} ({} per node), global batch {}\n", a.search.devices, setup->profile.name,
              found->devices_per_node, found->global_batch);
   fmt::print("best layout  {}\n", plansearch::describe(best.candidate));
+  if (!a.search.train.defaults_note.empty()) fmt::print("defaults     {}\n", a.search.train.defaults_note);
   fmt::print("step time    {:.4g} s, {:.1f} model TFLOP/s per device, MFU {:.1f} %\n", e.step_time.value,
              e.model_tflops_per_device, 100 * e.mfu);
   fmt::print("memory       {:.2f} GiB of {:.2f} GiB on the fullest stage\n", e.peak_stage().peak().value / 1073741824.0,

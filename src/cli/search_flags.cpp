@@ -69,7 +69,7 @@ void SearchFlags::add_to(CLI::App& sub, bool devices_required, const std::string
   sub.add_flag("--exact", exact, "Solve every op-level sharding exactly (MILP with COIN-OR CBC)");
 }
 
-Result<SearchSetup> prepare_search(const SearchFlags& a) {
+Result<SearchSetup> prepare_search(SearchFlags& a) {
   if (a.devices < 1) return make_error("--devices must be at least 1 (got {})", a.devices);
   if (a.devices > estimate::kMaxDevices)
     return make_error("--devices {} is above the planner's limit of {} devices", a.devices, estimate::kMaxDevices);

@@ -14,8 +14,14 @@ void TrainFlags::add_to(CLI::App& app) {
   gpus_opt = app.add_option("--gpus-per-node", gpus_per_node, "Devices per node, when the cluster differs from the profile");
   inter_opt = app.add_option("--inter-node-GBps", inter_node_GBps,
                              "Total NIC bandwidth per node in GB/s (one direction), when it differs from the profile");
-  app.add_option("--precision", precision, "bf16 | fp16 | fp8 | tf32 | fp32")->capture_default_str();
-  app.add_option("--attention", attention, "flash | unfused")->capture_default_str();
+  app.add_option("--precision", precision,
+                 "bf16 | fp16 | fp8 | tf32 | fp32 | auto (bf16, else fp16, else fp32: the first the profile's device "
+                 "has a GEMM peak for)")
+      ->capture_default_str();
+  app.add_option("--attention", attention,
+                 "flash | unfused | auto (flash where the profile has a fused-attention kernel and the precision is "
+                 "16-bit or fp8)")
+      ->capture_default_str();
   recompute_opt = app.add_option("--recompute", recompute, "none | selective | full")->capture_default_str();
   app.add_option("--memory-format", memory_format,
                  "Convolution activations: nchw (PyTorch's default; tensor-core convolutions pay layout "
@@ -23,7 +29,50 @@ void TrainFlags::add_to(CLI::App& app) {
       ->capture_default_str();
 }
 
-Result<cluster::ClusterProfile> TrainFlags::load() const {
+DeviceDefaults device_defaults(const cluster::DeviceProfile& device, const std::string& precision) {
+  DeviceDefaults d{precision, "flash", "", ""};
+  if (precision == "auto") {
+    d.precision = "bf16";  // a device with no peak at all: the cost model names what is missing
+    for (const char* name : {"bf16", "fp16", "fp32"}) {
+      auto prec = cluster::parse_precision(name);
+      if (prec && device.peak(*prec).ok()) {
+        d.precision = name;
+        break;
+      }
+    }
+    if (d.precision != "bf16")
+      d.precision_note = fmt::format("precision {}: the profile's device '{}' has no {} GEMM peak", d.precision,
+                                     device.name, d.precision == "fp16" ? "bf16" : "bf16 or fp16");
+  }
+  if (!device.attention) {
+    d.attention = "unfused";
+    d.attention_note =
+        fmt::format("attention unfused: the profile's device '{}' has no fused-attention kernel", device.name);
+  } else if (d.precision == "fp32" || d.precision == "tf32") {
+    d.attention = "unfused";
+    d.attention_note = fmt::format("attention unfused: flash attention needs 16-bit or fp8, the precision is {}",
+                                   d.precision);
+  }
+  return d;
+}
+
+Result<cluster::ClusterProfile> TrainFlags::load() {
+  PLANNER_TRY(cluster::ClusterProfile p, load_overridden());
+  const DeviceDefaults d = device_defaults(p.device, precision);
+  std::string note;
+  if (precision == "auto") {
+    precision = d.precision;
+    note = d.precision_note;
+  }
+  if (attention == "auto") {
+    attention = d.attention;
+    if (!d.attention_note.empty()) note += (note.empty() ? "" : "; ") + d.attention_note;
+  }
+  defaults_note = note;
+  return p;
+}
+
+Result<cluster::ClusterProfile> TrainFlags::load_overridden() const {
   PLANNER_TRY(cluster::ClusterProfile p, cluster::load_profile(profile, cluster::default_profiles_dir(nullptr)));
   std::optional<int> g;
   std::optional<double> b;
@@ -56,7 +105,7 @@ Result<cost::PrecisionPolicy> precision_policy(const std::string& name) {
   }
   if (name == "tf32") return cost::PrecisionPolicy::uniform(cost::Precision::tf32);
   if (name == "fp32") return cost::PrecisionPolicy::uniform(cost::Precision::fp32);
-  return Error{fmt::format("--precision '{}' is not one of bf16, fp16, fp8, tf32, fp32", name)};
+  return Error{fmt::format("--precision '{}' is not one of bf16, fp16, fp8, tf32, fp32, auto", name)};
 }
 
 Result<cost::ProfileCostModel> TrainFlags::cost_model(cluster::ClusterProfile p, bool fused_kernels) const {
@@ -64,7 +113,7 @@ Result<cost::ProfileCostModel> TrainFlags::cost_model(cluster::ClusterProfile p,
   cost::AttentionMode att;
   if (attention == "flash") att = cost::AttentionMode::flash;
   else if (attention == "unfused") att = cost::AttentionMode::unfused;
-  else return Error{fmt::format("--attention '{}' is not one of flash, unfused", attention)};
+  else return Error{fmt::format("--attention '{}' is not one of flash, unfused, auto", attention)};
   cost::RecomputePolicy rc;
   if (recompute == "none") rc = cost::RecomputePolicy::none;
   else if (recompute == "selective") rc = cost::RecomputePolicy::selective;

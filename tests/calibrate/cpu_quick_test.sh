@@ -35,6 +35,28 @@ rc=$?
 cat est.txt
 grep -q '^step time' est.txt || fail "no step time"
 grep -q '^cluster      2 x ' est.txt || fail "cluster line missing"
+# The defaults follow the profile: a gpt (attention) estimated with no
+# --precision or --attention runs fp32 and unfused attention on the CPU
+# profile (no 16-bit GEMM peak, no fused-attention kernel) and says why; the
+# plan records them, and `planner run` can execute it.
+"$BIN" model gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 256 --batch 2 -o gpt.onnx >/dev/null || fail "model gpt"
+"$BIN" estimate gpt.onnx --profile ./cpu2.json --devices 2 --micro-batch 2 --global-batch 4 -o gpt.plan.json \
+  >gest.txt 2>&1
+rc=$?
+[ "$rc" = 0 ] || { cat gest.txt; fail "estimate without --attention exited $rc"; }
+grep -q '^training     fp32, attention unfused, ' gest.txt || { cat gest.txt; fail "defaults not fp32 / unfused"; }
+grep -q "^defaults     precision fp32: the profile's device '.*' has no bf16 or fp16 GEMM peak; attention unfused: the profile's device '.*' has no fused-attention kernel$" gest.txt ||
+  { cat gest.txt; fail "no defaults line"; }
+grep -q '"attention": "unfused"' gpt.plan.json || fail "plan does not record unfused attention"
+grep -q '"precision": "fp32"' gpt.plan.json || fail "plan does not record fp32"
+"$BIN" estimate gpt.onnx --profile ./cpu2.json --devices 2 --micro-batch 2 --global-batch 4 --json >gest.json 2>&1 ||
+  fail "estimate --json"
+python3 -c 'import json,sys; t=json.load(open("gest.json"))["training"]; assert t["precision"]=="fp32" and t["attention"]=="unfused" and "fused-attention" in t["defaults_note"], t' ||
+  fail "--json training defaults"
+# An explicit flag is kept, and refused when the profile cannot run it.
+"$BIN" estimate gpt.onnx --profile ./cpu2.json --devices 2 --micro-batch 2 --global-batch 4 --attention flash \
+  >flash.txt 2>&1 && fail "flash accepted on a CPU profile"
+grep -q "has no fused attention kernel" flash.txt || { cat flash.txt; fail "flash refusal"; }
 
 # An existing file is refused without --force: exit 2, one line.
 "$MPIRUN" --oversubscribe --mca btl self,vader -n 2 "$BIN" calibrate --backend cpu --quick -o cpu2.json \

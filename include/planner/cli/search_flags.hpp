@@ -60,7 +60,8 @@ struct SearchSetup {
 };
 
 /// Validates the flags that need no model and loads the profile. Errors name the flag.
-Result<SearchSetup> prepare_search(const SearchFlags& f);
+/// Resolves the "auto" precision and attention of f.train for the profile.
+Result<SearchSetup> prepare_search(SearchFlags& f);
 
 /// The search's result: the best layout as a validated plan, and the figures
 /// the summaries print.

@@ -20,8 +20,15 @@ struct TrainFlags {
   std::string profile = "a100-sxm4-80gb";
   int gpus_per_node = 0;        ///< 0 = the profile's
   double inter_node_GBps = 0;   ///< 0 = the profile's
-  std::string precision = "bf16";
-  std::string attention = "flash";
+  /// "auto" (the default) resolves from the profile's device in load():
+  /// precision bf16, else fp16, else fp32 (the first the device has a GEMM
+  /// peak for); attention flash where the device has a fused-attention
+  /// kernel and the attention runs in 16 bits or fp8, unfused otherwise.
+  std::string precision = "auto";
+  std::string attention = "auto";
+  /// Why "auto" chose what it did, where that is not bf16 / flash (a CPU or
+  /// V100 profile); empty otherwise. Printed beside the training settings.
+  std::string defaults_note;
   std::string recompute = "none";
   std::string memory_format = "nchw";  ///< convolution activations: nchw | nhwc (channels_last)
   CLI::Option* profile_opt = nullptr;
@@ -32,8 +39,12 @@ struct TrainFlags {
   bool force_gpus = false, force_inter = false;
 
   void add_to(CLI::App& app);
-  /// The profile with its overrides applied. Errors name the flag or file.
-  Result<cluster::ClusterProfile> load() const;
+  /// The profile with its overrides applied; "auto" precision and attention
+  /// resolved for its device (defaults_note says why, when not bf16/flash).
+  /// Errors name the flag or file.
+  Result<cluster::ClusterProfile> load();
+  /// The profile with its overrides applied, nothing resolved.
+  Result<cluster::ClusterProfile> load_overridden() const;
   /// The cost model for `profile` under the precision, attention and
   /// recompute flags; `fused_kernels`: the framework fuses elementwise chains.
   Result<cost::ProfileCostModel> cost_model(cluster::ClusterProfile profile, bool fused_kernels = false) const;
@@ -47,5 +58,13 @@ estimate::ShardingSolver milp_solver();
 /// and loss in fp32), fp8 (GEMMs in fp8, the rest bf16, as Transformer
 /// Engine runs), tf32 / fp32 uniform.
 Result<cost::PrecisionPolicy> precision_policy(const std::string& name);
+
+/// The default precision and attention of a device (the "auto" of
+/// --precision and --attention), and why when they are not bf16 and flash.
+struct DeviceDefaults {
+  std::string precision, attention;
+  std::string precision_note, attention_note;  ///< why, when not bf16 / flash
+};
+DeviceDefaults device_defaults(const cluster::DeviceProfile& device, const std::string& precision);
 
 }  // namespace planner::cli
