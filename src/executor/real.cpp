@@ -745,7 +745,9 @@ Result<RealResult> run_real(const plan::Plan& p, const RankProgram& prog, const 
     }
     float verdict = 0;
     if (rank == 0) {
-      PLANNER_TRY(auto r, ref->step());
+      // The reference's step from the run's weights, its optimizer on the
+      // run's gradients; then the next step starts from the run's weights.
+      PLANNER_TRY(auto r, ref->step(by_name(micro_graph, stage_params, stage_grad)));
       CheckedStep cs;
       const std::string failure =
           compare_step(p, micro_graph, stage_params, stage_grad, stage_w, r, step, out.losses.back(), opts.tolerance, cs);
@@ -753,6 +755,8 @@ Result<RealResult> run_real(const plan::Plan& p, const RankProgram& prog, const 
       if (!failure.empty()) {
         out.check_failure = failure;
         verdict = 1;
+      } else {
+        PLANNER_TRY_STATUS(ref->sync(by_name(micro_graph, stage_params, stage_w)));
       }
     }
     PLANNER_TRY_STATUS(world.broadcast(&verdict, 1, runtime::DType::f32, 0));

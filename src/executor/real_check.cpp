@@ -14,7 +14,7 @@ namespace planner::executor::real_detail {
 using graph::TensorId;
 using runtime_cpu::Tensor;
 
-Result<Reference::Step> Reference::step() {
+Result<Reference::Step> Reference::step(const Named& run_gradients) {
   const int dp = p_.layout.dp;
   const auto M = p_.training.micro_batches;
   Step out;
@@ -42,11 +42,38 @@ Result<Reference::Step> Reference::step() {
   const float scale = 1.0f / static_cast<float>(static_cast<std::int64_t>(dp) * M);
   for (auto& [name, gr] : out.gradients) {
     for (auto& x : gr.data) x *= scale;
-    Tensor* w = it_.parameter(name);
-    optimizer_step(opt_, w->span(), gr.span(), state_[name]);
-    out.weights.emplace(name, *w);
+    const auto run = run_gradients.find(name);
+    if (run == run_gradients.end() || run->second.size() != gr.data.size())
+      return Error{fmt::format("--check: the run reported no gradient of '{}' of {} elements", name, gr.size())};
+    Tensor w = *it_.parameter(name);
+    optimizer_step(opt_, w.span(), run->second, state_[name]);
+    out.weights.emplace(name, std::move(w));
   }
   out.loss = loss / static_cast<double>(static_cast<std::int64_t>(dp) * M);
+  return out;
+}
+
+Status Reference::sync(const Named& weights) {
+  for (const auto& [name, values] : weights) {
+    Tensor* w = it_.parameter(name);
+    if (w == nullptr || w->data.size() != values.size())
+      return Error{fmt::format("--check: the reference has no parameter '{}' of {} elements", name, values.size())};
+    std::copy(values.begin(), values.end(), w->data.begin());
+  }
+  return Status::success();
+}
+
+Reference::Named by_name(const graph::OpGraph& g, const std::vector<std::vector<graph::TensorId>>& stage_params,
+                         const std::vector<std::vector<float>>& stage_flat) {
+  Reference::Named out;
+  for (std::size_t s = 0; s < stage_params.size(); ++s) {
+    std::size_t off = 0;
+    for (auto id : stage_params[s]) {
+      const auto n = static_cast<std::size_t>(g.tensor(id).numel());
+      if (off + n <= stage_flat[s].size()) out.emplace(g.tensor(id).name, std::span<const float>(stage_flat[s]).subspan(off, n));
+      off += n;
+    }
+  }
   return out;
 }
 

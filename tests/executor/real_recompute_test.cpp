@@ -211,8 +211,7 @@ TEST_CASE("cp views of the tiny GPT: the sequence split, K^T and V gathered", "[
     if (a.name == "dp") a.size = 1;
     if (a.name == "cp") a.size = 2;
   }
-  p.training.optimizer.name = "sgd";
-  RealOptions o;
+  RealOptions o;  // the plan's AdamW
   o.steps = 1;
   o.warmup = 0;
   o.check = true;

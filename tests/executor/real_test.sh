@@ -29,9 +29,9 @@ count() {  # name n regex: lines matching regex
 est() { local m=$1 o=$2; shift 2; "$bin" estimate "$m.onnx" --profile a100-sxm4-80gb --micro-batch 2 "$@" -o "$o.json" >/dev/null || exit 1; }
 # global batch = micro-batch 2 x dp x micro-batches
 est mlp mlp_dp2 --devices 2 --global-batch 8
-est mlp mlp_dp2_z1 --devices 2 --global-batch 8 --zero 1 --optimizer sgd
+est mlp mlp_dp2_z1 --devices 2 --global-batch 8 --zero 1
 est mlp mlp_dp2_z2 --devices 2 --global-batch 8 --zero 2
-est mlp mlp_dp2_z3 --devices 2 --global-batch 8 --zero 3 --optimizer sgd-plain
+est mlp mlp_dp2_z3 --devices 2 --global-batch 8 --zero 3
 est mlp mlp_pp2 --devices 2 --pp 2 --global-batch 8
 est mlp mlp_pp2_gpipe --devices 2 --pp 2 --global-batch 8 --schedule gpipe
 est mlp mlp_dp4_z3 --devices 4 --global-batch 8 --zero 3
@@ -40,7 +40,7 @@ est gpt gpt_dp2 --devices 2 --global-batch 8
 est gpt gpt_dp2_z3 --devices 2 --global-batch 8 --zero 3
 est gpt gpt_dp2_do --devices 2 --global-batch 8 --distributed-optimizer
 est gpt gpt_pp2 --devices 2 --pp 2 --global-batch 8
-est gpt gpt_pp2_gpipe --devices 2 --pp 2 --global-batch 8 --schedule gpipe --optimizer sgd
+est gpt gpt_pp2_gpipe --devices 2 --pp 2 --global-batch 8 --schedule gpipe
 est gpt gpt_pp2_vp2 --devices 2 --pp 2 --vp 2 --schedule interleaved --global-batch 8
 est gpt gpt_dp2_pp2_z2 --devices 4 --pp 2 --global-batch 8 --zero 2 --schedule gpipe
 est gpt gpt_dp2_pp2_z3 --devices 4 --pp 2 --global-batch 8 --zero 3
@@ -49,32 +49,32 @@ est gpt gpt_tp2 --devices 2 --tp 2 --global-batch 4
 # (megatron.hints), the mlp's Gemms column-parallel with all-gathers between
 # them; a hidden-split token embedding (tp:h) with a column-parallel head
 # all-gathered before the loss; the embedding, head and loss all
-# vocabulary-parallel (tp:v, tp:n, tp:c). The gpt and llama plans train with
-# SGD: Adam's first step is about lr x sign(gradient), so a gradient element
-# near its rounding noise (the attention key bias, whose true gradient is 0)
-# is stepped by up to lr in a direction the summation order decides
-# (docs/executor.md).
+# vocabulary-parallel (tp:v, tp:n, tp:c). Every plan trains with the default
+# optimizer, AdamW, as users run it: --check compares each step's gradients
+# from the run's own weights and the update of the reference optimizer on the
+# run's gradients (docs/executor.md), so Adam's m / sqrt(v) does not turn a
+# gradient's rounding noise into a failure; SGD keeps two cases of its own.
 printf 'layers.*/fc/Gemm tp:n\n' > mlp_tp.hints
 meg=$here/data/megatron.hints
 { cat "$meg"; echo "lm_head/MatMul tp:n"; echo "embed/tokens/Gather tp:h"; } > gpt_tp_head.hints
 { cat "$meg"; echo "embed/tokens/Gather tp:v"; echo "lm_head/MatMul tp:n"; echo "loss/logits/Reshape tp:g2"
   echo "loss/SoftmaxCrossEntropyLoss tp:c"; } > gpt_tp_vocab.hints
 est mlp mlp_tp2 --devices 2 --tp 2 --global-batch 8 --hints mlp_tp.hints
-est gpt gpt_tp2_meg --devices 2 --tp 2 --global-batch 8 --hints "$meg" --optimizer sgd
-est gpt gpt_tp2_head --devices 2 --tp 2 --global-batch 8 --hints gpt_tp_head.hints --optimizer sgd
-est gpt gpt_tp2_dp2 --devices 4 --tp 2 --global-batch 8 --hints "$meg" --optimizer sgd
-est gpt gpt_tp2_pp2 --devices 4 --tp 2 --pp 2 --global-batch 8 --hints "$meg" --optimizer sgd
-est gpt gpt_tp2_pp2_gpipe --devices 4 --tp 2 --pp 2 --global-batch 8 --hints "$meg" --optimizer sgd --schedule gpipe
-est gpt gpt_tp2_dp2_z1 --devices 4 --tp 2 --global-batch 8 --hints "$meg" --optimizer sgd --zero 1
+est gpt gpt_tp2_meg --devices 2 --tp 2 --global-batch 8 --hints "$meg"
+est gpt gpt_tp2_head --devices 2 --tp 2 --global-batch 8 --hints gpt_tp_head.hints
+est gpt gpt_tp2_dp2 --devices 4 --tp 2 --global-batch 8 --hints "$meg"
+est gpt gpt_tp2_pp2 --devices 4 --tp 2 --pp 2 --global-batch 8 --hints "$meg"
+est gpt gpt_tp2_pp2_gpipe --devices 4 --tp 2 --pp 2 --global-batch 8 --hints "$meg" --schedule gpipe
+est gpt gpt_tp2_dp2_z1 --devices 4 --tp 2 --global-batch 8 --hints "$meg" --zero 1
 est mlp mlp_tp2_dp2_do --devices 4 --tp 2 --global-batch 8 --hints mlp_tp.hints --distributed-optimizer
-est gpt gpt_tp2_vocab --devices 2 --tp 2 --global-batch 8 --hints gpt_tp_vocab.hints --optimizer sgd
+est gpt gpt_tp2_vocab --devices 2 --tp 2 --global-batch 8 --hints gpt_tp_vocab.hints
 printf '%s\n' "layers.*/attn/q/MatMul tp:n" "layers.*/attn/k/MatMul tp:n" "layers.*/attn/v/MatMul tp:n" \
   "layers.*/attn/o/MatMul tp:k" "layers.*/mlp/gate/MatMul tp:n" "layers.*/mlp/up/MatMul tp:n" \
   "layers.*/mlp/down/MatMul tp:k" > llama_tp.hints
-est gpt gpt_tp2_sp --devices 2 --tp 2 --global-batch 8 --hints "$meg" --sp --optimizer sgd
-est gpt gpt_tp2_pp2_sp --devices 4 --tp 2 --pp 2 --global-batch 8 --hints gpt_tp_vocab.hints --sp --optimizer sgd
+est gpt gpt_tp2_sp --devices 2 --tp 2 --global-batch 8 --hints "$meg" --sp
+est gpt gpt_tp2_pp2_sp --devices 4 --tp 2 --pp 2 --global-batch 8 --hints gpt_tp_vocab.hints --sp
 est gpt gpt_tp2_pp2_vp2_sp --devices 4 --tp 2 --pp 2 --vp 2 --schedule interleaved --global-batch 8 \
-  --hints gpt_tp_vocab.hints --sp --optimizer sgd
+  --hints gpt_tp_vocab.hints --sp
 # A strategy no kernel runs on shares: layer 0's ln1 split along the hidden
 # axis it normalises (the plan edited by hand).
 python3 - <<'PY' || exit 1
@@ -91,8 +91,8 @@ est llama llama_pp2 --devices 2 --pp 2 --global-batch 8
 est bert bert_dp2_z1 --devices 2 --global-batch 8 --zero 1
 # llama (RMSNorm, RoPE's slices and concat on head-split q and k, SwiGLU):
 # Megatron's pairs, with and without sequence parallelism.
-est llama llama_tp2 --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints --optimizer sgd
-est llama llama_tp2_sp --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints --sp --optimizer sgd
+est llama llama_tp2 --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints
+est llama llama_tp2_sp --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints --sp
 # Recomputation (training.recompute): full recomputes every op of a layer,
 # selective the attention core, as the cost model prices them
 # (cost::recomputed); with tp the recomputed forward repeats its collectives.
@@ -102,10 +102,10 @@ est gpt gpt_pp2_sel --devices 2 --pp 2 --global-batch 8 --recompute selective
 est gpt gpt_dp2_z3_full --devices 2 --global-batch 8 --zero 3 --recompute full
 est gpt gpt_pp2_vp2_full --devices 2 --pp 2 --vp 2 --schedule interleaved --global-batch 8 --recompute full
 est gpt gpt_dp2_pp2_full --devices 4 --pp 2 --global-batch 8 --recompute full --schedule gpipe
-est gpt gpt_tp2_meg_full --devices 2 --tp 2 --global-batch 8 --hints "$meg" --optimizer sgd --recompute full
-est gpt gpt_tp2_sp_sel --devices 2 --tp 2 --global-batch 8 --hints "$meg" --sp --optimizer sgd --recompute selective
-est gpt gpt_tp2_pp2_sel --devices 4 --tp 2 --pp 2 --global-batch 8 --hints "$meg" --optimizer sgd --recompute selective
-est llama llama_tp2_full --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints --optimizer sgd --recompute full
+est gpt gpt_tp2_meg_full --devices 2 --tp 2 --global-batch 8 --hints "$meg" --recompute full
+est gpt gpt_tp2_sp_sel --devices 2 --tp 2 --global-batch 8 --hints "$meg" --sp --recompute selective
+est gpt gpt_tp2_pp2_sel --devices 4 --tp 2 --pp 2 --global-batch 8 --hints "$meg" --recompute selective
+est llama llama_tp2_full --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints --recompute full
 # Tensor parallelism of degree 4: a gpt of 4 heads (d 8) and llamas with
 # grouped-query attention (8 heads on 4 kv heads, 4 heads on 2: the kv heads
 # split over tp, repeated by Expand on each rank's share), alone and with dp
@@ -115,12 +115,12 @@ est llama llama_tp2_full --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hi
   >/dev/null || exit 1
 "$bin" model llama --layers 4 --hidden 32 --heads 4 --kv-heads 2 --seq 8 --vocab 64 --batch 2 -o llama_kv2.onnx \
   >/dev/null || exit 1
-est gpt4h gpt_tp4_meg --devices 4 --tp 4 --global-batch 8 --hints "$meg" --optimizer sgd
-est gpt4h gpt_tp4_vocab_sp --devices 4 --tp 4 --global-batch 8 --hints gpt_tp_vocab.hints --sp --optimizer sgd
-est llama_kv4 llama_kv4_tp4 --devices 4 --tp 4 --global-batch 8 --hints llama_tp.hints --optimizer sgd
-est llama_kv2 llama_kv2_tp2 --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints --optimizer sgd
-est gpt4h gpt_tp4_dp2_full --devices 8 --tp 4 --global-batch 8 --hints "$meg" --optimizer sgd --recompute full
-est gpt4h gpt_tp4_pp2_sel --devices 8 --tp 4 --pp 2 --global-batch 8 --hints gpt_tp_vocab.hints --sp --optimizer sgd \
+est gpt4h gpt_tp4_meg --devices 4 --tp 4 --global-batch 8 --hints "$meg"
+est gpt4h gpt_tp4_vocab_sp --devices 4 --tp 4 --global-batch 8 --hints gpt_tp_vocab.hints --sp
+est llama_kv4 llama_kv4_tp4 --devices 4 --tp 4 --global-batch 8 --hints llama_tp.hints
+est llama_kv2 llama_kv2_tp2 --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints
+est gpt4h gpt_tp4_dp2_full --devices 8 --tp 4 --global-batch 8 --hints "$meg" --recompute full
+est gpt4h gpt_tp4_pp2_sel --devices 8 --tp 4 --pp 2 --global-batch 8 --hints gpt_tp_vocab.hints --sp \
   --recompute selective
 
 # The tp axis splitting the batch (layout.tp_splits_batch, --tp-any): Wide &
@@ -140,10 +140,10 @@ for t in v h; do
 done
 estw() { local o=$1; shift; "$bin" estimate wd.onnx --profile a100-sxm4-80gb --micro-batch 4 --tp-any "$@" -o "$o.json" \
   >/dev/null || exit 1; }
-estw wd_row --devices 2 --tp 2 --global-batch 8 --hints wd_v.hints --optimizer sgd
-estw wd_col --devices 2 --tp 2 --global-batch 8 --hints wd_h.hints --optimizer sgd
-estw wd_col_dp2 --devices 4 --tp 2 --global-batch 16 --hints wd_h.hints --optimizer sgd
-estw wd_row_tp4 --devices 4 --tp 4 --global-batch 8 --hints wd_v.hints --optimizer sgd
+estw wd_row --devices 2 --tp 2 --global-batch 8 --hints wd_v.hints
+estw wd_col --devices 2 --tp 2 --global-batch 8 --hints wd_h.hints
+estw wd_col_dp2 --devices 4 --tp 2 --global-batch 16 --hints wd_h.hints
+estw wd_row_tp4 --devices 4 --tp 4 --global-batch 8 --hints wd_v.hints
 estw wd_tp2 --devices 2 --tp 2 --global-batch 8
 python3 - <<'PY' || exit 1
 import json
@@ -170,13 +170,21 @@ PY
 # on, K^T and V all-gathered for the attention core, the logits gathered
 # before the loss; with dp (ZeRO 1), pp, and cp 4 (sequence 8 / 4) with full
 # recompute (the same 496 ops, counted once per cp group).
-est gpt gpt_cp2 --devices 2 --cp 2 --global-batch 8 --optimizer sgd
-est llama llama_cp2 --devices 2 --cp 2 --global-batch 8 --optimizer sgd
-est gpt gpt_cp2_dp2_z1 --devices 4 --cp 2 --global-batch 8 --optimizer sgd --zero 1
-est gpt gpt_cp2_pp2 --devices 4 --cp 2 --pp 2 --global-batch 8 --optimizer sgd
-est gpt gpt_cp4_full --devices 4 --cp 4 --global-batch 8 --optimizer sgd --recompute full
-est gpt gpt_cp2_tp2 --devices 4 --cp 2 --tp 2 --global-batch 8 --optimizer sgd
+est gpt gpt_cp2 --devices 2 --cp 2 --global-batch 8
+est llama llama_cp2 --devices 2 --cp 2 --global-batch 8
+est gpt gpt_cp2_dp2_z1 --devices 4 --cp 2 --global-batch 8 --zero 1
+est gpt gpt_cp2_pp2 --devices 4 --cp 2 --pp 2 --global-batch 8
+est gpt gpt_cp4_full --devices 4 --cp 4 --global-batch 8 --recompute full
+est gpt gpt_cp2_tp2 --devices 4 --cp 2 --tp 2 --global-batch 8
 est mlp mlp_cp2 --devices 2 --cp 2 --global-batch 8
+# SGD (momentum) and plain SGD keep a tp and a ZeRO-3 case.
+est gpt gpt_tp2_meg_sgd --devices 2 --tp 2 --global-batch 8 --hints "$meg" --optimizer sgd
+est mlp mlp_dp2_z3_sgd --devices 2 --global-batch 8 --zero 3 --optimizer sgd-plain
+# First real use (issue: --check failed with Adam): a gpt with weights,
+# hidden 128, written by estimate with default settings but the layout.
+"$bin" model gpt --layers 2 --hidden 128 --heads 4 --seq 64 --vocab 512 --with-weights -o gptw.onnx >/dev/null || exit 1
+"$bin" estimate gptw.onnx --profile a100-sxm4-80gb --devices 2 --tp 2 --pp 1 --dp 1 --micro-batch 4 --global-batch 8 \
+  --precision fp32 --attention unfused -o gptw_tp2.json >/dev/null || exit 1
 
 # Healthy runs: --check passes at each of the 3 checked steps.
 for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2 mlp_pp2_gpipe" "4 mlp_dp4_z3" \
@@ -187,7 +195,8 @@ for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2
          "4 gpt_dp2_pp2_full" "2 gpt_tp2_meg_full" "2 gpt_tp2_sp_sel" "4 gpt_tp2_pp2_sel" "2 llama_tp2_full" \
          "4 gpt_tp4_meg" "4 gpt_tp4_vocab_sp" "4 llama_kv4_tp4" "2 llama_kv2_tp2" "8 gpt_tp4_dp2_full" "8 gpt_tp4_pp2_sel" \
          "2 wd_row" "2 wd_col" "4 wd_col_dp2" "4 wd_row_tp4" "2 wd_tp2" \
-         "2 gpt_cp2" "2 llama_cp2" "4 gpt_cp2_dp2_z1" "4 gpt_cp2_pp2" "4 gpt_cp4_full"; do
+         "2 gpt_cp2" "2 llama_cp2" "4 gpt_cp2_dp2_z1" "4 gpt_cp2_pp2" "4 gpt_cp4_full" \
+         "2 gpt_tp2_meg_sgd" "2 mlp_dp2_z3_sgd" "2 gptw_tp2"; do
   set -- $c
   expect "check $2 on $1 ranks" 0 mpi "$1" run "$2.json" --check --steps 3 --warmup 1 --timeout 60 -o "m_$2.json" &&
     contains "$2" "planner run: mode real, $2.json ($1 ranks" &&
