@@ -32,6 +32,28 @@
 # PLANNER_VALIDATE_BACKEND=cpu runs the same steps on the CPU (default preset,
 # --backend cpu, quick sweep, smaller models, fp32): a dry run of this script
 # on a machine without a GPU; its figures are not GPU figures.
+#
+# For a short lease on a GPU machine (each variable optional; unset, the
+# script behaves as described above):
+#   PLANNER_VALIDATE_KEEP_GOING=1   a failed step is recorded and the script
+#       goes on with the steps that do not need it; exit 1 at the end if any
+#       step failed
+#   PLANNER_VALIDATE_STEPS="tests check calibrate replay cli"   the order of
+#       steps 3-6 (tests: the [gpu] unit tests; cli: the gpu_cli ctest;
+#       calibrate: 4; check: 5; replay: 6); default "tests cli calibrate check
+#       replay". Before (or without) a calibration, 5 and 6 plan with
+#       PLANNER_VALIDATE_FALLBACK_PROFILE (default
+#       cost_profiles/h200-sxm-141gb.json)
+#   PLANNER_VALIDATE_DEADLINE_S=N   every step's time limit is cut to what is
+#       left of N seconds from the start; a step with under 10 s left is skipped
+#   PLANNER_VALIDATE_LIMIT_{TESTS,CLI,CALIBRATE,MODEL,ESTIMATE,CHECK,REPLAY,COMPARE}
+#       one step's limit in seconds (defaults 300 300 300 120 120 300 180 60)
+#   PLANNER_VALIDATE_TESTS_SPLIT=1  the [gpu] tests one test file at a time
+#       (tag [#<file>]), each with its own limit, so one hang loses one file
+#   PLANNER_VALIDATE_QUICK_FALLBACK=1   a failed full calibration is followed
+#       by `calibrate --quick` (profile h200-quick.json)
+# Each step's status (ok, failed, timeout, skipped), seconds and exit code go
+# to $OUT/steps.tsv.
 set -uo pipefail
 
 BACKEND=${PLANNER_VALIDATE_BACKEND:-cuda}
@@ -45,20 +67,52 @@ ROOT=$(pwd)
 }
 exec > >(tee -a "$OUT/gpu-validate.log") 2>&1
 T0=$(date +%s)
+KEEP_GOING=${PLANNER_VALIDATE_KEEP_GOING:-0}
+DEADLINE=${PLANNER_VALIDATE_DEADLINE_S:-0}
+FAILED=()
 step() { echo "[gpu-validate +$(($(date +%s) - T0))s] $*"; }
 die() {
   step "FAILED: $*"
   exit 1
 }
+# fail MSG: die, or with PLANNER_VALIDATE_KEEP_GOING=1 note MSG and return 1.
+fail() {
+  [ "$KEEP_GOING" = 1 ] || die "$@"
+  step "FAILED (going on): $*"
+  FAILED+=("$*")
+  return 1
+}
+# lim KIND DEFAULT: PLANNER_VALIDATE_LIMIT_<KIND>, else DEFAULT.
+lim() {
+  local v="PLANNER_VALIDATE_LIMIT_$1"
+  echo "${!v:-$2}"
+}
+printf 'step\tstatus\tseconds\trc\n' >"$OUT/steps.tsv"
+record() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$OUT/steps.tsv"; }
 # run NAME LIMIT_S CMD...: runs CMD with a time limit, output to $OUT/NAME.{out,err}.
 run() {
   local name=$1 limit=$2
   shift 2
+  if [ "$DEADLINE" -gt 0 ]; then
+    local left=$((DEADLINE - ($(date +%s) - T0)))
+    if [ "$left" -lt 10 ]; then
+      step "$name: skipped, ${left} s left of PLANNER_VALIDATE_DEADLINE_S=$DEADLINE"
+      record "$name" skipped 0 -
+      return 124
+    fi
+    [ "$limit" -le "$left" ] || limit=$left
+  fi
   step "$name: $*"
-  timeout "$limit" "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+  local t
+  t=$(date +%s)
+  timeout -k 10 "$limit" "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
   local rc=$?
+  local st=ok
+  [ "$rc" = 0 ] || st=failed
+  [ "$rc" = 124 ] || [ "$rc" = 137 ] && st=timeout
+  record "$name" "$st" "$(($(date +%s) - t))" "$rc"
   tail -n 25 "$OUT/$name.out"
-  [ "$rc" = 0 ] || { tail -n 25 "$OUT/$name.err"; step "$name exited $rc"; }
+  [ "$rc" = 0 ] || { tail -n 25 "$OUT/$name.err"; step "$name exited $rc${st/#failed/}"; }
   return "$rc"
 }
 
@@ -133,38 +187,96 @@ fi
 BIN=$BUILD/planner
 
 # 3. The [gpu] unit tests.
-if [ "$BACKEND" = cuda ]; then
-  run gpu-tests 300 "$BUILD/tests/runtime_cuda_test" "[gpu]" || die "[gpu] tests (see $OUT/gpu-tests.out)"
+phase_tests() {
+  [ "$BACKEND" = cuda ] || return 0
+  local T=$BUILD/tests/runtime_cuda_test
+  if [ "${PLANNER_VALIDATE_TESTS_SPLIT:-0}" = 1 ]; then
+    # One run per test file (Catch2's -# tags), so a hang or crash costs one file.
+    local files
+    files=$("$T" -# --list-tags "[gpu]" 2>/dev/null | grep -o '\[#[A-Za-z0-9_]*\]' | tr -d '[]#' | sort -u)
+    [ -n "$files" ] || files=$(find tests/runtime_cuda -maxdepth 1 -name '*_test.cpp' -printf '%f\n' |
+      sed 's|\.cpp$||' | grep -v -E '^(kernel_math|gpu_emulated)_test$' | sort)
+    step "[gpu] tests by file: $(echo "$files" | tr '\n' ' ')"
+    local f
+    for f in $files; do
+      run "gpu-tests-$f" "$(lim TESTS 300)" "$T" -# "[#$f][gpu]" --durations yes ||
+        fail "[gpu] tests of $f (see $OUT/gpu-tests-$f.out)" || continue
+      no_gpu_skip "gpu-tests-$f" || :
+    done
+  else
+    run gpu-tests "$(lim TESTS 300)" "$T" "[gpu]" || fail "[gpu] tests (see $OUT/gpu-tests.out)" || return 1
+    no_gpu_skip gpu-tests
+  fi
+}
+# The [gpu] tests pass, skipped, where CUDA finds no device: not a pass here.
+no_gpu_skip() {
+  grep -q "no GPU: skipped" "$OUT/$1.out" || return 0
+  record "$1:no-gpu-skipped" failed 0 -
+  fail "$1: CUDA found no GPU (cudaGetDeviceCount), the tests skipped themselves (see $OUT/$1.out)"
+}
+phase_cli() {
+  [ "$BACKEND" = cuda ] || return 0
   # The CLI's CUDA backends end to end (quick calibration, replay, compare).
-  run gpu-cli 300 bash tests/runtime_cuda/gpu_cli_test.sh "$BIN" || die "gpu_cli (see $OUT/gpu-cli.out)"
-fi
+  run gpu-cli "$(lim CLI 300)" bash tests/runtime_cuda/gpu_cli_test.sh "$BIN" || fail "gpu_cli (see $OUT/gpu-cli.out)"
+}
 
 # 4. Calibration.
 PROFILE=$OUT/h200.json
 if [ "$BACKEND" = cuda ]; then
-  run calibrate 300 "$BIN" calibrate --backend cuda -o "$PROFILE" --force || die "calibrate"
   PRECISIONS=(bf16 bf16 tf32)
 else
   PROFILE=$OUT/cpu-dry-run.json
-  run calibrate 300 "$BIN" calibrate --backend cpu --quick -o "$PROFILE" --force || die "calibrate"
   PRECISIONS=(fp32 fp32 fp32)
 fi
+FALLBACK_PROFILE=${PLANNER_VALIDATE_FALLBACK_PROFILE:-$ROOT/cost_profiles/h200-sxm-141gb.json}
+CALIBRATED=  # the profile calibrate wrote, once it has
+phase_calibrate() {
+  local quick_flag=()
+  [ "$BACKEND" = cuda ] || quick_flag=(--quick)
+  rm -f "$PROFILE"
+  if run calibrate "$(lim CALIBRATE 300)" "$BIN" calibrate --backend "$BACKEND" "${quick_flag[@]}" -o "$PROFILE" --force &&
+    [ -s "$PROFILE" ]; then
+    CALIBRATED=$PROFILE
+    return 0
+  fi
+  fail "calibrate" || :
+  if [ "${PLANNER_VALIDATE_QUICK_FALLBACK:-0}" = 1 ]; then
+    local quick=$OUT/${BACKEND/cuda/h200}-quick.json
+    run calibrate-quick "$(lim CALIBRATE 300)" "$BIN" calibrate --backend "$BACKEND" --quick -o "$quick" --force &&
+      [ -s "$quick" ] && { CALIBRATED=$quick; step "planning with the quick calibration $quick"; return 0; }
+    fail "calibrate --quick" || :
+  fi
+  return 1
+}
+# plan_profile: the calibrated profile, else the fallback (said once per use).
+plan_profile() {
+  if [ -n "$CALIBRATED" ]; then echo "$CALIBRATED"; else echo "$FALLBACK_PROFILE"; fi
+}
 
 # 5. The real mode on one GPU against the CPU interpreter (--check).
 CHECKS=()
-for prec in fp32 bf16; do
-  name=check-gpt-$prec
-  run "model-$name" 120 "$BIN" model gpt --layers 2 --hidden 256 --heads 4 --seq 128 --vocab 1024 --batch 4 \
-    -o "$OUT/$name.onnx" --force || die "model for $name"
-  run "estimate-$name" 120 "$BIN" estimate "$OUT/$name.onnx" --profile "$PROFILE" --devices 1 --micro-batch 4 \
-    --global-batch 4 --precision "$prec" --attention unfused -o "$OUT/plan-$name.json" --force || die "estimate $name"
-  run "run-$name" 300 "$BIN" run "$OUT/plan-$name.json" --backend "$BACKEND" --check --steps 3 --warmup 1 \
-    -o "$OUT/measured-$name.json" --force || die "$name: planner run --backend $BACKEND --check (see $OUT/run-$name.out/.err)"
-  grep -q "^check step 3: " "$OUT/run-$name.out" || die "$name: no check line for step 3"
-  rm -f "$OUT/$name.onnx"
-  CHECKS+=("$name")
-  [ "$BACKEND" = cuda ] || break  # the CPU real mode is fp32 only
-done
+phase_check() {
+  local prof prec name
+  prof=$(plan_profile)
+  [ -n "$CALIBRATED" ] || step "check: no calibrated profile (yet), planning with $prof"
+  for prec in fp32 bf16; do
+    name=check-gpt-$prec
+    check_one "$prof" "$prec" "$name" && CHECKS+=("$name")
+    rm -f "$OUT/$name.onnx"
+    [ "$BACKEND" = cuda ] || break  # the CPU real mode is fp32 only
+  done
+}
+check_one() {
+  local prof=$1 prec=$2 name=$3
+  run "model-$name" "$(lim MODEL 120)" "$BIN" model gpt --layers 2 --hidden 256 --heads 4 --seq 128 --vocab 1024 --batch 4 \
+    -o "$OUT/$name.onnx" --force || { fail "model for $name"; return 1; }
+  run "estimate-$name" "$(lim ESTIMATE 120)" "$BIN" estimate "$OUT/$name.onnx" --profile "$prof" --devices 1 --micro-batch 4 \
+    --global-batch 4 --precision "$prec" --attention unfused -o "$OUT/plan-$name.json" --force || { fail "estimate $name"; return 1; }
+  run "run-$name" "$(lim CHECK 300)" "$BIN" run "$OUT/plan-$name.json" --backend "$BACKEND" --check --steps 3 --warmup 1 \
+    -o "$OUT/measured-$name.json" --force ||
+    { fail "$name: planner run --backend $BACKEND --check (see $OUT/run-$name.out/.err)"; return 1; }
+  grep -q "^check step 3: " "$OUT/run-$name.out" || { fail "$name: no check line for step 3"; return 1; }
+}
 
 # 6. Predicted against measured, one GPU. name: planner model gpt flags; micro-batch.
 if [ "$BACKEND" = cuda ]; then
@@ -179,50 +291,79 @@ else
   STEPS=(--steps 3 --warmup 1)
 fi
 RUNS=()
-for i in "${!MODELS[@]}"; do
-  IFS='|' read -r name flags mb <<<"${MODELS[$i]}"
-  prec=${PRECISIONS[$i]}
+PLANNED_WITH=
+phase_replay() {
+  local i name flags mb prec prof
+  prof=$(plan_profile)
+  PLANNED_WITH=$prof
+  [ -n "$CALIBRATED" ] || step "replay: no calibrated profile, predicting with $prof"
+  for i in "${!MODELS[@]}"; do
+    IFS='|' read -r name flags mb <<<"${MODELS[$i]}"
+    prec=${PRECISIONS[$i]}
+    replay_one "$prof" "$name" "$flags" "$mb" "$prec" && RUNS+=("$name|$prec|$mb|$flags")
+    rm -f "$OUT/$name.onnx"  # shapes only, rebuilt by the same command; keeps $OUT small
+  done
+  [ "${#RUNS[@]}" -gt 0 ] || fail "no model ran end to end"
+}
+replay_one() {
+  local prof=$1 name=$2 flags=$3 mb=$4 prec=$5
   # shellcheck disable=SC2086
-  run "model-$name" 120 "$BIN" model gpt $flags --batch "$mb" -o "$OUT/$name.onnx" --force || die "model $name"
-  run "estimate-$name" 120 "$BIN" estimate "$OUT/$name.onnx" --profile "$PROFILE" --devices 1 \
+  run "model-$name" "$(lim MODEL 120)" "$BIN" model gpt $flags --batch "$mb" -o "$OUT/$name.onnx" --force ||
+    { fail "model $name"; return 1; }
+  run "estimate-$name" "$(lim ESTIMATE 120)" "$BIN" estimate "$OUT/$name.onnx" --profile "$prof" --devices 1 \
     --micro-batch "$mb" --global-batch "$mb" --precision "$prec" --attention unfused \
-    -o "$OUT/plan-$name.json" --force || die "estimate $name"
-  run "run-$name" 180 "$BIN" run "$OUT/plan-$name.json" --replay --backend "$BACKEND" "${STEPS[@]}" \
-    -o "$OUT/measured-$name.json" --force || die "replay $name (see $OUT/run-$name.out/.err)"
-  run "compare-$name" 60 "$BIN" compare "$OUT/plan-$name.json" "$OUT/measured-$name.json" || die "compare $name"
+    -o "$OUT/plan-$name.json" --force || { fail "estimate $name"; return 1; }
+  run "run-$name" "$(lim REPLAY 180)" "$BIN" run "$OUT/plan-$name.json" --replay --backend "$BACKEND" "${STEPS[@]}" \
+    -o "$OUT/measured-$name.json" --force || { fail "replay $name (see $OUT/run-$name.out/.err)"; return 1; }
+  run "compare-$name" "$(lim COMPARE 60)" "$BIN" compare "$OUT/plan-$name.json" "$OUT/measured-$name.json" ||
+    { fail "compare $name"; return 1; }
   "$BIN" compare --json "$OUT/plan-$name.json" "$OUT/measured-$name.json" >"$OUT/compare-$name.json" 2>/dev/null
-  rm -f "$OUT/$name.onnx"  # shapes only, rebuilt by the same command; keeps $OUT small
-  RUNS+=("$name|$prec|$mb|$flags")
+}
+
+for phase in ${PLANNER_VALIDATE_STEPS:-tests cli calibrate check replay}; do
+  case $phase in
+    tests | cli | calibrate | check | replay) "phase_$phase" ;;
+    *) die "PLANNER_VALIDATE_STEPS: unknown step '$phase' (tests cli calibrate check replay)" ;;
+  esac
 done
-[ "${#RUNS[@]}" -gt 0 ] || die "no model ran end to end"
 
 # 7. Markdown for docs/validation-executor.md.
 step "writing $OUT/validation-executor.md"
 if command -v python3 >/dev/null; then
-  CHECK_NAMES="${CHECKS[*]}" python3 - "$OUT" "$PROFILE" "$BACKEND" "${RUNS[@]}" >"$OUT/validation-executor.md" <<'PY'
+  CHECK_NAMES="${CHECKS[*]}" PLANNED_WITH="$PLANNED_WITH" python3 - "$OUT" "$CALIBRATED" "$BACKEND" "${RUNS[@]}" \
+    >"$OUT/validation-executor.md" <<'PY'
 import json, os, sys
 out, profile, backend, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 checks = os.environ.get("CHECK_NAMES", "").split()
-p = json.load(open(profile))
+planned_with = os.environ.get("PLANNED_WITH", "")
+if not profile:  # PLANNER_VALIDATE_KEEP_GOING=1 after a failed calibration
+    print(f"## One-GPU checks ({backend}): no calibration\n")
+    print(f"`planner calibrate --backend {backend}` did not complete (see calibrate.out/.err); "
+          f"predictions below use `{os.path.relpath(planned_with) if planned_with else '-'}`.\n")
+    p = {"provenance": {}, "device": {"name": "?", "peak_tflops": {}}}
+else:
+    p = json.load(open(profile))
 prov, dev = p.get("provenance", {}), p["device"]
-print(f"## {dev['name']}: calibration and one-GPU replay ({backend})\n")
-print(f"Measured {prov.get('date', '?')} on {prov.get('host', '?')} by `tools/gpu-validate.sh`.\n")
+if profile:
+    print(f"## {dev['name']}: calibration and one-GPU replay ({backend})\n")
+    print(f"Measured {prov.get('date', '?')} on {prov.get('host', '?')} by `tools/gpu-validate.sh`.\n")
 keys = ["device", "cuda_driver", "cuda_runtime", "cublas", "nccl", "mpi_library", "cpu_model", "openblas_config"]
 print("| fact | value |\n|---|---|")
 for k in keys:
     if k in prov:
         print(f"| {k} | {prov[k]} |")
-print("\n### Calibrated profile (`planner calibrate --backend " + backend + "`)\n")
-print("| quantity | measured |\n|---|---|")
-for prec, v in dev["peak_tflops"].items():
-    if v:
-        print(f"| {prec} GEMM peak | {v['value']:.4g} TFLOP/s |")
-print(f"| memory bandwidth (hbm_GBps) | {dev['hbm_GBps']['value']:.4g} GB/s |")
-print(f"| launch + synchronize | {dev['launch_overhead_us']['value']:.3g} us |")
-print(f"| memory visible / context | {dev['visible_GiB']['value']:.4g} GiB / {dev['cuda_context_GiB']['value']:.3g} GiB |")
-for prec, v in (dev.get("gemm_precision_factor") or {}).items():
-    if v:
-        print(f"| {prec} factor on the bf16 GEMM table | {v['value']:.3g} |")
+if profile:
+    print("\n### Calibrated profile (`planner calibrate --backend " + backend + "`)\n")
+    print("| quantity | measured |\n|---|---|")
+    for prec, v in dev["peak_tflops"].items():
+        if v:
+            print(f"| {prec} GEMM peak | {v['value']:.4g} TFLOP/s |")
+    print(f"| memory bandwidth (hbm_GBps) | {dev['hbm_GBps']['value']:.4g} GB/s |")
+    print(f"| launch + synchronize | {dev['launch_overhead_us']['value']:.3g} us |")
+    print(f"| memory visible / context | {dev['visible_GiB']['value']:.4g} GiB / {dev['cuda_context_GiB']['value']:.3g} GiB |")
+    for prec, v in (dev.get("gemm_precision_factor") or {}).items():
+        if v:
+            print(f"| {prec} factor on the bf16 GEMM table | {v['value']:.3g} |")
 summary = os.path.join(out, "calibrate.out")
 if os.path.exists(summary):
     lines = [l.rstrip() for l in open(summary) if l.startswith("wrote ") or l.startswith("  ")]
@@ -257,11 +398,16 @@ for r in runs:
 print("\nModels: `planner model gpt` with " + "; ".join(f"{r.split('|')[0]}: `{r.split('|')[3]} --batch {r.split('|')[2]}`" for r in runs)
       + "; one device, global batch = micro-batch, `--attention unfused`.")
 PY
-  [ $? = 0 ] || die "markdown: python3 failed (see above)"
+  [ $? = 0 ] || fail "markdown: python3 failed (see above)"
 else
   { echo "python3 missing: raw check and compare output"; for c in "${CHECKS[@]}"; do grep "^check step" "$OUT/run-$c.out"; done
     for r in "${RUNS[@]}"; do cat "$OUT/compare-${r%%|*}.out"; done; } \
     >"$OUT/validation-executor.md"
 fi
 cat "$OUT/validation-executor.md"
+if [ "${#FAILED[@]}" -gt 0 ]; then
+  step "done in $(($(date +%s) - T0)) s; ${#FAILED[@]} step(s) FAILED:"
+  printf '  %s\n' "${FAILED[@]}"
+  exit 1
+fi
 step "done in $(($(date +%s) - T0)) s"
