@@ -1,0 +1,171 @@
+// Step 5 of the estimate (step_work.hpp): after the flush, per pipeline
+// rank, the data-parallel sync not hidden and the optimizer; the pipeline
+// simulated; the bottleneck device's breakdown; FLOPs and utilisation.
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "step_work.hpp"
+
+namespace planner::estimate::detail {
+
+using graph::OpId;
+using graph::TensorId;
+
+Status add_data_parallel(StepWork& s) {
+  const auto& model = s.model;
+  const auto& c = s.c;
+  const auto& L = s.L;
+  const int C = s.C, pp = s.pp;
+  auto& e = s.e;
+  const auto& work = s.work;
+  auto& prob = s.prob;
+  const auto& mp_grad_sync = s.mp_grad_sync;
+  const bool per_mb_sharding = s.per_mb_sharding;
+  const double grad_bytes = s.grad_bytes, param_bytes = s.param_bytes, stream_bw = s.stream_bw;
+
+  // 5. After the flush, per rank: data-parallel sync not hidden, optimizer.
+  s.dp_exposed.assign(static_cast<std::size_t>(pp), Seconds());
+  s.dp_total.assign(static_cast<std::size_t>(pp), Seconds());
+  s.opt_time.assign(static_cast<std::size_t>(pp), Seconds());
+  auto& dp_exposed = s.dp_exposed;
+  auto& dp_total = s.dp_total;
+  auto& opt_time = s.opt_time;
+  const bool overlapped = c.framework == Framework::megatron || c.framework == Framework::ddp;
+  const double optimizer_shards = (c.zero >= 1 || c.distributed_optimizer) ? c.dp * c.cp : 1;
+  e.parts.ranks.resize(static_cast<std::size_t>(pp));
+  // Expert states are sharded over the dp*cp/ep ranks holding them.
+  const double expert_shards = optimizer_shards > 1 ? optimizer_shards / c.ep : 1;
+  for (int r = 0; r < pp; ++r) {
+    double params = 0, expert_params = 0;
+    Seconds bwd_window, fwd_window;
+    for (int ch = r; ch < C; ch += pp) {
+      params += work[static_cast<std::size_t>(ch)].local_params;
+      expert_params += work[static_cast<std::size_t>(ch)].expert_params;
+      bwd_window += prob.chunks[static_cast<std::size_t>(ch)].backward;
+      fwd_window += prob.chunks[static_cast<std::size_t>(ch)].forward;
+    }
+    const double dense = params - expert_params;
+    opt_time[static_cast<std::size_t>(r)] =
+        Seconds((dense / optimizer_shards + expert_params / expert_shards) *
+                optimizer_bytes_per_param(c.optimizer, c.optimizer_state_bytes, c.master_weights) / stream_bw);
+    if (per_mb_sharding) continue;
+    Seconds reduce, gather;
+    // Dense gradients over dp*cp; expert gradients over dp*cp/ep (nothing
+    // when ep = 1: expert_params is 0).
+    for (const auto& [elems, group] : {std::pair{dense, detail::DataGroup::data},
+                                       std::pair{expert_params, detail::DataGroup::expert_data}}) {
+      const Bytes grads(elems * grad_bytes);
+      if (c.zero == 0 && !c.distributed_optimizer) {
+        PLANNER_TRY(Seconds ar, dp_collective(model, L, c, cluster::Collective::all_reduce, grads, false, group));
+        reduce += ar;
+      } else {
+        PLANNER_TRY(Seconds rs, dp_collective(model, L, c, cluster::Collective::reduce_scatter, grads, false, group));
+        PLANNER_TRY(Seconds ag, dp_collective(model, L, c, cluster::Collective::all_gather, Bytes(elems * param_bytes),
+                                              false, group));
+        reduce += rs;
+        gather += ag;
+      }
+    }
+    dp_total[static_cast<std::size_t>(r)] = reduce + gather;
+    auto& rank_tail = e.parts.ranks[static_cast<std::size_t>(r)];
+    rank_tail.dp_reduce = rank_tail.dp_reduce_exposed = reduce;
+    rank_tail.dp_gather = rank_tail.dp_gather_exposed = gather;
+    if (overlapped) {
+      // Buckets reduce while the last micro-batch's backward runs; the last
+      // bucket (Megatron: 40M parameters) cannot overlap. The parameter
+      // all-gather overlaps the next step's first forward.
+      const double bucket = std::min(1.0, 40e6 / std::max(1.0, params));
+      const Seconds tail = reduce * bucket;
+      const Seconds r_exp = Seconds(std::max(tail.value, reduce.value - bwd_window.value));
+      const Seconds g_exp = Seconds(std::max(gather.value * bucket, gather.value - fwd_window.value));
+      dp_exposed[static_cast<std::size_t>(r)] = r_exp + g_exp;
+      rank_tail.dp_reduce_exposed = r_exp;
+      rank_tail.dp_gather_exposed = g_exp;
+      rank_tail.dp_buckets = static_cast<int>(std::min(64.0, std::ceil(1.0 / bucket)));
+    } else {
+      dp_exposed[static_cast<std::size_t>(r)] = reduce + gather;
+    }
+  }
+  prob.extra.resize(static_cast<std::size_t>(pp));
+  for (int r = 0; r < pp; ++r) {
+    e.parts.ranks[static_cast<std::size_t>(r)].grad_sync = mp_grad_sync[static_cast<std::size_t>(r)];
+    e.parts.ranks[static_cast<std::size_t>(r)].optimizer = opt_time[static_cast<std::size_t>(r)];
+    prob.extra[static_cast<std::size_t>(r)] = dp_exposed[static_cast<std::size_t>(r)] +
+                                              opt_time[static_cast<std::size_t>(r)] +
+                                              mp_grad_sync[static_cast<std::size_t>(r)];
+  }
+  return Status::success();
+}
+
+Status simulate_step(StepWork& s) {
+  const auto& model = s.model;
+  const auto& c = s.c;
+  const int C = s.C, pp = s.pp;
+  const double md = s.md;
+  auto& e = s.e;
+  const auto& work = s.work;
+  const auto& prob = s.prob;
+  const auto& mp_grad_sync = s.mp_grad_sync;
+  const auto& dp_exposed = s.dp_exposed;
+  const auto& dp_total = s.dp_total;
+  const auto& dp_per_mb = s.dp_per_mb;
+  const auto& opt_time = s.opt_time;
+  const bool per_mb_sharding = s.per_mb_sharding;
+  const auto& model_flops_replica = s.model_flops_replica;
+  const auto& hardware_flops_replica = s.hardware_flops_replica;
+
+  sim::SimulateOptions so;
+  so.timeline = false;
+  PLANNER_TRY(s.res, sim::simulate(prob, so));
+  const auto& res = s.res;
+  e.step_time = res.step_time;
+  e.parts.problem = prob;
+
+  // The breakdown is the bottleneck device's: the one with the most work
+  // (its compute and collectives), the rest of the step being its bubble.
+  auto busy_of = [&](int r) {
+    Seconds b;
+    for (int ch = r; ch < C; ch += pp)
+      b += (prob.chunks[static_cast<std::size_t>(ch)].forward + prob.chunks[static_cast<std::size_t>(ch)].backward) * md;
+    return b;
+  };
+  int crit = 0;
+  for (int r = 1; r < pp; ++r)
+    if (busy_of(r).value > busy_of(crit).value) crit = r;
+  const Seconds busy = busy_of(crit);
+  for (int ch = crit; ch < C; ch += pp) {
+    const auto& ct = e.chunks[static_cast<std::size_t>(ch)];
+    const auto& w = work[static_cast<std::size_t>(ch)];
+    e.compute += (ct.forward_compute + ct.backward_compute) * md;
+    e.recompute += ct.recompute * md;
+    e.zero3_exposed += ct.zero3_exposed * md;
+    e.grad_accumulation += ct.grad_accumulation * md;
+    for (const auto& [k, v] : ct.by_class) e.compute_by_class[k] += v * md;
+    for (const auto& [k, v] : w.comm_kind) e.model_parallel.by_kind[k] += v * md;
+  }
+  if (mp_grad_sync[static_cast<std::size_t>(crit)].value > 0)
+    e.model_parallel.by_kind["grad_sync"] += mp_grad_sync[static_cast<std::size_t>(crit)];
+  e.bubble = Seconds(std::max(0.0, e.step_time.value - busy.value - prob.extra[static_cast<std::size_t>(crit)].value));
+  e.dp_exposed = dp_exposed[static_cast<std::size_t>(crit)];
+  e.dp_total = dp_total[static_cast<std::size_t>(crit)];
+  if (per_mb_sharding)
+    for (int ch = crit; ch < C; ch += pp) e.dp_total += dp_per_mb[static_cast<std::size_t>(ch)] * md;
+  e.optimizer = opt_time[static_cast<std::size_t>(crit)];
+
+  // FLOPs and utilisation (model FLOPs: the graph's forward + backward).
+  const double replicas = static_cast<double>(c.dp) * md;
+  e.model_flops = model_flops_replica * replicas;
+  e.hardware_flops = hardware_flops_replica * replicas;
+  const double per_device_s = e.step_time.value * c.devices;
+  if (per_device_s > 0) {
+    e.model_tflops_per_device = e.model_flops.value / per_device_s / 1e12;
+    e.hardware_tflops_per_device = e.hardware_flops.value / per_device_s / 1e12;
+    e.mfu = e.model_tflops_per_device * 1e12 / model.peak().value;
+    e.hfu = e.hardware_tflops_per_device * 1e12 / model.peak().value;
+  }
+  return Status::success();
+}
+
+}  // namespace planner::estimate::detail
