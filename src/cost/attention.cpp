@@ -15,13 +15,14 @@
 
 #include "internal.hpp"
 #include "planner/cost/compute.hpp"
+#include "planner/cost/fastest.hpp"
 
 namespace planner::cost {
 namespace {
 
 using graph::OpClass;
 
-constexpr double kBackwardFactor = 2.5;
+constexpr double kBackwardFactor = kFlashBackwardFactor;  // fastest.hpp
 
 struct Core {
   double b = 0, a = 0, sq = 0, sk = 0, d = 0, dv = 0;
@@ -49,7 +50,7 @@ bool masks_both_axes(const graph::Tensor& t) {
 OpTime flash_kernel(const Core& c, bool causal, Bytes fwd_bytes, Bytes bwd_bytes, const OpScaling& s,
                     const ComputeContext& ctx) {
   const Precision p = ctx.precision().of(OpClass::attention);
-  const Flops fwd(c.fa_forward() * (causal ? 0.5 : 1.0) * s.flops);
+  const Flops fwd(c.fa_forward() * (causal ? 0.5 : 1.0) * s.flops);  // flash_forward_flops x the scaling
   const Flops bwd = fwd * kBackwardFactor;
   const double seq = static_cast<double>(c.sk);
   const double e = ctx.device().attention_efficiency(static_cast<std::int64_t>(seq), causal).value_or(1.0);

@@ -14,22 +14,12 @@ namespace {
 
 using graph::OpClass;
 
-// Outputs of integer shape arithmetic up to this many elements in all run on
-// the host in a training framework (PyTorch never launches them).
-constexpr double kHostShapeElements = 64;
-
 bool is_free(const graph::Op& op, const graph::OpGraph& g) {
   const auto& c = op.cost;
   if (c.forward_flops.value <= 0 && c.forward_bytes_read.value <= 0 && c.forward_bytes_written.value <= 0 &&
       c.backward_flops.value <= 0 && c.backward_bytes_read.value <= 0 && c.backward_bytes_written.value <= 0)
     return true;  // views, Shape, Constant
-  double out_elems = 0;
-  for (const auto& t : op.outputs) {
-    if (!t) continue;
-    if (graph::is_floating(g.tensor(*t).dtype)) return false;
-    out_elems += static_cast<double>(g.tensor(*t).numel());
-  }
-  return out_elems <= kHostShapeElements;
+  return is_host_side(op, g);  // integer shape arithmetic (fastest.hpp)
 }
 
 GemmShape local_shape(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s, bool& shaped) {

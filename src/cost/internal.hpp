@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "planner/cost/compute.hpp"
+#include "planner/cost/fastest.hpp"  // kWinogradF2x2, is_host_side
 
 namespace planner::cost::detail {
 
@@ -35,11 +36,6 @@ double numel_of(const graph::Tensor* t);
 
 /// Dimension `i` (negative counts from the end) of `t`, 1 when out of range.
 std::int64_t dim_of(const graph::Tensor* t, int i);
-
-/// Multiplication saving of cuDNN's fused Winograd F(2x2,3x3) kernel: 16
-/// products per 2x2 output tile instead of 4 x 9 = 36 (Lavin & Gray, "Fast
-/// Algorithms for Convolutional Neural Networks", 2016).
-inline constexpr double kWinogradF2x2 = 36.0 / 16.0;
 
 /// How many times fewer GEMM FLOPs a convolution executes than it counts:
 /// kWinogradF2x2 for an fp32 (CUDA-core) Conv with a 3x3 kernel, stride 1,

@@ -28,8 +28,7 @@ Status add_pipeline(StepWork& s) {
   // 4. The pipeline: chunks, boundaries, simulated. Each chunk's backward
   //    also holds the framework's gradient accumulation passes over its
   //    local parameters (memory-bound, on the compute stream).
-  const auto& dev = ctx.device();
-  s.stream_bw = dev.achievable_hbm_bandwidth().value * dev.memory_bound_efficiency(Bytes(1e9));
+  s.stream_bw = cost::streaming_bandwidth(ctx).value;
   const double stream_bw = s.stream_bw;
   const GradPass gpass = grad_pass(c, ctx);
   auto& prob = s.prob;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "internal.hpp"
+#include "planner/cost/fastest.hpp"
 #include "planner/estimate/estimate.hpp"
 #include "planner/estimate/optimizer_bytes.hpp"
 #include "planner/sim/pipeline.hpp"

@@ -38,28 +38,12 @@
 #include <limits>
 
 #include "planner/cost/compute.hpp"
+#include "planner/cost/fastest.hpp"
 #include "planner/estimate/optimizer_bytes.hpp"
 #include "planner/plansearch/search.hpp"
 
 namespace planner::plansearch {
 namespace {
-
-// The fastest any kernel runs: the device's best GEMM efficiency (a table
-// maximum; attention and memory-bound kernels are slower) at the fastest
-// peak the precision policy uses.
-FlopsPerSecond best_rate(const cost::CostModel& m) {
-  const auto& ctx = m.context();
-  double eff = 0;
-  for (const auto& r : ctx.device().gemm_table.rows) eff = std::max(eff, r.y);
-  if (eff <= 0 || eff > 1) eff = 1;
-  double peak = 0;
-  for (auto p : ctx.precision().used()) {
-    double f = 1;
-    if (const auto& pf = ctx.device().gemm_precision_factor[static_cast<std::size_t>(p)]) f = std::min(1.0, *pf);
-    peak = std::max(peak, ctx.peak(p).value * f);
-  }
-  return FlopsPerSecond(peak * eff);
-}
 
 std::vector<int> divisors_of(int n) {
   std::vector<int> d;
@@ -78,36 +62,6 @@ double min_local(const std::vector<std::int64_t>& shape, std::size_t d, int left
     best = std::min(best, here * min_local(shape, d + 1, left / s, divs));
   }
   return best;
-}
-
-bool host_side(const graph::Op& op, const graph::OpGraph& g) {
-  double elems = 0;
-  for (const auto& t : op.outputs) {
-    if (!t) continue;
-    if (graph::is_floating(g.tensor(*t).dtype)) return false;
-    elems += static_cast<double>(g.tensor(*t).numel());
-  }
-  return elems <= 64;  // cost/compute.cpp: kHostShapeElements
-}
-
-// The GEMM table's best efficiency over sizes up to x (a GEMM below the
-// table's first row runs at most at that row's efficiency).
-double best_gemm_efficiency(const cluster::EfficiencyTable& t, double x) {
-  if (t.rows.empty()) return 1.0;
-  double e = t.interpolate(std::max(x, t.rows.front().x));
-  for (const auto& r : t.rows)
-    if (r.x <= x) e = std::max(e, r.y);
-  return std::clamp(e, 0.0, 1.0);
-}
-
-double fastest_peak(const cost::ComputeContext& ctx) {
-  double peak = 0;
-  for (auto p : ctx.precision().used()) {
-    double f = 1;
-    if (const auto& pf = ctx.device().gemm_precision_factor[static_cast<std::size_t>(p)]) f = std::min(1.0, *pf);
-    peak = std::max(peak, ctx.peak(p).value * f);
-  }
-  return peak;
 }
 
 double total(const Work& w, bool full) { return w.fwd + w.bwd + (full ? w.fwd_layer : 0.0); }
@@ -132,19 +86,17 @@ void add_compute_facts(ModelFacts& f, const graph::OpGraph& g) {
       continue;  // priced op by op, or one fused op (counted as nothing)
     for (auto id : p.ops) in_valid_pattern[id.value] = true;
     const bool causal = cost::is_causal(p, g);
-    const double fa = 2.0 * static_cast<double>(p.batch) * static_cast<double>(p.heads) * static_cast<double>(p.seq_q) *
-                      static_cast<double>(p.seq_k) * static_cast<double>(p.head_dim + p.head_dim_v) *
-                      (causal ? 0.5 : 1.0) / b;
+    const double fa = cost::flash_forward_flops(p, causal) / b;
     Work w;
     w.fwd = fa;
-    w.bwd = 2.5 * fa;
+    w.bwd = cost::kFlashBackwardFactor * fa;
     w.fwd_layer = g.op(p.ops.front()).layer ? fa : 0.0;
     cf.flash[{p.seq_k, causal}] += w;
   }
   for (std::uint32_t i = 0; i < g.num_ops(); ++i) {
     const auto& op = g.op(graph::OpId{i});
     if (op.cost.forward_flops.value <= 0 && op.cost.backward_flops.value <= 0) continue;
-    if (host_side(op, g)) continue;
+    if (cost::is_host_side(op, g)) continue;
     const bool pattern = op.fused_group && *op.fused_group >= 0 && static_cast<std::size_t>(*op.fused_group) < g.fused.size();
     if (pattern) {
       // Unfused attention prices the pattern's ops one by one (at most the
@@ -187,7 +139,7 @@ MemoryFacts memory_facts(const graph::OpGraph& g, const cost::CostModel& model) 
     }
   for (std::uint32_t i = 0; i < g.num_ops(); ++i) {
     const auto& op = g.op(graph::OpId{i});
-    if (op.fused_group || host_side(op, g) || cost::feeds_only_flash_masks(op, g)) continue;
+    if (op.fused_group || cost::is_host_side(op, g) || cost::feeds_only_flash_masks(op, g)) continue;
     if (op.op_class == graph::OpClass::attention || op.op_class == graph::OpClass::control_flow) continue;
     const auto b = cost::op_bytes(op, g, policy);
     const bool fwd = op.cost.forward_flops.value > 0 || b.forward.value > 0;
@@ -216,18 +168,17 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   const auto& k = c.config;
   LayoutBound b;
   const auto& ctx = model.context();
-  const auto& dev = ctx.device();
   const auto& cf = f.compute;
   const bool full = c.recompute == cost::RecomputePolicy::full;
   const bool flash = ctx.attention() == cost::AttentionMode::flash;
-  const double peak = fastest_peak(ctx), best = best_rate(model).value;
+  const double peak = cost::fastest_peak(ctx).value, best = cost::fastest_rate(ctx).value;
   // Seconds per sample on one device's worth of work.
   double per_sample = total(cf.fast, full) / best;
   if (!flash) per_sample += total(cf.unfused_attention, full) / best;
-  per_sample += total(cf.conv, full) / (best * 2.25);
+  per_sample += total(cf.conv, full) / (best * cost::kWinogradF2x2);
   const double mb_scale = std::max(1.0, static_cast<double>(k.micro_batch) / static_cast<double>(f.batch));
   for (const auto& [x, w] : cf.gemm) {
-    const double rate = peak * best_gemm_efficiency(dev.gemm_table, x * mb_scale);
+    const double rate = peak * cost::best_gemm_efficiency(ctx, x * mb_scale);
     if (rate > 0) per_sample += total(w, full) / rate;
   }
   // Memory-bound ops: each at least max(FLOPs at the vector peak, bytes at
@@ -238,9 +189,7 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
       vec > 0 ? vector_flops / vec * static_cast<double>(k.global_batch) / k.devices : 0.0;
   double vector_memory = 0;
   if (memory) {
-    double best_eff = 0;
-    for (const auto& r : dev.elementwise_table.rows) best_eff = std::max(best_eff, r.y);
-    const double bw = dev.achievable_hbm_bandwidth().value * best_eff;
+    const double bw = cost::best_streaming_bandwidth(ctx).value;
     const double bytes = memory->vector + (ctx.fuse_elementwise() ? 0.0 : memory->elementwise);
     // Per micro-batch, each op moves at least its bytes / (tp cp); a
     // micro-batch at least the facts' batch (bytes grow with it); the mean
@@ -249,10 +198,9 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
       vector_memory = static_cast<double>(k.micro_batches()) * bytes / (static_cast<double>(k.tp) * k.cp * k.pp) / bw;
   }
   if (flash) {
-    const double pa = ctx.peak(ctx.precision().of(graph::OpClass::attention)).value;
     for (const auto& [key, w] : cf.flash) {
-      const double e = dev.attention_efficiency(key.first, key.second).value_or(1.0);
-      if (pa * e > 0) per_sample += total(w, full) / (pa * e) / k.cp;
+      const double rate = cost::attention_rate(ctx, key.first, key.second).value;
+      if (rate > 0) per_sample += total(w, full) / rate / k.cp;
     }
   }
   // Launches: every kernel pays the launch overhead on top of its roofline
@@ -260,12 +208,12 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   double launches = 0;
   if (memory)
     launches = static_cast<double>(k.micro_batches()) *
-               (memory->kernels + (full ? memory->layer_forward_kernels : 0.0)) * dev.launch_overhead.value / k.pp;
+               (memory->kernels + (full ? memory->layer_forward_kernels : 0.0)) * cost::launch_overhead(ctx).value / k.pp;
   // Gradient accumulation passes (estimate: per chunk and micro-batch, its
   // local parameters x the framework's bytes / stream bandwidth, inside the
   // chunk's backward): at least every local parameter at its smallest shard
   // over tp x cp (experts over ep too), over pp ranks.
-  const double stream_bw = dev.achievable_hbm_bandwidth().value * dev.memory_bound_efficiency(Bytes(1e9));
+  const double stream_bw = cost::streaming_bandwidth(ctx).value;
   const int mp = k.tp * k.cp;
   const estimate::GradPass gpass = estimate::grad_pass(k, ctx);
   double grad_passes = 0;
