@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The architecture invariants of ARCHITECTURE.md, one check each, over every
+# module (run from the repository root). A check greps the module's sources
+# and public headers; a failure prints the offending lines.
+# Usage: tests/architecture/invariants.sh
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+failures=0
+checks=0
+# no NAME REGEX DIRS...: no line of the files under DIRS matches REGEX.
+no() {
+  local name=$1 re=$2
+  shift 2
+  checks=$((checks + 1))
+  local hits
+  hits=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.cu' --include='*.h' -- "$re" "$@" 2>/dev/null)
+  if [ -n "$hits" ]; then
+    echo "FAIL $name:"
+    echo "$hits" | head -20
+    failures=$((failures + 1))
+  fi
+}
+mod() { echo "src/$1 include/planner/$1"; }
+inc() { printf '#include *[<"](%s)' "$1"; }  # an include of any of the |-separated paths
+
+ONNX='onnx/|onnx\.pb|google/protobuf'
+CUDA='cuda|cublas|nccl\.h|cuda_runtime'
+MPI='mpi\.h'
+# Profile tables: only cost (and cluster, which defines them, calibrate,
+# which writes them, and the runtimes that measure) read them.
+PROFILE='\.device\(\)|gemm_table|elementwise_table|attention_efficiency|achievable_hbm_bandwidth|memory_bound_efficiency|gemm_precision_factor|peak_by_precision|\.launch_overhead'
+
+# core: the standard library and fmt only.
+no "core includes only std and fmt" "$(inc 'planner/[a-z_]+/[a-z_]+' | sed 's#\[a-z_\]+/\[a-z_\]+#(graph|ops|layout|search|cost|cluster|estimate|plan|onnx|runtime)[a-z_]*/#')" $(mod core)
+# graph: the boundary every later stage works from.
+no "graph includes no ONNX, CUDA or MPI header" "$(inc "$ONNX|$CUDA|$MPI")" $(mod graph)
+no "graph includes no later stage" "$(inc 'planner/(ops|layout|search|cost|cluster|estimate|plansearch|onnx|executor|runtime)')" $(mod graph)
+# ops: graph and layout only.
+no "ops depends on graph and layout only" "$(inc 'planner/(search|cost|cluster|estimate|plansearch|onnx|sim|plan|executor|runtime)')" $(mod ops)
+# only onnx and modelgen include ONNX or protobuf.
+for m in core graph ops layout search search_exact sim cost cluster estimate plansearch plan exporters report gate \
+  runtime runtime_mpi runtime_cpu runtime_cuda calibrate executor cli; do
+  no "$m includes no ONNX or protobuf header (only onnx and modelgen do)" "$(inc "$ONNX")" $(mod "$m")
+done
+# layout: structure only, no costs or profiles.
+no "layout holds no costs or profiles" "$(inc 'planner/(cost|cluster|estimate|plansearch|sim)')" $(mod layout)
+# search (op-level sharding), estimate, plansearch: costs only through CostModel; no ONNX, CLI or profile tables.
+for m in search search_exact estimate plansearch; do
+  no "$m includes no CLI or CUDA header" "$(inc "planner/cli|$CUDA|$MPI")" $(mod "$m")
+  no "$m reads no profile table (costs through cost::CostModel, rates through cost/fastest.hpp)" "$PROFILE" $(mod "$m")
+done
+no "search includes no cluster header" "$(inc 'planner/cluster/')" $(mod search) $(mod search_exact) $(mod plansearch)
+# only search_exact links CBC.
+for m in search estimate plansearch cost cli; do
+  no "$m includes no CBC header (only search_exact)" "$(inc 'coin/|Cbc|OsiClp')" $(mod "$m")
+done
+# plan, exporters, report, gate: plans only.
+for m in plan exporters report gate; do
+  no "$m reads plans only (no graph, cost, ONNX or runtime header)" \
+    "$(inc 'planner/(graph|ops|layout|cost|cluster|estimate|search|plansearch|onnx|sim|runtime|executor)')" $(mod "$m")
+done
+# runtimes: MPI only in runtime_mpi's sources, CUDA/NCCL only in runtime_cuda's.
+for m in runtime runtime_cpu executor calibrate cli; do
+  no "$m includes no MPI header (only runtime_mpi's sources)" "$(inc "$MPI")" $(mod "$m")
+  no "$m includes no CUDA or NCCL header (only runtime_cuda's sources)" "$(inc "$CUDA")" $(mod "$m")
+done
+no "runtime_mpi's public header includes no MPI header" "$(inc "$MPI")" include/planner/runtime_mpi
+no "runtime_cuda's public headers include no CUDA or NCCL header" "$(inc "cublas|nccl\.h|cuda_runtime")" include/planner/runtime_cuda
+no "runtime_cpu reads no ONNX" "$(inc "$ONNX")" $(mod runtime_cpu)
+no "runtime_cpu's headers hold no BLAS type" "$(inc 'cblas|openblas')" include/planner/runtime_cpu
+# calibrate: times kernels and collectives, never a model or a plan.
+no "calibrate reads no model or plan" "$(inc 'planner/(graph|onnx|plan|estimate|plansearch|executor)/')" $(mod calibrate)
+# Only main exits. runtime_mpi's abort_job is the one exception: after a rank
+# detected a failure, MPI_Abort is the only way to end the other ranks, and
+# _exit (never reached when MPI_Abort works) keeps the rank from running
+# MPI_Finalize with peers gone (docs/reliability.md).
+checks=$((checks + 1))
+exits=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.cu' '(^|[^a-z_.>])(std::)?(_exit|exit|quick_exit|abort)\s*\(' src include |
+  grep -v '^src/cli/main\.cpp:' | grep -vE '^src/runtime_mpi/mpi_session\.cpp:[0-9]+:  _exit\(code\);')
+if [ -n "$exits" ]; then
+  echo "FAIL only main exits:"
+  echo "$exits"
+  failures=$((failures + 1))
+fi
+# No writes outside io::write_file.
+checks=$((checks + 1))
+writes=$(grep -rnE --include='*.cpp' 'std::ofstream|fopen\([^)]*"[wa]' src | grep -v '^src/core/io\.cpp:')
+if [ -n "$writes" ]; then
+  echo "FAIL files are written only by io::write_file:"
+  echo "$writes"
+  failures=$((failures + 1))
+fi
+echo "architecture invariants: $((checks - failures)) passed, $failures failed"
+[ "$failures" -eq 0 ]
