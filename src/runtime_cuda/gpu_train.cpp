@@ -45,6 +45,22 @@ Result<GpuTrainResult> train_on_gpu(const graph::OpGraph& g, const GpuTrainOptio
   std::optional<runtime_cpu::Interpreter> cpu;
   if (o.check) {
     PLANNER_TRY(cpu, runtime_cpu::Interpreter::create(g, o.interpreter));
+    if (o.storage == GpuStorage::bf16) {
+      // The device holds the graph's inputs as uploaded, rounded to bf16:
+      // the reference reads the same numbers (a pre-activation near 0 in
+      // fp32 but not in bf16 would otherwise flip a ReLU's mask, an error of
+      // the element's whole size that no tolerance covers).
+      for (graph::TensorId id : g.graph_inputs) {
+        const graph::Tensor& t = g.tensor(id);
+        if (t.role != graph::TensorRole::input) continue;
+        const runtime_cpu::Value* v = cpu->value(id);
+        const runtime_cpu::Tensor* f = v ? runtime_cpu::as_float(v) : nullptr;
+        if (!f) continue;
+        runtime_cpu::Tensor r = *f;
+        for (auto& x : r.data) x = kernel_math::bf16_float(kernel_math::bf16_bits(x));
+        PLANNER_TRY_STATUS(cpu->set_input(t.name, runtime_cpu::Value(std::move(r))));
+      }
+    }
   }
   // The CPU optimizer's states, fed the GPU's own gradients (weights check).
   std::map<std::string, runtime_cpu::OptimState> mirror;
@@ -62,6 +78,11 @@ Result<GpuTrainResult> train_on_gpu(const graph::OpGraph& g, const GpuTrainOptio
     out.losses.push_back(loss);
     if (step > o.warmup) out.step_times_s.push_back(dt);
     if (!checked) continue;
+    // The reference starts from the GPU's weights as the device stored them
+    // (in bf16 the first step's weights are the draws rounded on upload), so
+    // it compares one forward and backward from the same numbers.
+    for (const auto& [name, w] : before)
+      if (runtime_cpu::Tensor* p = cpu->parameter(name)) *p = w;
     PLANNER_TRY(auto ref, cpu->train_step(o.optimizer));
     PLANNER_TRY(auto grads, gpu.last_gradients());
     PLANNER_TRY(auto after, gpu.weights());
@@ -90,10 +111,6 @@ Result<GpuTrainResult> train_on_gpu(const graph::OpGraph& g, const GpuTrainOptio
         for (auto& v : w.data) v = kernel_math::bf16_float(kernel_math::bf16_bits(v));
       compare(after.at(name), w, fmt::format("updated weight of '{}'", name), step, o.tolerance, cs, failure);
     }
-    // The next checked step starts the reference from the GPU's weights, so
-    // it compares one forward and backward from the same numbers.
-    for (const auto& [name, w] : after)
-      if (runtime_cpu::Tensor* p = cpu->parameter(name)) *p = w;
     out.checked.push_back(cs);
     if (!failure.empty()) {
       out.check_failure = failure;
