@@ -18,7 +18,7 @@
 namespace planner::cli {
 namespace {
 
-std::string why_lost(const plansearch::Scored& alt, const plansearch::Scored& best) {
+std::string why_lost(const search::Scored& alt, const search::Scored& best) {
   const auto& a = alt.estimate;
   const auto& b = best.estimate;
   const double pct = 100.0 * (a.step_time.value / b.step_time.value - 1.0);
@@ -83,10 +83,10 @@ Result<SearchSetup> prepare_search(SearchFlags& a) {
   if (!(a.time_limit > 0)) return Error{"--time-limit must be positive"};
   auto fw = estimate::parse_framework(a.framework);
   if (!fw) return Error{"--framework: " + fw.error().message};
-  PLANNER_TRY(plansearch::Fixed fixed, plansearch::parse_fixed(a.fix));
+  PLANNER_TRY(search::Fixed fixed, search::parse_fixed(a.fix));
   if (a.train.recompute_opt && a.train.recompute_opt->count() > 0) {
     // --recompute given: pinned, as --fix recompute=... would.
-    auto r = plansearch::parse_fixed("recompute=" + a.train.recompute);
+    auto r = search::parse_fixed("recompute=" + a.train.recompute);
     if (!r) return Error{"--recompute: " + r.error().message};
     fixed.recompute = r->recompute;
   }
@@ -114,7 +114,7 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
   std::string why_pinned;
   for (const auto& n : probe.report.notes)
     if (auto k = n.find("(cannot rebind: "); k != std::string::npos && why_pinned.empty()) why_pinned = n.substr(k);
-  plansearch::Space space;
+  search::Space space;
   space.devices = a.devices;
   space.devices_per_node = profile.devices_per_node > 0 ? profile.devices_per_node : 8;
   space.framework = setup.framework;
@@ -189,7 +189,7 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
     return it->second.get();
   };
 
-  plansearch::Options so;
+  search::Options so;
   const estimate::ShardingSolver exact = milp_solver();
   if (a.exact) so.solver = &exact;
   so.time_limit_s = a.time_limit;
@@ -199,7 +199,7 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
     progress.set(fmt::format("searching: {}/{} layouts", done, total));
   };
   progress.set("searching");
-  PLANNER_TRY(plansearch::Outcome r, plansearch::search(space, graph_at, model_for, so));
+  PLANNER_TRY(search::Outcome r, search::search(space, graph_at, model_for, so));
   const auto& best = r.best.front();
   const auto git = graphs.find(best.candidate.config.micro_batch);
   std::vector<std::string> notes = git != graphs.end() ? git->second->report.notes : std::vector<std::string>{};
@@ -230,7 +230,7 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
   src.layouts_scored = static_cast<std::int64_t>(r.scored);
   src.lower_bound_s = r.lower_bound.value;
   for (std::size_t i = 1; i < r.best.size(); ++i)
-    src.alternatives.push_back({plansearch::describe(r.best[i].candidate), r.best[i].estimate.step_time.value,
+    src.alternatives.push_back({search::describe(r.best[i].candidate), r.best[i].estimate.step_time.value,
                                 r.best[i].estimate.fits, why_lost(r.best[i], best)});
   src.import.batch = best.candidate.config.micro_batch;
   PLANNER_TRY(plan::Plan plan, build_plan(best.estimate, src));

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "planner/search_exact/milp.hpp"
+#include "planner/sharding_milp/milp.hpp"
 
 namespace planner::cli {
 
@@ -89,8 +89,8 @@ Result<cluster::ClusterProfile> TrainFlags::load_overridden() const {
 }
 
 estimate::ShardingSolver milp_solver() {
-  return [](const search::ShardingProblem& p) -> Result<search::Solution> {
-    PLANNER_TRY(search::MilpResult r, search::solve_milp(p));
+  return [](const sharding::ShardingProblem& p) -> Result<sharding::Solution> {
+    PLANNER_TRY(sharding::MilpResult r, sharding::solve_milp(p));
     return r.solution;
   };
 }

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "internal.hpp"
-#include "planner/search/op_sharding.hpp"
+#include "planner/sharding/op_sharding.hpp"
 #include "planner/sim/pipeline.hpp"
 
 namespace planner::estimate {
@@ -43,7 +43,7 @@ std::vector<int> partition_layers(int layers, int chunks) {
 constexpr double kHintPenalty = 1e9;
 
 // The first hint matching any op of the unit (any copy), or null.
-const Hint* hint_for(const search::LoweredNode& node, const graph::OpGraph& g, const std::vector<Hint>& hints) {
+const Hint* hint_for(const sharding::LoweredNode& node, const graph::OpGraph& g, const std::vector<Hint>& hints) {
   for (const auto& h : hints)
     for (const auto& inst : node.instances)
       for (graph::OpId id : inst)
@@ -55,7 +55,7 @@ bool strategy_matches(const ops::Strategy& s, std::string_view want) {
   return s.name == want || (!s.assignment.empty() && s.assignment == want) || (want == "replicated" && s.assignment.empty());
 }
 
-Status apply_hints(search::LoweredSharding& l, const graph::OpGraph& g, const std::vector<Hint>& hints) {
+Status apply_hints(sharding::LoweredSharding& l, const graph::OpGraph& g, const std::vector<Hint>& hints) {
   if (hints.empty()) return {};
   std::vector<bool> used(hints.size(), false);
   for (std::size_t n = 0; n < l.nodes.size(); ++n) {
@@ -69,7 +69,7 @@ Status apply_hints(search::LoweredSharding& l, const graph::OpGraph& g, const st
         any = true;
         continue;
       }
-      l.problem.nodes[n].strategies[s].cost[search::CostTerm::compute] += Seconds(kHintPenalty);
+      l.problem.nodes[n].strategies[s].cost[sharding::CostTerm::compute] += Seconds(kHintPenalty);
     }
     if (!any) {
       std::string offered;
@@ -125,7 +125,7 @@ bool splits_weight(const ops::OpSharding& sh, const ops::Strategy& s, const grap
 // weight replicated, which the solver may find cheaper for a small GQA
 // key/value projection, is not a Megatron layout. (Biases and norm weights of
 // the sequence-parallel regions stay replicated.)
-void enforce_sequence_parallel(search::LoweredSharding& l, const graph::OpGraph& g) {
+void enforce_sequence_parallel(sharding::LoweredSharding& l, const graph::OpGraph& g) {
   const auto tp = l.mesh.find("tp");
   for (std::size_t n = 0; n < l.nodes.size(); ++n) {
     const auto& sh = l.nodes[n].sharding;
@@ -141,7 +141,7 @@ void enforce_sequence_parallel(search::LoweredSharding& l, const graph::OpGraph&
                                               [&](const ops::Strategy& s) { return splits_weight(sh, s, g, *tp); });
     for (std::size_t s = 0; s < strategies.size(); ++s)
       if (!uses_axis(strategies[s], "tp") || (any_weight && !splits_weight(sh, strategies[s], g, *tp)))
-        l.problem.nodes[n].strategies[s].cost[search::CostTerm::compute] += Seconds(kSequenceParallelPenalty);
+        l.problem.nodes[n].strategies[s].cost[sharding::CostTerm::compute] += Seconds(kSequenceParallelPenalty);
   }
 }
 
@@ -240,7 +240,7 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
     return Error{fmt::format("--ep {} does not divide the {} experts per MoE layer", c.ep, L.experts)};
 
   // Op-level sharding on the model-parallel mesh.
-  search::LoweringOptions lo;
+  sharding::LoweringOptions lo;
   lo.sharding.sequence_parallel = c.sequence_parallel;
   if (c.tp_splits_batch)
     for (const auto axis : L.mp.axes())
@@ -275,21 +275,21 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   // against that bound, a stage's layers plus both must fit one device's
   // budget (a replicated 2 B-parameter embedding cannot hide in the sum).
   lo.outside_layers_memory_weight = static_cast<double>(c.pp);
-  PLANNER_TRY(L.lowered, search::lower_sharding(g, L.mp, oracle, lo));
+  PLANNER_TRY(L.lowered, sharding::lower_sharding(g, L.mp, oracle, lo));
   PLANNER_TRY_STATUS(apply_hints(L.lowered, g, c.hints));
   if (c.sequence_parallel) enforce_sequence_parallel(L.lowered, g);
-  auto solve = [&](const search::ShardingProblem& p) { return solver ? (*solver)(p) : search::solve(p); };
+  auto solve = [&](const sharding::ShardingProblem& p) { return solver ? (*solver)(p) : sharding::solve(p); };
   auto solved = solve(L.lowered.problem);
   if (!solved.ok()) {
     // Nothing fits the bound: take the fastest choice; the memory report
     // will say it does not fit.
     lo.memory_limit.reset();
-    PLANNER_TRY(L.lowered, search::lower_sharding(g, L.mp, oracle, lo));
+    PLANNER_TRY(L.lowered, sharding::lower_sharding(g, L.mp, oracle, lo));
     PLANNER_TRY_STATUS(apply_hints(L.lowered, g, c.hints));
     if (c.sequence_parallel) enforce_sequence_parallel(L.lowered, g);
     solved = solve(L.lowered.problem);
   }
-  PLANNER_TRY(search::Solution sol, std::move(solved));
+  PLANNER_TRY(sharding::Solution sol, std::move(solved));
   L.choice = std::move(sol.choice);
   L.state_bound = sol.evaluation.memory;
   for (const auto& node : L.lowered.problem.nodes) {
@@ -300,7 +300,7 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   // A hinted unit must have kept its hinted strategy (the penalty could only
   // lose to an infeasible memory bound).
   for (std::size_t n = 0; n < L.lowered.nodes.size(); ++n)
-    if (L.lowered.problem.nodes[n].strategies[L.choice[n]].cost[search::CostTerm::compute].value >= kHintPenalty)
+    if (L.lowered.problem.nodes[n].strategies[L.choice[n]].cost[sharding::CostTerm::compute].value >= kHintPenalty)
       return make_error("hints: '{}' cannot keep its hinted strategy within the memory bound", L.lowered.problem.nodes[n].name);
   L.exact = sol.exact;
 
@@ -312,7 +312,7 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   };
   for (std::size_t n = 0; n < L.lowered.nodes.size(); ++n) {
     const auto& node = L.lowered.nodes[n];
-    const auto& s = search::chosen(L.lowered, L.choice, n);
+    const auto& s = sharding::chosen(L.lowered, L.choice, n);
     const auto& rep = node.instances.front();
     for (const auto& inst : node.instances) {
       for (OpId id : inst) L.strategy_of_op[id.value] = &s;

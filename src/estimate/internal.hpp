@@ -8,7 +8,7 @@
 #include "planner/layout/mesh.hpp"
 #include "planner/layout/redistribute.hpp"
 #include "planner/estimate/estimate.hpp"
-#include "planner/search/lower_sharding.hpp"
+#include "planner/sharding/lower_sharding.hpp"
 
 #include <memory>
 #include <vector>
@@ -36,8 +36,8 @@ struct Layout {
   int layers = 0;           ///< repeated layers found
   std::vector<graph::OpId> order;  ///< topological
   std::vector<int> chunk_of_op;    ///< by OpId::value
-  search::LoweredSharding lowered;
-  search::Choice choice;
+  sharding::LoweredSharding lowered;
+  sharding::Choice choice;
   /// The chosen sharding's model state as the op-level search bounds it
   /// (units outside the layers counted pp times).
   Bytes state_bound;

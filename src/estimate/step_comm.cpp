@@ -27,10 +27,10 @@ Status add_model_parallel_comm(StepWork& s) {
   s.wire = detail::wire_scale(g, model);
   auto& mp_grad_sync = s.mp_grad_sync;
   const double wire = s.wire;
-  for (const auto& pc : search::planned_comms(L.lowered, g, L.choice)) {
+  for (const auto& pc : sharding::planned_comms(L.lowered, g, L.choice)) {
     // Resharded activations travel at the training precision; op-issued
     // statistics (fp32) and gradient syncs are sized as they are.
-    const Seconds t = detail::step_time(model, pc.step, L.mp, pc.source == search::CostTerm::reshard ? wire : 1.0) *
+    const Seconds t = detail::step_time(model, pc.step, L.mp, pc.source == sharding::CostTerm::reshard ? wire : 1.0) *
                       static_cast<double>(pc.count);
     const auto& inst = L.lowered.nodes[pc.node].instances;
     const double share = 1.0 / static_cast<double>(inst.size());
@@ -38,7 +38,7 @@ Status add_model_parallel_comm(StepWork& s) {
     for (const auto& ops : inst) {
       const auto ch = static_cast<std::size_t>(L.chunk_of_op[ops.front().value]);
       const Seconds ti = t * share;
-      if (pc.source == search::CostTerm::grad_sync) {
+      if (pc.source == sharding::CostTerm::grad_sync) {
         mp_grad_sync[ch % static_cast<std::size_t>(pp)] += ti;
         continue;
       }

@@ -34,16 +34,16 @@ void add_memory_and_units(StepWork& s) {
   }
   e.stages = detail::stage_memory(g, model, c, L, ctx.recompute(), in_flight, peak_act);
   e.fits = std::all_of(e.stages.begin(), e.stages.end(), [&](const StageMemory& s) { return s.peak() <= e.capacity; });
-  e.sharding = search::describe_plan(L.lowered, L.choice);
+  e.sharding = sharding::describe_plan(L.lowered, L.choice);
   e.model_mesh = L.mp;
   e.speed_of_light = Seconds(e.model_flops.value / (model.peak().value * c.devices));
   e.chunk_ops.resize(static_cast<std::size_t>(C));
   for (OpId id : L.order) e.chunk_ops[static_cast<std::size_t>(L.chunk_of_op[id.value])].push_back(g.op(id).name);
   {
-    const auto comms = search::planned_comms(L.lowered, g, L.choice);
+    const auto comms = sharding::planned_comms(L.lowered, g, L.choice);
     for (std::size_t n = 0; n < L.lowered.nodes.size(); ++n) {
       const auto& node = L.lowered.nodes[n];
-      const auto& s = search::chosen(L.lowered, L.choice, n);
+      const auto& s = sharding::chosen(L.lowered, L.choice, n);
       UnitStrategy u;
       u.unit = g.op(node.instances.front().front()).name;
       for (const auto& inst : node.instances) u.instances.push_back(g.op(inst.front()).name);
@@ -55,12 +55,12 @@ void add_memory_and_units(StepWork& s) {
       for (const auto& l : s.outputs) u.outputs.push_back(l ? layout::to_string(*l, L.mp) : std::string());
       for (const auto& pc : comms) {
         if (pc.node != n) continue;
-        const bool per_step = pc.source == search::CostTerm::grad_sync;
+        const bool per_step = pc.source == sharding::CostTerm::grad_sync;
         UnitCollective uc;
         uc.kind = std::string(layout::collective_kind_name(pc.step.kind));
         uc.axis = L.mp.name(pc.step.axis);
         uc.group_size = pc.step.group_size;
-        uc.bytes = pc.step.bytes * (pc.source == search::CostTerm::reshard ? wire : 1.0);
+        uc.bytes = pc.step.bytes * (pc.source == sharding::CostTerm::reshard ? wire : 1.0);
         uc.count = pc.count;
         uc.backward = pc.backward;
         uc.per_step = per_step;

@@ -31,33 +31,34 @@ MPI='mpi\.h'
 PROFILE='\.device\(\)|gemm_table|elementwise_table|attention_efficiency|achievable_hbm_bandwidth|memory_bound_efficiency|gemm_precision_factor|peak_by_precision|\.launch_overhead'
 
 # core: the standard library and fmt only.
-no "core includes only std and fmt" "$(inc 'planner/[a-z_]+/[a-z_]+' | sed 's#\[a-z_\]+/\[a-z_\]+#(graph|ops|layout|search|cost|cluster|estimate|plan|onnx|runtime)[a-z_]*/#')" $(mod core)
+no "core includes only std and fmt" "$(inc 'planner/[a-z_]+/[a-z_]+' | sed 's#\[a-z_\]+/\[a-z_\]+#(graph|ops|layout|sharding|search|cost|cluster|estimate|plan|onnx|runtime)[a-z_]*/#')" $(mod core)
 # graph: the boundary every later stage works from.
 no "graph includes no ONNX, CUDA or MPI header" "$(inc "$ONNX|$CUDA|$MPI")" $(mod graph)
-no "graph includes no later stage" "$(inc 'planner/(ops|layout|search|cost|cluster|estimate|plansearch|onnx|executor|runtime)')" $(mod graph)
+no "graph includes no later stage" "$(inc 'planner/(ops|layout|sharding|search|cost|cluster|estimate|onnx|executor|runtime)')" $(mod graph)
 # ops: graph and layout only.
-no "ops depends on graph and layout only" "$(inc 'planner/(search|cost|cluster|estimate|plansearch|onnx|sim|plan|executor|runtime)')" $(mod ops)
+no "ops depends on graph and layout only" "$(inc 'planner/(sharding|search|cost|cluster|estimate|onnx|sim|plan|executor|runtime)')" $(mod ops)
 # only onnx and modelgen include ONNX or protobuf.
-for m in core graph ops layout search search_exact sim cost cluster estimate plansearch plan exporters report gate \
+for m in core graph ops layout sharding sharding_milp sim cost cluster estimate search plan exporters report gate \
   runtime runtime_mpi runtime_cpu runtime_cuda calibrate executor cli; do
   no "$m includes no ONNX or protobuf header (only onnx and modelgen do)" "$(inc "$ONNX")" $(mod "$m")
 done
 # layout: structure only, no costs or profiles.
-no "layout holds no costs or profiles" "$(inc 'planner/(cost|cluster|estimate|plansearch|sim)')" $(mod layout)
-# search (op-level sharding), estimate, plansearch: costs only through CostModel; no ONNX, CLI or profile tables.
-for m in search search_exact estimate plansearch; do
+no "layout holds no costs or profiles" "$(inc 'planner/(cost|cluster|estimate|sharding|search|sim)')" $(mod layout)
+# sharding (op-level), sharding_milp, estimate, search (layouts): costs only through CostModel; no ONNX, CLI or
+# profile tables.
+for m in sharding sharding_milp estimate search; do
   no "$m includes no CLI or CUDA header" "$(inc "planner/cli|$CUDA|$MPI")" $(mod "$m")
   no "$m reads no profile table (costs through cost::CostModel, rates through cost/fastest.hpp)" "$PROFILE" $(mod "$m")
 done
-no "search includes no cluster header" "$(inc 'planner/cluster/')" $(mod search) $(mod search_exact) $(mod plansearch)
-# only search_exact links CBC.
-for m in search estimate plansearch cost cli; do
-  no "$m includes no CBC header (only search_exact)" "$(inc 'coin/|Cbc|OsiClp')" $(mod "$m")
+no "sharding and search include no cluster header" "$(inc 'planner/cluster/')" $(mod sharding) $(mod sharding_milp) $(mod search)
+# only sharding_milp links CBC.
+for m in sharding estimate search cost cli; do
+  no "$m includes no CBC header (only sharding_milp)" "$(inc 'coin/|Cbc|OsiClp')" $(mod "$m")
 done
 # plan, exporters, report, gate: plans only.
 for m in plan exporters report gate; do
   no "$m reads plans only (no graph, cost, ONNX or runtime header)" \
-    "$(inc 'planner/(graph|ops|layout|cost|cluster|estimate|search|plansearch|onnx|sim|runtime|executor)')" $(mod "$m")
+    "$(inc 'planner/(graph|ops|layout|cost|cluster|estimate|sharding|sharding_milp|search|onnx|sim|runtime|executor)')" $(mod "$m")
 done
 # runtimes: MPI only in runtime_mpi's sources, CUDA/NCCL only in runtime_cuda's.
 for m in runtime runtime_cpu executor calibrate cli; do
@@ -69,7 +70,7 @@ no "runtime_cuda's public headers include no CUDA or NCCL header" "$(inc "cublas
 no "runtime_cpu reads no ONNX" "$(inc "$ONNX")" $(mod runtime_cpu)
 no "runtime_cpu's headers hold no BLAS type" "$(inc 'cblas|openblas')" include/planner/runtime_cpu
 # calibrate: times kernels and collectives, never a model or a plan.
-no "calibrate reads no model or plan" "$(inc 'planner/(graph|onnx|plan|estimate|plansearch|executor)/')" $(mod calibrate)
+no "calibrate reads no model or plan" "$(inc 'planner/(graph|onnx|plan|estimate|search|executor)/')" $(mod calibrate)
 # Only main exits. runtime_mpi's abort_job is the one exception: after a rank
 # detected a failure, MPI_Abort is the only way to end the other ranks, and
 # _exit (never reached when MPI_Abort works) keeps the rank from running

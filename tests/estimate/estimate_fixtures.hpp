@@ -27,12 +27,12 @@
 #include "planner/cost/cost_model.hpp"
 #include "planner/estimate/config.hpp"
 #include "planner/estimate/estimate.hpp"
-#include "search/sharding_fixtures.hpp"
+#include "sharding/sharding_fixtures.hpp"
 
 namespace estimate_test {
 
 using namespace planner;
-using search::testing::ModelBuilder;
+using sharding::testing::ModelBuilder;
 
 /// The a100 device with round HBM numbers (see the header comment).
 inline cluster::DeviceProfile round_device() {

@@ -37,7 +37,7 @@ KEPT_VALUE_FLAGS = ("--profile", "--devices", "--global-batch", "--precision", "
 KEPT_BARE_FLAGS = ("--tp-comm-overlap", "--fused-loss")
 
 # What the search offers per framework (zero stage, distributed optimizer)
-# when dp x cp > 1 (plansearch::enumerate_layouts); (0, False) otherwise.
+# when dp x cp > 1 (search::enumerate_layouts); (0, False) otherwise.
 FRAMEWORK_STATE_SHARDING = {
     "megatron": [(0, False), (0, True)],
     "megatron-legacy": [(0, False), (0, True)],
@@ -233,7 +233,7 @@ def verdict(r):
 
 def space_gaps(lay, framework, layers, node_size):
     """Options the published layout uses that the search space lacks (one
-    line each), from plansearch::enumerate_layouts."""
+    line each), from search::enumerate_layouts."""
     gaps = []
     g = lambda k, d=1: lay.get(k) if lay.get(k) is not None else d
     tp, pp, dp, cp, ep, vp = (g(k) for k in ("tp", "pp", "dp", "cp", "ep", "vp"))

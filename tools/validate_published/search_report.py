@@ -144,7 +144,7 @@ as the harness measured it (model import included), with up to `--jobs` rows run
 once; the median of an even count is the mean of the middle two.
 
 **Why a row can be worse.** For each row the script lists the options of the published
-layout that the search space (plansearch::enumerate_layouts) lacks: context parallelism
+layout that the search space (search::enumerate_layouts) lacks: context parallelism
 (the search tries cp = 1), expert parallelism (`planner search` has no `--ep`; ep = 1),
 the GPipe schedule, a virtual-stage count outside {', '.join(map(str, sc.SEARCH_VP))} or not dividing the
 layers, tp across nodes, tp > 1 without sequence parallelism (the search always uses sp

@@ -16,7 +16,7 @@
 #include "planner/cluster/profile.hpp"
 #include "planner/core/result.hpp"
 #include "planner/plan/plan.hpp"
-#include "planner/plansearch/search.hpp"
+#include "planner/search/search.hpp"
 
 namespace planner::cli {
 
@@ -54,7 +54,7 @@ struct SearchFlags {
 /// What is known before any model is read: flags validated, profile loaded.
 struct SearchSetup {
   estimate::Framework framework = estimate::Framework::megatron;
-  plansearch::Fixed fixed;
+  search::Fixed fixed;
   cluster::ClusterProfile profile;
   onnx::ImportOptions import;
 };
@@ -67,7 +67,7 @@ Result<SearchSetup> prepare_search(SearchFlags& f);
 /// the summaries print.
 struct SearchFound {
   plan::Plan plan;
-  plansearch::Outcome outcome;
+  search::Outcome outcome;
   int devices_per_node = 8;
   std::int64_t global_batch = 1;
   /// The importer's notes for the winner's graph, plus the static-batch note.

@@ -51,7 +51,7 @@ struct TrainFlags {
 };
 
 /// The exact op-level solver for `--exact`: a MILP solved with COIN-OR CBC
-/// (search_exact), one thread, proving optimality.
+/// (sharding_milp), one thread, proving optimality.
 estimate::ShardingSolver milp_solver();
 
 /// The precision policy of a --precision value: bf16/fp16 mixed (embedding

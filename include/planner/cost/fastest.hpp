@@ -6,7 +6,7 @@
 ///
 /// Each function names the pricing rule it is the best case of
 /// (src/cost/compute.cpp, attention.cpp); a change there must keep the
-/// function a bound (tests/plansearch/bound_test.cpp checks bound <= every
+/// function a bound (tests/search/bound_test.cpp checks bound <= every
 /// scored layout).
 
 #include "planner/core/units.hpp"

@@ -4,7 +4,7 @@
 /// fit. Formulas and their sources: docs/estimate.md.
 ///
 /// Design note. estimate() composes the lower modules, in order:
-///   1. op-level sharding (search::lower_sharding + solve) on the model-
+///   1. op-level sharding (sharding::lower_sharding + solve) on the model-
 ///      parallel mesh `mesh(cp=C,tp=T)`, with costs from the injected
 ///      cost::CostModel (ShardingCostOracle adapter below): every op gets its
 ///      strategy, every collective its place;
@@ -44,7 +44,7 @@
 #include "planner/estimate/timeline.hpp"
 #include "planner/graph/graph.hpp"
 #include "planner/layout/mesh.hpp"
-#include "planner/search/lower_sharding.hpp"
+#include "planner/sharding/lower_sharding.hpp"
 #include "planner/sim/pipeline.hpp"
 
 namespace planner::estimate {
@@ -53,7 +53,7 @@ namespace planner::estimate {
 /// at the strategy's local GEMM shape, collectives placed by the mesh's
 /// nodes, memory = the unit's local parameters times bytes_per_param (model
 /// state after ZeRO sharding).
-class CostModelOracle final : public search::ShardingCostOracle {
+class CostModelOracle final : public sharding::ShardingCostOracle {
  public:
   /// `wire_scale`: bytes on the wire per byte of a graph tensor (0.5 when
   /// an f32 export trains in 16 bit).
@@ -192,13 +192,13 @@ struct Estimate {
 /// micro-batch) under `config`, with costs from `model`. Errors (one line)
 /// name the violated constraint: degrees, divisibility of heads / sequence /
 /// layers by their split, an impossible placement.
-/// Solves an op-sharding problem: search::solve (the default, fast) or an
-/// exact MILP (search_exact's solve_milp, `--exact`), injected so this
+/// Solves an op-sharding problem: sharding::solve (the default, fast) or an
+/// exact MILP (sharding_milp's solve_milp, `--exact`), injected so this
 /// module does not link CBC.
-using ShardingSolver = std::function<Result<search::Solution>(const search::ShardingProblem&)>;
+using ShardingSolver = std::function<Result<sharding::Solution>(const sharding::ShardingProblem&)>;
 
 /// `advise`: when it does not fit, evaluate the changes that would make it
-/// fit (re-runs the estimate for other degrees). `solver`: null = search::solve.
+/// fit (re-runs the estimate for other degrees). `solver`: null = sharding::solve.
 Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config,
                           bool advise = true, const ShardingSolver* solver = nullptr);
 

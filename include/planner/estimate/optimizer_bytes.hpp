@@ -1,7 +1,7 @@
 #pragma once
 /// The optimizer step's and the gradient accumulation passes' HBM traffic
 /// per parameter, shared by the estimate (step.cpp) and the search's lower
-/// bound (plansearch/bound.cpp).
+/// bound (search/bound.cpp).
 
 #include <cstdint>
 

@@ -2,7 +2,7 @@
 /// Op-level sharding: for one op (or one fused attention pattern) on a device
 /// mesh, the strategies it may run under -- what MindSpore's `shard()` sets by
 /// hand (`MatMul.shard(((1,4),(4,1)))`), here enumerated so that a search
-/// (search/op_sharding.hpp) can pick one per op.
+/// (sharding/op_sharding.hpp) can pick one per op.
 ///
 /// Design note
 ///   Every rule describes its op as an einsum over named LETTERS (its

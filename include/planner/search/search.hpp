@@ -1,0 +1,259 @@
+#pragma once
+/// The outer search of `planner search`: which degrees, micro-batch,
+/// schedule, ZeRO stage and recompute policy train a model fastest within
+/// memory. Each candidate layout is scored by estimate::estimate (which runs
+/// the op-level search for its tensor-parallel degree).
+///
+/// Design note.
+///   1. Enumerate the space (`enumerate_layouts`): tp over divisors of N
+///      inside a node, pp over divisors of N/tp up to the layer count, cp
+///      (fixed or 1), dp the rest; micro-batch over divisors of B/dp; vp
+///      where interleaving divides; ZeRO per framework; recompute policies;
+///      for MoE models ep over divisors of dp*cp that divide the experts.
+///      `--fix` pins any of them.
+///   2. Prune by a memory lower bound (model state alone, which no schedule
+///      can shrink) before costing anything.
+///   3. Order by a lower bound on the step time (`layout_bound`): the
+///      candidate's own work (model FLOPs, plus the recomputed forward, per
+///      device at the best kernel rate) times the pipeline's minimum stretch
+///      (1 + (p-1)/(v m)), or that work plus the optimizer step's HBM
+///      traffic, whichever is larger — no inner choice can beat it.
+///   4. Branch and bound in fixed-size batches, in that order: a batch is
+///      scored in parallel (`threads`), the incumbent updated after the batch,
+///      and later candidates whose bound is no better than the incumbent are
+///      skipped. Batches of a fixed size (not tied to the thread count) and a
+///      total order on ties (step time, then the candidate's canonical order)
+///      make the result the same with any number of threads.
+///   5. Anytime: stop between batches when the time limit passes; the result
+///      says whether the space was exhausted and gives the lower bound on the
+///      best possible step (min of every enumerated layout's bound) and the gap.
+///
+/// Architecture invariant: no ONNX, no profile file, no CLI: graphs and cost
+/// models come from the caller's providers.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/core/result.hpp"
+#include "planner/core/units.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/estimate/estimate.hpp"
+#include "planner/graph/graph.hpp"
+
+namespace planner::search {
+
+/// Values `--fix` pins (unset = searched).
+struct Fixed {
+  std::optional<int> dp, tp, pp, cp, ep, vp, micro_batch, zero;
+  std::optional<cost::RecomputePolicy> recompute;
+  std::optional<sim::Schedule> schedule;
+  std::optional<bool> sequence_parallel;
+};
+
+/// Parses `tp=8,pp=4,ep=2,mb=2,zero=1,recompute=full,schedule=interleaved,sp=1`.
+/// Errors name the key or value.
+Result<Fixed> parse_fixed(std::string_view text);
+
+/// What is searched.
+struct Space {
+  int devices = 1;
+  int devices_per_node = 8;
+  std::int64_t global_batch = 1;
+  estimate::Framework framework = estimate::Framework::megatron;
+  cost::Optimizer optimizer = cost::Optimizer::adam;
+  /// Settings copied into every candidate: tp_comm_overlap (where tp > 1),
+  /// fused_loss, grad_reduce_bytes, optimizer_state_bytes, master_weights,
+  /// hints.
+  estimate::ParallelConfig base;
+  Fixed fixed;
+  /// Recompute policies tried (when not fixed).
+  std::vector<cost::RecomputePolicy> recompute = {cost::RecomputePolicy::none, cost::RecomputePolicy::selective,
+                                                  cost::RecomputePolicy::full};
+  /// Largest micro-batch tried (when not fixed).
+  int max_micro_batch = 16;
+  /// Also try tp axes that may split the batch (tp_splits_batch), pp = 1.
+  bool hybrid_tp = true;
+  /// Fraction of device memory a plan may use.
+  double max_memory_fraction = 1.0;
+};
+
+/// A candidate: the layout and the recompute policy (which selects the cost model).
+struct Candidate {
+  estimate::ParallelConfig config;
+  cost::RecomputePolicy recompute = cost::RecomputePolicy::none;
+  /// Position in the canonical enumeration order (ties).
+  std::size_t order = 0;
+  /// Lower bound on its step time (design note 3).
+  Seconds bound;
+};
+
+/// `dp=8 tp=8 pp=16 vp=2 sp mb=1 interleaved zero1 recompute=full`.
+std::string describe(const Candidate& c);
+
+/// FLOPs per sample by the rate the cost model charges them at (the compute
+/// part of `layout_bound`); `fwd_layer` is the forward of ops in repeated
+/// layers (what full recompute runs again).
+struct Work {
+  double fwd = 0, bwd = 0, fwd_layer = 0;
+  Work& operator+=(const Work& o) {
+    fwd += o.fwd;
+    bwd += o.bwd;
+    fwd_layer += o.fwd_layer;
+    return *this;
+  }
+};
+struct ComputeFacts {
+  /// Shaped GEMMs by 2mnk at the facts' batch (their efficiency is at most
+  /// the GEMM table's best up to that size, scaled with the micro-batch).
+  std::map<double, Work> gemm;
+  /// Other ops at the GEMM rate: unshaped matmuls, attention-class and
+  /// control-flow ops outside attention patterns.
+  Work fast;
+  /// The ops of attention patterns, priced one by one (at most the GEMM
+  /// rate) when attention is not flash-fused.
+  Work unfused_attention;
+  /// Convolutions (Winograd may divide their FLOPs by 2.25).
+  Work conv;
+  /// Memory-bound classes, charged at the vector peak; elementwise apart
+  /// (fused elementwise ops may cost nothing).
+  Work vector, elementwise;
+  /// Flash-fused attention patterns: FlashAttention FLOPs (halved when
+  /// causal; backward 2.5 x), keyed by (key length, causal).
+  std::map<std::pair<std::int64_t, bool>, Work> flash;
+};
+
+/// The model as the search needs it, per micro-batch size.
+struct ModelFacts {
+  int layers = 0;            ///< repeated layers
+  std::int64_t heads = 0;    ///< attention heads (0: no attention)
+  std::int64_t seq = 0;      ///< attention query length (0: no attention)
+  double parameters = 0;     ///< floating parameter elements
+  int experts = 0;               ///< experts per MoE layer (0: no MoE; estimate/experts.hpp)
+  double expert_parameters = 0;  ///< the experts' share of `parameters`
+  /// Model FLOPs (forward + backward) of one sample, and the forward alone.
+  Flops flops_per_sample, forward_flops_per_sample;
+  /// Shapes of the floating parameters, with how many tensors have each
+  /// (the optimizer-step bound).
+  std::map<std::vector<std::int64_t>, int> parameter_shapes;
+  /// FLOPs per sample by rate, and the batch the facts were read at.
+  ComputeFacts compute;
+  std::int64_t batch = 1;
+};
+
+/// Fills facts.compute from g (imported at facts.batch).
+void add_compute_facts(ModelFacts& facts, const graph::OpGraph& g);
+
+/// Facts read from a graph (annotated and analysed) imported at batch `batch`.
+ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch);
+
+/// Every layout of the space, in canonical order, with `order` set; bounds
+/// not yet set. Layouts the degrees cannot make (divisibility) are left out.
+std::vector<Candidate> enumerate_layouts(const Space& space, const ModelFacts& facts);
+
+/// Model state bytes per device no schedule can avoid (weights, gradients,
+/// optimizer states under the candidate's sharding; expert parameters split
+/// over ep with their states sharded over dp*cp/ep); used to prune.
+Bytes memory_floor(const Candidate& c, const ModelFacts& facts);
+
+/// A lower bound on a layout's step time that no inner choice (op
+/// strategies, stage cut, schedule) can beat under the cost model
+/// (`docs/search.md`, "Bound"). Each part is <= what estimate charges.
+struct LayoutBound {
+  /// The layout's share of the FLOPs (plus the recomputed forward under
+  /// full recompute) per device, each op class at the fastest rate the
+  /// cost model can charge it at (GEMMs at the table's best efficiency up
+  /// to their size, flash attention at its table, memory-bound ops at the
+  /// vector peak).
+  Seconds compute;
+  /// (Includes the kernel launches every device issues: m x kernels x
+  /// launch overhead / pp.)
+  /// compute x the pipeline's minimum stretch 1 + (p-1)/(v m).
+  Seconds pipelined;
+  /// The optimizer step of the pipeline rank with the most parameters:
+  /// local parameters (each tensor at its smallest shard over tp x cp)
+  /// / pp / optimizer shards x bytes per parameter / streaming bandwidth.
+  Seconds optimizer;
+  /// max(pipelined, compute + optimizer).
+  Seconds total;
+};
+
+/// Smallest local element count of the parameters over any sharding on
+/// `shards` devices (every split of `shards` over each tensor's dims, sizes
+/// rounded down as estimate's local shapes are).
+double min_local_parameters(const ModelFacts& facts, int shards);
+
+/// HBM bytes per micro-batch (at the facts' batch, forward + backward, at
+/// the model's precision policy) of the ops the cost model charges as
+/// memory-bound (every op class but GEMMs, convolutions, attention and
+/// control flow; attention patterns, flash-skipped masks and host-side
+/// shape ops left out); elementwise ops apart.
+struct MemoryFacts {
+  double vector = 0, elementwise = 0;
+  /// Kernels every device launches per micro-batch whatever the sharding
+  /// (forward + backward; `layer_forward`: the layers' forward kernels,
+  /// launched again under full recompute): one per GEMM, convolution or
+  /// memory-bound op and direction with work (elementwise ops only without
+  /// elementwise fusion), one per flash pattern and direction; attention
+  /// patterns priced op by op and attention-class ops count none.
+  double kernels = 0, layer_forward_kernels = 0;
+};
+MemoryFacts memory_facts(const graph::OpGraph& g, const cost::CostModel& model);
+
+/// The bound of one layout under `model` (its recompute policy's model);
+/// with `memory` (from the same model and the facts' graph), the
+/// memory-bound ops' time is at least their bytes at the best streaming
+/// bandwidth (the elementwise table's best efficiency), and every kernel
+/// pays the launch overhead: terms that hold for cost::ProfileCostModel's
+/// pricing (search() passes them for that model only).
+LayoutBound layout_bound(const Candidate& c, const ModelFacts& facts, const cost::CostModel& model,
+                         const MemoryFacts* memory = nullptr);
+
+struct Options {
+  double time_limit_s = 60;
+  int threads = 1;
+  std::size_t top_k = 5;
+  /// Candidates scored per batch (fixed: results do not depend on threads).
+  std::size_t batch = 16;
+  /// Op-level solver (null: the fast one).
+  const estimate::ShardingSolver* solver = nullptr;
+  /// Called between batches with (scored, total) for progress lines.
+  std::function<void(std::size_t, std::size_t)> progress;
+};
+
+struct Scored {
+  Candidate candidate;
+  estimate::Estimate estimate;
+};
+
+struct Outcome {
+  /// The fastest layout that fits, then the runners-up (top_k in all), fastest first.
+  std::vector<Scored> best;
+  /// Lower bound on the best step time any layout of the space can reach:
+  /// the smallest layout_bound over every enumerated layout (pruned and
+  /// unscored ones included, so it holds when the time limit stops the search).
+  Seconds lower_bound;
+  /// Speed of light of the model on the cluster: model FLOPs / (N x peak).
+  Seconds speed_of_light;
+  std::size_t enumerated = 0, pruned_memory = 0, pruned_bound = 0, scored = 0, failed = 0;
+  bool complete = true;  ///< false when the time limit stopped it
+  double elapsed_s = 0;
+  /// A reason per failed candidate kind, e.g. "heads not divisible by --tp" (first few).
+  std::vector<std::string> failures;
+};
+
+/// Supplies the graph imported at a micro-batch (cached by the caller).
+using GraphProvider = std::function<Result<const graph::OpGraph*>(int micro_batch)>;
+/// Supplies the cost model for a recompute policy.
+using ModelProvider = std::function<Result<const cost::CostModel*>(cost::RecomputePolicy)>;
+
+/// Runs the search. Errors: no layout of the space fits (the message gives
+/// the smallest memory any scored layout needed and the largest item), or a
+/// provider error.
+Result<Outcome> search(const Space& space, const GraphProvider& graphs, const ModelProvider& models,
+                       const Options& options);
+
+}  // namespace planner::search

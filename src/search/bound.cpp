@@ -1,0 +1,244 @@
+// layout_bound(): a lower bound on one layout's step time under the cost
+// model, valid for every op strategy, stage cut and schedule estimate could
+// pick (design note 3 in include/planner/search/search.hpp).
+//
+// Why each part holds (src/estimate/step.cpp):
+//  - the simulator ends a step at max over pipeline ranks r of
+//    (r's last finish + extra_r), and r's last finish is at least its busy
+//    time m x sum of its chunks' forward + backward; so the step is at least
+//    the mean over ranks of (busy_r + extra_r);
+//  - the ranks' busy time sums to m x every op's local time; an op's local
+//    time is at least its local FLOPs (>= its FLOPs / (tp cp)) at the
+//    fastest rate the cost model charges that op at (src/cost/compute.cpp,
+//    attention.cpp): a shaped GEMM at the fastest peak x the GEMM table's
+//    best efficiency up to its 2mnk (its local shape is never larger than
+//    the whole micro-batch's); a convolution at the best rate x 2.25
+//    (Winograd); memory-bound classes at the vector peak (elementwise ones
+//    only without elementwise fusion, which can make them free), or their
+//    bytes / (tp cp) at the best streaming bandwidth when that is more; a flash
+//    pattern at its FlashAttention FLOPs over peak x the attention table at
+//    its key length (divided by cp once more, as context parallelism may
+//    split both its queries and its FLOPs); the mask ops flash skips and
+//    host-side shape ops count nothing. Each kernel also pays the launch
+//    overhead (roofline: max(compute, memory) + launch x kernels). Summed
+//    and divided by pp that is `compute`;
+//  - a chunk's backward also holds the framework's gradient accumulation
+//    passes, m x its local parameters x bytes / streaming bandwidth
+//    (estimate::grad_pass); summed over chunks that is at least every
+//    parameter at its smallest shard over tp x cp (experts over ep too),
+//    added to `compute` over pp;
+//  - extra_r includes the optimizer step, its local parameters (each
+//    tensor's local shape, never below its smallest split over tp x cp)
+//    / optimizer shards x bytes per parameter / the streaming bandwidth;
+//    summed over ranks and divided by pp that is `optimizer`;
+//  - the pipeline's stretch bound (1 + (p-1)/(v m)) on the compute alone,
+//    as before.
+
+#include <algorithm>
+#include <limits>
+
+#include "planner/cost/compute.hpp"
+#include "planner/cost/fastest.hpp"
+#include "planner/estimate/optimizer_bytes.hpp"
+#include "planner/search/search.hpp"
+
+namespace planner::search {
+namespace {
+
+std::vector<int> divisors_of(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i)
+    if (n % i == 0) d.push_back(i);
+  return d;
+}
+
+// Smallest product over dims of floor(shape[d] / s[d]) with prod s | shards.
+double min_local(const std::vector<std::int64_t>& shape, std::size_t d, int left, const std::vector<int>& divs) {
+  if (d == shape.size()) return 1.0;
+  double best = std::numeric_limits<double>::infinity();
+  for (int s : divs) {
+    if (left % s != 0) continue;
+    const double here = static_cast<double>(shape[d] / s);
+    best = std::min(best, here * min_local(shape, d + 1, left / s, divs));
+  }
+  return best;
+}
+
+double total(const Work& w, bool full) { return w.fwd + w.bwd + (full ? w.fwd_layer : 0.0); }
+
+}  // namespace
+
+void add_compute_facts(ModelFacts& f, const graph::OpGraph& g) {
+  const double b = static_cast<double>(std::max<std::int64_t>(1, f.batch));
+  auto& cf = f.compute;
+  cf = ComputeFacts{};
+  auto work_of = [&](const graph::Op& op) {
+    Work w;
+    w.fwd = op.cost.forward_flops.value / b;
+    w.bwd = op.cost.backward_flops.value / b;
+    w.fwd_layer = op.layer ? w.fwd : 0.0;
+    return w;
+  };
+  std::vector<bool> in_valid_pattern(g.num_ops(), false);
+  for (const auto& p : g.fused) {
+    if (p.ops.size() < 2 || p.batch <= 0 || p.heads <= 0 || p.seq_q <= 0 || p.seq_k <= 0 || p.head_dim <= 0 ||
+        p.head_dim_v <= 0)
+      continue;  // priced op by op, or one fused op (counted as nothing)
+    for (auto id : p.ops) in_valid_pattern[id.value] = true;
+    const bool causal = cost::is_causal(p, g);
+    const double fa = cost::flash_forward_flops(p, causal) / b;
+    Work w;
+    w.fwd = fa;
+    w.bwd = cost::kFlashBackwardFactor * fa;
+    w.fwd_layer = g.op(p.ops.front()).layer ? fa : 0.0;
+    cf.flash[{p.seq_k, causal}] += w;
+  }
+  for (std::uint32_t i = 0; i < g.num_ops(); ++i) {
+    const auto& op = g.op(graph::OpId{i});
+    if (op.cost.forward_flops.value <= 0 && op.cost.backward_flops.value <= 0) continue;
+    if (cost::is_host_side(op, g)) continue;
+    const bool pattern = op.fused_group && *op.fused_group >= 0 && static_cast<std::size_t>(*op.fused_group) < g.fused.size();
+    if (pattern) {
+      // Unfused attention prices the pattern's ops one by one (at most the
+      // GEMM rate); a flash pattern is counted above (or as nothing).
+      if (in_valid_pattern[i]) cf.unfused_attention += work_of(op);
+      continue;
+    }
+    if (cost::feeds_only_flash_masks(op, g)) continue;  // free under flash; not counted at all
+    switch (op.op_class) {
+      case graph::OpClass::matmul: {
+        if (const auto s = cost::gemm_shape(op, g)) {
+          const double x = 2.0 * static_cast<double>(s->m) * static_cast<double>(s->n) * static_cast<double>(s->k);
+          cf.gemm[x] += work_of(op);
+        } else {
+          cf.fast += work_of(op);
+        }
+        break;
+      }
+      case graph::OpClass::conv: cf.conv += work_of(op); break;
+      case graph::OpClass::attention:
+      case graph::OpClass::control_flow: cf.fast += work_of(op); break;
+      case graph::OpClass::elementwise: cf.elementwise += work_of(op); break;
+      default: cf.vector += work_of(op); break;
+    }
+  }
+}
+
+MemoryFacts memory_facts(const graph::OpGraph& g, const cost::CostModel& model) {
+  MemoryFacts m;
+  const auto& ctx = model.context();
+  const auto& policy = ctx.precision();
+  const bool flash = ctx.attention() == cost::AttentionMode::flash;
+  if (flash)
+    for (const auto& p : g.fused) {
+      if (p.ops.size() < 2 || p.batch <= 0 || p.heads <= 0 || p.seq_q <= 0 || p.seq_k <= 0 || p.head_dim <= 0 ||
+          p.head_dim_v <= 0)
+        continue;
+      m.kernels += 2;  // one FlashAttention kernel forward, one backward
+      if (g.op(p.ops.front()).layer) m.layer_forward_kernels += 1;
+    }
+  for (std::uint32_t i = 0; i < g.num_ops(); ++i) {
+    const auto& op = g.op(graph::OpId{i});
+    if (op.fused_group || cost::is_host_side(op, g) || cost::feeds_only_flash_masks(op, g)) continue;
+    if (op.op_class == graph::OpClass::attention || op.op_class == graph::OpClass::control_flow) continue;
+    const auto b = cost::op_bytes(op, g, policy);
+    const bool fwd = op.cost.forward_flops.value > 0 || b.forward.value > 0;
+    const bool bwd = op.cost.backward_flops.value > 0 || b.backward.value > 0;
+    const bool elementwise = op.op_class == graph::OpClass::elementwise;
+    if (!(elementwise && ctx.fuse_elementwise())) {
+      m.kernels += (fwd ? 1 : 0) + (bwd ? 1 : 0);
+      if (fwd && op.layer) m.layer_forward_kernels += 1;
+    }
+    if (op.op_class == graph::OpClass::matmul || op.op_class == graph::OpClass::conv) continue;
+    (elementwise ? m.elementwise : m.vector) += b.forward.value + b.backward.value;
+  }
+  return m;
+}
+
+double min_local_parameters(const ModelFacts& facts, int shards) {
+  const auto divs = divisors_of(std::max(1, shards));
+  double total = 0;
+  for (const auto& [shape, count] : facts.parameter_shapes)
+    total += min_local(shape, 0, std::max(1, shards), divs) * count;
+  return total;
+}
+
+LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::CostModel& model,
+                         const MemoryFacts* memory) {
+  const auto& k = c.config;
+  LayoutBound b;
+  const auto& ctx = model.context();
+  const auto& cf = f.compute;
+  const bool full = c.recompute == cost::RecomputePolicy::full;
+  const bool flash = ctx.attention() == cost::AttentionMode::flash;
+  const double peak = cost::fastest_peak(ctx).value, best = cost::fastest_rate(ctx).value;
+  // Seconds per sample on one device's worth of work.
+  double per_sample = total(cf.fast, full) / best;
+  if (!flash) per_sample += total(cf.unfused_attention, full) / best;
+  per_sample += total(cf.conv, full) / (best * cost::kWinogradF2x2);
+  const double mb_scale = std::max(1.0, static_cast<double>(k.micro_batch) / static_cast<double>(f.batch));
+  for (const auto& [x, w] : cf.gemm) {
+    const double rate = peak * cost::best_gemm_efficiency(ctx, x * mb_scale);
+    if (rate > 0) per_sample += total(w, full) / rate;
+  }
+  // Memory-bound ops: each at least max(FLOPs at the vector peak, bytes at
+  // the best streaming bandwidth), so the class at least the larger sum.
+  const double vec = ctx.vector_peak().value;
+  const double vector_flops = total(cf.vector, full) + (ctx.fuse_elementwise() ? 0.0 : total(cf.elementwise, full));
+  const double vector_compute =
+      vec > 0 ? vector_flops / vec * static_cast<double>(k.global_batch) / k.devices : 0.0;
+  double vector_memory = 0;
+  if (memory) {
+    const double bw = cost::best_streaming_bandwidth(ctx).value;
+    const double bytes = memory->vector + (ctx.fuse_elementwise() ? 0.0 : memory->elementwise);
+    // Per micro-batch, each op moves at least its bytes / (tp cp); a
+    // micro-batch at least the facts' batch (bytes grow with it); the mean
+    // pipeline rank holds 1/pp of the ops.
+    if (bw > 0)
+      vector_memory = static_cast<double>(k.micro_batches()) * bytes / (static_cast<double>(k.tp) * k.cp * k.pp) / bw;
+  }
+  if (flash) {
+    for (const auto& [key, w] : cf.flash) {
+      const double rate = cost::attention_rate(ctx, key.first, key.second).value;
+      if (rate > 0) per_sample += total(w, full) / rate / k.cp;
+    }
+  }
+  // Launches: every kernel pays the launch overhead on top of its roofline
+  // time, per micro-batch, on the rank holding its op.
+  double launches = 0;
+  if (memory)
+    launches = static_cast<double>(k.micro_batches()) *
+               (memory->kernels + (full ? memory->layer_forward_kernels : 0.0)) * cost::launch_overhead(ctx).value / k.pp;
+  // Gradient accumulation passes (estimate: per chunk and micro-batch, its
+  // local parameters x the framework's bytes / stream bandwidth, inside the
+  // chunk's backward): at least every local parameter at its smallest shard
+  // over tp x cp (experts over ep too), over pp ranks.
+  const double stream_bw = cost::streaming_bandwidth(ctx).value;
+  const int mp = k.tp * k.cp;
+  const estimate::GradPass gpass = estimate::grad_pass(k, ctx);
+  double grad_passes = 0;
+  if (gpass.bytes > 0 && stream_bw > 0)
+    grad_passes = static_cast<double>(k.micro_batches()) * gpass.share(k.micro_batches()) *
+                  (min_local_parameters(f, mp) / (f.experts > 0 ? static_cast<double>(k.ep) : 1.0)) / k.pp *
+                  gpass.bytes / stream_bw;
+  b.compute = Seconds(per_sample * static_cast<double>(k.global_batch) / k.devices +
+                      std::max(vector_compute, vector_memory) + launches + grad_passes);
+  const double m = static_cast<double>(k.micro_batches());
+  const double stretch = k.pp > 1 ? 1.0 + (k.pp - 1.0) / (k.vp * m) : 1.0;
+  b.pipelined = b.compute * stretch;
+
+  // Optimizer step (estimate: (dense / shards + expert / expert shards) x
+  // bytes per parameter / stream bandwidth per pipeline rank, expert
+  // parameters already split over ep, expert shards = shards / ep when the
+  // states are sharded): at least all local parameters / (shards > 1 ?
+  // shards : ep), where ep counts only for a model with experts.
+  const double shards = (k.zero >= 1 || k.distributed_optimizer) ? static_cast<double>(k.dp) * k.cp : 1.0;
+  const double divide = shards > 1 ? shards : (f.experts > 0 ? static_cast<double>(k.ep) : 1.0);
+  const double local = min_local_parameters(f, mp) / divide;
+  if (stream_bw > 0)
+    b.optimizer = Seconds(local / k.pp * estimate::optimizer_bytes_per_param(k.optimizer, k.optimizer_state_bytes, k.master_weights) / stream_bw);
+  b.total = std::max(b.pipelined, b.compute + b.optimizer);
+  return b;
+}
+
+}  // namespace planner::search

@@ -1,0 +1,182 @@
+// search(): bounds, memory pruning and batched branch and bound over the
+// enumerated layouts (design note in include/planner/search/search.hpp).
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <limits>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "planner/search/search.hpp"
+
+namespace planner::search {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Fastest first; ties by canonical order.
+bool better(const Scored& a, const Scored& b) {
+  if (a.estimate.step_time.value != b.estimate.step_time.value)
+    return a.estimate.step_time.value < b.estimate.step_time.value;
+  return a.candidate.order < b.candidate.order;
+}
+
+}  // namespace
+
+Result<Outcome> search(const Space& space, const GraphProvider& graphs, const ModelProvider& models,
+                       const Options& options) {
+  const auto t0 = Clock::now();
+  Outcome r;
+  // Facts from the smallest micro-batch's graph (sizes scale with the batch).
+  PLANNER_TRY(const graph::OpGraph* g1, graphs(space.fixed.micro_batch.value_or(1)));
+  const ModelFacts facts = facts_of(*g1, space.fixed.micro_batch.value_or(1));
+  auto candidates = enumerate_layouts(space, facts);
+  r.enumerated = candidates.size();
+  if (candidates.empty())
+    return make_error("no layout of {} devices fits the constraints (global batch {}, --fix, heads {}, layers {})",
+                      space.devices, space.global_batch, facts.heads, facts.layers);
+
+  // Cost models per policy (the capacity and peak come from them).
+  std::map<cost::RecomputePolicy, const cost::CostModel*> cm;
+  for (const auto& c : candidates)
+    if (!cm.count(c.recompute)) {
+      PLANNER_TRY(const cost::CostModel* m, models(c.recompute));
+      cm[c.recompute] = m;
+    }
+  // Selective recompute only drops the s x s attention tensors a flash
+  // kernel never keeps: under flash it is the same layout as no recompute.
+  if (cm.count(cost::RecomputePolicy::selective) && cm.count(cost::RecomputePolicy::none) &&
+      cm.at(cost::RecomputePolicy::selective)->context().attention() == cost::AttentionMode::flash)
+    std::erase_if(candidates, [](const Candidate& c) { return c.recompute == cost::RecomputePolicy::selective; });
+  r.enumerated = candidates.size();
+  const cost::CostModel& any = *cm.begin()->second;
+  const Bytes capacity = any.device_memory() * space.max_memory_fraction;
+  r.speed_of_light = Seconds(facts.flops_per_sample.value * static_cast<double>(space.global_batch) /
+                             (space.devices * any.peak().value));
+
+  // Bounds for every layout (the space's bound covers the pruned and the
+  // unvisited ones too), memory floor pruning, then order.
+  std::vector<Candidate> live;
+  Bytes smallest_floor(std::numeric_limits<double>::infinity());
+  Seconds space_bound(std::numeric_limits<double>::infinity());
+  // The bytes and launch terms follow the profile model's op pricing (a
+  // roofline plus launches per kernel); other cost models get without them.
+  std::map<cost::RecomputePolicy, MemoryFacts> memory;
+  for (const auto& [policy, m] : cm)
+    if (dynamic_cast<const cost::ProfileCostModel*>(m)) memory[policy] = memory_facts(*g1, *m);
+  for (auto& c : candidates) {
+    const auto mem = memory.find(c.recompute);
+    c.bound = layout_bound(c, facts, *cm.at(c.recompute), mem == memory.end() ? nullptr : &mem->second).total;
+    space_bound = std::min(space_bound, c.bound);
+    const Bytes floor = memory_floor(c, facts);
+    smallest_floor = std::min(smallest_floor, floor);
+    if (floor > capacity) {
+      ++r.pruned_memory;
+      continue;
+    }
+    live.push_back(c);
+  }
+  std::stable_sort(live.begin(), live.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.bound.value != b.bound.value) return a.bound.value < b.bound.value;
+    return a.order < b.order;
+  });
+
+  std::vector<Scored> fitting;
+  Bytes smallest_peak(std::numeric_limits<double>::infinity());
+  std::string smallest_item;
+  std::map<std::string, int> failure_counts;
+  // Each estimate in flight holds its own per-op tables (lowered sharding,
+  // layouts, times): about 0.2 KB per op (a million-op model: 2.4 GB after
+  // import, 2.6 GB with one estimate in flight). At most kConcurrentOps
+  // ops' worth run at once (16 estimates of a million ops, about 3 GB), so
+  // a larger graph on many cores stays within memory; results do not
+  // depend on the thread count.
+  constexpr std::size_t kConcurrentOps = 16'000'000;
+  const int threads = std::max(
+      1, std::min(options.threads, static_cast<int>(std::min<std::size_t>(
+                                       1024, kConcurrentOps / std::max<std::size_t>(1, g1->num_ops())))));
+  std::size_t next = 0;
+  while (next < live.size()) {
+    const double incumbent = fitting.empty() ? std::numeric_limits<double>::infinity()
+                                             : fitting.front().estimate.step_time.value;
+    // The next batch of candidates whose bound can still beat the incumbent.
+    std::vector<const Candidate*> batch;
+    while (next < live.size() && batch.size() < options.batch) {
+      const Candidate& c = live[next++];
+      if (c.bound.value >= incumbent) {
+        ++r.pruned_bound;
+        continue;
+      }
+      batch.push_back(&c);
+    }
+    if (batch.empty()) continue;
+    // Graphs for the batch's micro-batches, fetched before the threads start.
+    std::map<int, const graph::OpGraph*> gs;
+    for (const auto* c : batch)
+      if (!gs.count(c->config.micro_batch)) {
+        PLANNER_TRY(const graph::OpGraph* g, graphs(c->config.micro_batch));
+        gs[c->config.micro_batch] = g;
+      }
+    std::vector<std::optional<Result<estimate::Estimate>>> out(batch.size());
+    std::atomic<std::size_t> cursor{0};
+    auto work = [&] {
+      for (std::size_t i = cursor++; i < batch.size(); i = cursor++) {
+        const Candidate& c = *batch[i];
+        out[i] = estimate::estimate(*gs.at(c.config.micro_batch), *cm.at(c.recompute), c.config, false, options.solver);
+      }
+    };
+    if (threads == 1 || batch.size() == 1) {
+      work();
+    } else {
+      std::vector<std::thread> pool;
+      for (int t = 0; t < std::min<int>(threads, static_cast<int>(batch.size())); ++t) pool.emplace_back(work);
+      for (auto& t : pool) t.join();
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      ++r.scored;
+      auto& res = *out[i];
+      if (!res.ok()) {
+        ++r.failed;
+        if (++failure_counts[res.error().message] == 1 && r.failures.size() < 5)
+          r.failures.push_back(describe(*batch[i]) + ": " + res.error().message);
+        continue;
+      }
+      const auto& peak = res->peak_stage();
+      if (res->fits && peak.peak() <= capacity) {
+        fitting.push_back(Scored{*batch[i], std::move(res).value()});
+      } else if (peak.peak() < smallest_peak) {
+        smallest_peak = peak.peak();
+        const auto items = peak.breakdown.largest_items();
+        smallest_item = items.empty() ? std::string() : std::string(cost::memory_kind_name(items.front().kind));
+      }
+    }
+    std::sort(fitting.begin(), fitting.end(), better);
+    if (fitting.size() > options.top_k) fitting.resize(options.top_k);
+    if (options.progress) options.progress(next, live.size());
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (elapsed > options.time_limit_s && next < live.size()) {
+      r.complete = false;
+      break;
+    }
+  }
+  r.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (fitting.empty()) {
+    if (smallest_peak.value < std::numeric_limits<double>::infinity())
+      return make_error("no layout fits: the smallest scored needs {:.2f} GiB per device (largest item: {}) against {:.2f} GiB",
+                        smallest_peak.value / (1024.0 * 1024 * 1024), smallest_item,
+                        capacity.value / (1024.0 * 1024 * 1024));
+    if (!r.failures.empty()) return make_error("no layout could be costed: {}", r.failures.front());
+    return make_error("no layout fits: even the model state needs {:.2f} GiB per device against {:.2f} GiB",
+                      smallest_floor.value / (1024.0 * 1024 * 1024), capacity.value / (1024.0 * 1024 * 1024));
+  }
+  r.best = std::move(fitting);
+  // Every layout's bound is at most its step, so this is at most the best
+  // step found; it covers the layouts never scored.
+  r.lower_bound = std::min(r.best.front().estimate.step_time, space_bound);
+  return r;
+}
+
+}  // namespace planner::search

@@ -1,0 +1,306 @@
+// The outer layout search: enumeration, memory pruning, bounds, batched
+// branch and bound over estimate::estimate. Design note in
+// include/planner/search/search.hpp.
+
+#include "planner/search/search.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "planner/estimate/experts.hpp"
+
+namespace planner::search {
+namespace {
+
+// The divisors of n up to 2^30, ascending: O(sqrt n) trial divisions (a
+// linear scan took seconds per call for n near 10^9).
+std::vector<int> divisors(std::int64_t n) {
+  std::vector<int> small, large;
+  constexpr std::int64_t kCap = std::int64_t{1} << 30;
+  for (std::int64_t i = 1; i * i <= n; ++i) {
+    if (n % i != 0) continue;
+    if (i <= kCap) small.push_back(static_cast<int>(i));
+    const std::int64_t j = n / i;
+    if (j != i && j <= kCap) large.push_back(static_cast<int>(j));
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+Result<int> parse_int(std::string_view key, std::string_view v) {
+  int x = 0;
+  std::size_t used = 0;
+  try {
+    x = std::stoi(std::string(v), &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used != v.size() || v.empty() || x < 0)
+    return make_error("--fix {}: '{}' is not a non-negative integer", key, v);
+  return x;
+}
+
+}  // namespace
+
+Result<Fixed> parse_fixed(std::string_view text) {
+  Fixed f;
+  std::size_t pos = 0;
+  while (pos <= text.size() && !text.empty()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = text.substr(pos, comma - pos);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0)
+      return make_error("--fix: '{}' is not KEY=VALUE (keys: dp tp pp cp ep vp mb zero recompute schedule sp)", item);
+    const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "recompute") {
+      if (value == "none") f.recompute = cost::RecomputePolicy::none;
+      else if (value == "selective") f.recompute = cost::RecomputePolicy::selective;
+      else if (value == "full") f.recompute = cost::RecomputePolicy::full;
+      else return make_error("--fix recompute: '{}' is not none, selective or full", value);
+    } else if (key == "schedule") {
+      if (value == "1f1b") f.schedule = sim::Schedule::one_f_one_b;
+      else if (value == "gpipe") f.schedule = sim::Schedule::gpipe;
+      else if (value == "interleaved") f.schedule = sim::Schedule::interleaved;
+      else return make_error("--fix schedule: '{}' is not 1f1b, gpipe or interleaved", value);
+    } else {
+      PLANNER_TRY(int v, parse_int(key, value));
+      if (key == "dp") f.dp = v;
+      else if (key == "tp") f.tp = v;
+      else if (key == "pp") f.pp = v;
+      else if (key == "cp") f.cp = v;
+      else if (key == "ep") f.ep = v;
+      else if (key == "vp") f.vp = v;
+      else if (key == "mb" || key == "micro-batch") f.micro_batch = v;
+      else if (key == "zero") f.zero = v;
+      else if (key == "sp") f.sequence_parallel = v != 0;
+      else return make_error("--fix: unknown key '{}' (keys: dp tp pp cp ep vp mb zero recompute schedule sp)", key);
+      if (key != "zero" && key != "sp" && v < 1) return make_error("--fix {}: must be at least 1", key);
+    }
+    if (comma >= text.size()) break;
+    pos = comma + 1;
+  }
+  return f;
+}
+
+std::string describe(const Candidate& c) {
+  return fmt::format("{} recompute={}", estimate::describe(c.config), cost::recompute_name(c.recompute));
+}
+
+ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch) {
+  ModelFacts f;
+  std::set<int> layers;
+  for (const auto& op : g.ops())
+    if (op.layer) layers.insert(*op.layer);
+  f.layers = static_cast<int>(layers.size());
+  for (const auto& p : g.fused) {
+    f.heads = f.heads == 0 ? p.heads : std::min(f.heads, p.heads);
+    f.seq = std::max(f.seq, p.seq_q);
+  }
+  for (const auto& t : g.tensors())
+    if (t.role == graph::TensorRole::parameter && graph::is_floating(t.dtype)) {
+      f.parameters += static_cast<double>(t.numel());
+      ++f.parameter_shapes[t.shape];
+    }
+  const auto experts = estimate::count_experts(g);
+  f.experts = experts.experts;
+  f.expert_parameters = experts.parameters;
+  const auto tot = graph::totals(g);
+  const double b = static_cast<double>(std::max<std::int64_t>(1, batch));
+  f.flops_per_sample = tot.training_flops * (1.0 / b);
+  f.forward_flops_per_sample = tot.forward_flops * (1.0 / b);
+  f.batch = std::max<std::int64_t>(1, batch);
+  add_compute_facts(f, g);
+  return f;
+}
+
+std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts) {
+  std::vector<Candidate> out;
+  const auto& fx = s.fixed;
+  const int N = s.devices;
+  auto pick = [](const std::optional<int>& fixed, std::vector<int> all) {
+    return fixed ? std::vector<int>{*fixed} : all;
+  };
+  // What the framework can run: PyTorch DDP and FSDP (llm-foundry) are data
+  // parallel only; Megatron-LM of 2021-2022 has sequence parallelism
+  // (Korthikanti et al.) but no distributed optimizer; Megatron-DeepSpeed
+  // has neither (ZeRO instead).
+  const bool data_only = s.framework == estimate::Framework::fsdp || s.framework == estimate::Framework::ddp;
+  const bool no_sp = s.framework == estimate::Framework::deepspeed;
+  std::vector<int> tps;
+  for (int tp : divisors(N))
+    if (tp <= s.devices_per_node && (facts.heads == 0 || facts.heads % tp == 0) && (!data_only || tp == 1))
+      tps.push_back(tp);
+  if (fx.tp) tps = {*fx.tp};
+  const std::vector<cost::RecomputePolicy> policies =
+      fx.recompute ? std::vector<cost::RecomputePolicy>{*fx.recompute} : s.recompute;
+  for (int tp : tps) {
+    if (tp < 1 || N % tp != 0) continue;
+    // Context parallelism for long sequences (>= 8k tokens): the sequence
+    // split over 2 or 4 ranks, each a divisor of it.
+    std::vector<int> cps = {1};
+    if (facts.seq >= 8192 && !data_only && s.framework == estimate::Framework::megatron)
+      for (int cp : {2, 4})
+        if (facts.seq % (cp * tp) == 0) cps.push_back(cp);
+    for (int cp : pick(fx.cp, cps)) {
+      if (cp < 1 || (N / tp) % cp != 0) continue;
+      const int rest = N / tp / cp;
+      std::vector<int> pps;
+      for (int pp : divisors(rest))
+        if (pp == 1 || (pp <= facts.layers && !data_only)) pps.push_back(pp);
+      if (fx.pp) pps = {*fx.pp};
+      for (int pp : pps) {
+        if (pp < 1 || rest % pp != 0) continue;
+        const int dp = rest / pp;
+        if (fx.dp && *fx.dp != dp) continue;
+        if (s.global_batch % dp != 0) continue;
+        const std::int64_t per_replica = s.global_batch / dp;
+        std::vector<int> mbs;
+        for (int mb = 1; mb <= s.max_micro_batch && mb <= per_replica; ++mb)
+          if (per_replica % mb == 0) mbs.push_back(mb);
+        if (fx.micro_batch) mbs = {*fx.micro_batch};
+        for (int mb : mbs) {
+          if (mb < 1 || per_replica % mb != 0) continue;
+          const std::int64_t m = per_replica / mb;
+          if (m > estimate::kMaxMicroBatches) continue;  // validate() refuses it
+          // Schedules: 1F1B (v = 1), interleaved with v chunks per device.
+          std::vector<std::pair<sim::Schedule, int>> scheds;
+          if (pp == 1) {
+            scheds.push_back({sim::Schedule::one_f_one_b, 1});
+          } else {
+            scheds.push_back({sim::Schedule::one_f_one_b, 1});
+            // Every interleaving the layers allow (Megatron needs layers
+            // divisible by pp x v), down to one layer per chunk.
+            if (m % pp == 0 && facts.layers % pp == 0)
+              for (int v = 2; v <= facts.layers / pp; ++v)
+                if ((facts.layers / pp) % v == 0 && (!fx.vp || *fx.vp == v)) scheds.push_back({sim::Schedule::interleaved, v});
+            if (fx.schedule == sim::Schedule::gpipe) scheds = {{sim::Schedule::gpipe, 1}};
+          }
+          if (fx.schedule && *fx.schedule != sim::Schedule::gpipe)
+            std::erase_if(scheds, [&](const auto& sv) { return sv.first != *fx.schedule; });
+          if (fx.vp) std::erase_if(scheds, [&](const auto& sv) { return sv.second != *fx.vp; });
+          // Optimizer-state sharding the framework offers.
+          std::vector<std::pair<int, bool>> zeros;  // (zero stage, distributed optimizer)
+          const bool data = dp * cp > 1;
+          switch (s.framework) {
+            case estimate::Framework::megatron:
+              zeros = data ? std::vector<std::pair<int, bool>>{{0, false}, {0, true}} : std::vector<std::pair<int, bool>>{{0, false}};
+              break;
+            case estimate::Framework::megatron_legacy: zeros = {{0, false}}; break;
+            case estimate::Framework::deepspeed:
+              zeros = data ? std::vector<std::pair<int, bool>>{{0, false}, {1, false}, {3, false}}
+                           : std::vector<std::pair<int, bool>>{{0, false}};
+              break;
+            case estimate::Framework::fsdp:
+              zeros = data ? std::vector<std::pair<int, bool>>{{2, false}, {3, false}} : std::vector<std::pair<int, bool>>{{0, false}};
+              break;
+            case estimate::Framework::ddp: zeros = {{0, false}}; break;
+          }
+          if (fx.zero) zeros = {{*fx.zero, false}};
+          // Expert parallelism (MoE models; Megatron-Core and DeepSpeed-MoE):
+          // ep over the divisors of dp*cp that divide the experts per layer.
+          std::vector<int> eps = {1};
+          if (facts.experts > 0 && (s.framework == estimate::Framework::megatron ||
+                                    s.framework == estimate::Framework::deepspeed))
+            for (int ep : divisors(std::int64_t{dp} * cp))
+              if (ep > 1 && facts.experts % ep == 0) eps.push_back(ep);
+          if (fx.ep) {
+            if ((dp * cp) % *fx.ep != 0 || (facts.experts > 0 && facts.experts % *fx.ep != 0)) continue;
+            eps = {*fx.ep};
+          }
+          // (zero stage, distributed optimizer, ep): experts split over ep
+          // with ZeRO-1 sharding at most (what Megatron-Core's MoE and
+          // DeepSpeed-MoE of 2022 run) unless --fix asks for more.
+          struct Sharding {
+            int zero;
+            bool distopt;
+            int ep;
+          };
+          std::vector<Sharding> shardings;
+          for (const auto& [zero, distopt] : zeros)
+            for (int ep : eps)
+              if (ep == 1 || zero < 2 || fx.ep) shardings.push_back({zero, distopt, ep});
+          for (const auto& [sched, v] : scheds)
+            for (const auto& [zero, distopt, ep] : shardings)
+              for (auto rc : policies) {
+                // Context parallelism is there to avoid recomputing long
+                // sequences' activations: tried without recompute only.
+                if (cp > 1 && !fx.cp && rc != cost::RecomputePolicy::none) continue;
+                Candidate c;
+                auto& k = c.config;
+                k.devices = N;
+                k.dp = dp;
+                k.tp = tp;
+                k.pp = pp;
+                k.cp = cp;
+                k.ep = ep;
+                k.vp = v;
+                k.micro_batch = mb;
+                k.global_batch = s.global_batch;
+                k.schedule = sched;
+                k.zero = zero;
+                k.distributed_optimizer = distopt;
+                k.sequence_parallel = fx.sequence_parallel ? (*fx.sequence_parallel && tp > 1) : (tp > 1 && !no_sp);
+                k.framework = s.framework;
+                k.optimizer = s.optimizer;
+                k.tp_comm_overlap = s.base.tp_comm_overlap && tp > 1 && k.sequence_parallel;
+                k.fused_loss = s.base.fused_loss;
+                k.grad_reduce_bytes = s.base.grad_reduce_bytes;
+                k.optimizer_state_bytes = s.base.optimizer_state_bytes;
+                k.master_weights = s.base.master_weights;
+                k.hints = s.base.hints;
+                k.devices_per_node = s.devices_per_node;
+                c.recompute = rc;
+                c.order = out.size();
+                if (!estimate::validate(k).ok()) continue;
+                out.push_back(c);
+                // Uneven stages: the layers cut where the stages' work is
+                // most even (the first and last stages also hold the
+                // embedding and the head).
+                if (pp > 1 && v == 1) {
+                  Candidate b = c;
+                  b.config.balance_stages = true;
+                  out.push_back(b);
+                }
+                // The same devices may also split the batch on the tp axis
+                // (hybrid data/model parallelism) when nothing pins it.
+                if (tp > 1 && pp == 1 && s.hybrid_tp && !data_only) {
+                  c.config.tp_splits_batch = true;
+                  c.config.sequence_parallel = false;
+                  out.push_back(c);
+                }
+              }
+        }
+      }
+    }
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].order = i;
+  return out;
+}
+
+Bytes memory_floor(const Candidate& c, const ModelFacts& facts) {
+  const auto& k = c.config;
+  // Experts split over ep only when the model has them (estimate ignores
+  // ep otherwise); their states shard over the dp*cp/ep ranks holding them.
+  const int ep = facts.experts > 0 ? k.ep : 1;
+  const double expert = ep > 1 ? facts.expert_parameters : 0.0;
+  cost::ParamCounts pc;
+  pc.low_precision = (facts.parameters - expert) / (static_cast<double>(k.tp) * k.pp);
+  cost::OptimizerSetup os;
+  os.optimizer = k.optimizer;
+  os.sharding = k.state_sharding();
+  os.data_parallel = k.dp * k.cp;
+  os.fp32_grads = false;  // the smallest gradient any framework keeps
+  Bytes floor = cost::model_state(pc, os).total();
+  if (expert > 0) {
+    cost::ParamCounts pe;
+    pe.low_precision = expert / (static_cast<double>(k.tp) * k.pp * ep);
+    cost::OptimizerSetup oe = os;
+    oe.data_parallel = std::max(1, k.dp * k.cp / ep);
+    floor += cost::model_state(pe, oe).total();
+  }
+  return floor;
+}
+
+}  // namespace planner::search

@@ -1,0 +1,326 @@
+// The search's lower bound (search::layout_bound): hand-computed parts
+// on a small GPT, and the property that it never exceeds the step the cost
+// model predicts for any layout of the space (fast and exact op-level
+// solvers), nor the best step the search finds.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "estimate/estimate_fixtures.hpp"
+#include "planner/search/search.hpp"
+#include "planner/sharding_milp/milp.hpp"
+
+using namespace planner;
+using namespace estimate_test;
+
+namespace {
+
+// A cost model whose context is hand-friendly: every peak (the vector peak
+// too) 100 TFLOP/s; a GEMM table 0.25 at 1e6, 0.4 at 1e9, 0.5 at 1e12 FLOPs
+// (best rate 50 TFLOP/s); flash attention at 0.2 up to 1024 keys and 0.6 at
+// 8192; HBM at 1e12 B/s with efficiency 1 (round_device); 1 us per launch. Only context() is
+// read by layout_bound.
+class RoundModel final : public cost::CostModel {
+ public:
+  explicit RoundModel(cost::AttentionMode mode = cost::AttentionMode::unfused) : ctx_(make(mode)) {}
+  cost::OpTime op_time(const graph::Op&, const graph::OpGraph&, const cost::OpScaling&) const override { return {}; }
+  Result<Seconds> collective(cluster::Collective, Bytes, cluster::Placement) const override { return Seconds(0); }
+  cost::MemoryBreakdown memory(const graph::OpGraph&, const cost::MemorySetup&) const override { return {}; }
+  Bytes device_memory() const override { return Bytes(80e9); }
+  FlopsPerSecond peak() const override { return FlopsPerSecond(100e12); }
+  const cost::ComputeContext& context() const override { return ctx_; }
+
+ private:
+  static cost::ComputeContext make(cost::AttentionMode mode) {
+    auto d = round_device();
+    for (auto& p : d.peak_by_precision) p = FlopsPerSecond(100e12);
+    for (auto& f : d.gemm_precision_factor) f.reset();
+    d.gemm_table.rows = {{1e6, 0.25}, {1e9, 0.4}, {1e12, 0.5}};
+    d.launch_overhead = Seconds(1e-6);
+    REQUIRE(d.attention);
+    d.attention->causal.rows = {{1024, 0.2}, {8192, 0.6}};
+    d.attention->full.rows = {{1024, 0.2}, {8192, 0.6}};
+    auto c = cost::ComputeContext::create(d, cost::PrecisionPolicy::mixed(cost::Precision::bf16), mode,
+                                          cost::RecomputePolicy::none);
+    if (!c.ok()) FAIL(c.error().message);
+    return std::move(c).value();
+  }
+  cost::ComputeContext ctx_;
+};
+
+search::Candidate candidate(int dp, int tp, int pp, std::int64_t B, int mb, int zero = 0,
+                                cost::RecomputePolicy r = cost::RecomputePolicy::none) {
+  search::Candidate c;
+  c.config.dp = dp;
+  c.config.tp = tp;
+  c.config.pp = pp;
+  c.config.devices = dp * tp * pp;
+  c.config.global_batch = B;
+  c.config.micro_batch = mb;
+  c.config.zero = zero;
+  c.recompute = r;
+  return c;
+}
+
+cost::ProfileCostModel a100(cost::RecomputePolicy r) {
+  auto m = cost::ProfileCostModel::create(cost_test::profile("a100-sxm4-80gb"),
+                                          cost::PrecisionPolicy::mixed(cost::Precision::bf16),
+                                          cost::AttentionMode::flash, r);
+  if (!m.ok()) FAIL(m.error().message);
+  return std::move(m).value();
+}
+
+}  // namespace
+
+TEST_CASE("min_local_parameters: each tensor at its smallest split, sizes rounded down", "[search][bound]") {
+  search::ModelFacts f;
+  f.parameter_shapes[{5}] = 1;     // 4 shards: 5/4 = 1 (or 5/2 = 2, 5/1 = 5): 1
+  f.parameter_shapes[{6, 6}] = 2;  // 4 shards: (4,1) 1*6 = 6, (2,2) 3*3 = 9, (1,4) 6*1 = 6: 6, twice
+  f.parameter_shapes[{3}] = 1;     // 4 shards: 3/4 = 0
+  CHECK(search::min_local_parameters(f, 4) == 1 + 2 * 6 + 0);
+  CHECK(search::min_local_parameters(f, 1) == 5 + 2 * 36 + 3);
+  // 3 shards: [5] -> 1; [6,6] -> 2*6 = 12 (twice); [3] -> 1.
+  CHECK(search::min_local_parameters(f, 3) == 1 + 2 * 12 + 1);
+
+  // The small GPT of 2 layers: 9,216 + 2 x 49,984 + 8,320 = 117,504
+  // parameters, every dim even (16, 64, 128, 192, 256): exactly half over 2.
+  const auto g = small_gpt(2);
+  const auto facts = search::facts_of(g, 2);
+  CHECK(facts.parameters == 117504);
+  CHECK(search::min_local_parameters(facts, 2) == 58752);
+  CHECK(search::min_local_parameters(facts, 4) == 29376);
+}
+
+TEST_CASE("layout_bound: compute, pipeline stretch and optimizer by hand", "[search][bound]") {
+  const RoundModel model;
+  auto facts = search::facts_of(small_gpt(2), 2);
+  // Hand-set FLOPs per sample, read at batch 1: a GEMM of 2mnk = 5e8 (at
+  // micro-batch 2 its size is at most 1e9: efficiency 0.4, rate 40 TFLOP/s),
+  // memory-bound and elementwise ops (vector peak 100 TFLOP/s), an attention
+  // pattern priced op by op (unfused: best rate 50 TFLOP/s).
+  facts.batch = 1;
+  facts.compute = search::ComputeFacts{};
+  facts.compute.gemm[5e8] = search::Work{2e8, 4e8, 2e8};
+  facts.compute.vector = search::Work{1e7, 2e7, 0};
+  facts.compute.elementwise = search::Work{1e7, 1e7, 0};
+  facts.compute.unfused_attention = search::Work{1e8, 2e8, 1e8};
+
+  SECTION("dp 2 x tp 2, ZeRO 1, B = 8, micro-batch 2") {
+    const auto b = search::layout_bound(candidate(2, 2, 1, 8, 2, 1), facts, model);
+    // per sample: GEMM 6e8 / 40e12 = 1.5e-5; vector 3e7 / 1e14 = 3e-7;
+    // elementwise 2e7 / 1e14 = 2e-7; attention 3e8 / 50e12 = 6e-6:
+    // 2.15e-5 s; x 8 samples / 4 devices = 4.3e-5 s. pp = 1: no stretch.
+    CHECK(b.compute.value == Approx(4.3e-5));
+    CHECK(b.pipelined.value == Approx(4.3e-5));
+    // optimizer: 117,504 / tp 2 = 58,752 local, / 2 states shards (ZeRO 1
+    // over dp 2) = 29,376 x 38 B (Adam) / 1e12 B/s = 1.116288e-6 s.
+    CHECK(b.optimizer.value == Approx(1.116288e-6));
+    CHECK(b.total.value == Approx(4.3e-5 + 1.116288e-6));
+  }
+  SECTION("DeepSpeed bf16: BF16_Optimizer's fp32 accumulation passes count in the compute") {
+    auto c = candidate(2, 2, 1, 8, 2, 1);
+    c.config.framework = estimate::Framework::deepspeed;
+    const auto b = search::layout_bound(c, facts, model);
+    // m = 8 / (2 x 2) = 2 micro-batches, each 18 B over the 117,504 / tp 2 =
+    // 58,752 local parameters / 1e12 B/s: 2 x 58,752 x 18 / 1e12 =
+    // 2.115072e-6 s on top of 4.3e-5 s.
+    CHECK(b.compute.value == Approx(4.3e-5 + 2.115072e-6));
+    // FSDP FULL_SHARD (fp32 reduce: 18 B as well) the same; DDP (12 B,
+    // micro-batch 2 of 2 only): 58,752 x 12 / 1e12 = 7.05024e-7 s.
+    c.config.framework = estimate::Framework::fsdp;
+    c.config.zero = 3;
+    CHECK(search::layout_bound(c, facts, model).compute.value == Approx(4.3e-5 + 2.115072e-6));
+    c.config.framework = estimate::Framework::ddp;
+    c.config.zero = 0;
+    CHECK(search::layout_bound(c, facts, model).compute.value == Approx(4.3e-5 + 7.05024e-7));
+  }
+  SECTION("with the memory-bound ops' bytes") {
+    search::MemoryFacts mem;
+    mem.vector = 4e6;  // bytes per micro-batch of batch 1
+    mem.elementwise = 2e6;
+    const auto b = search::layout_bound(candidate(2, 2, 1, 8, 2, 1), facts, model, &mem);
+    // m = 8 / (2 x 2) = 2 micro-batches: 2 x 6e6 B / (tp 2) / 1e12 B/s =
+    // 6e-6 s, more than their FLOPs' 5e7 / 1e14 x 8 / 4 = 1e-6 s; the rest
+    // (GEMM 1.5e-5 + attention 6e-6 per sample) x 8 / 4 = 4.2e-5 s:
+    // 4.8e-5 s.
+    CHECK(b.compute.value == Approx(4.8e-5));
+    // 30 kernels per micro-batch (12 of them layers' forward): 2 x 30 x 1 us
+    // = 6e-5 s more; under full recompute on tp 2 x pp 2 (m = 4):
+    // 4 x (30 + 12) x 1 us / pp 2 = 8.4e-5 s more.
+    mem.kernels = 30;
+    mem.layer_forward_kernels = 12;
+    CHECK(search::layout_bound(candidate(2, 2, 1, 8, 2, 1), facts, model, &mem).compute.value ==
+          Approx(4.8e-5 + 6e-5));
+    const auto full = candidate(1, 2, 2, 8, 2, 0, cost::RecomputePolicy::full);
+    CHECK(search::layout_bound(full, facts, model, &mem).compute.value -
+              search::layout_bound(full, facts, model).compute.value ==
+          Approx(8.9e-5));
+    // (and the memory-bound ops: bytes 4 x 6e6 / (tp 2 x pp 2) / 1e12 = 6e-6 s
+    // replace their FLOPs' 5e7 / 1e14 x 8 / 4 = 1e-6 s: 8.4e-5 + 5e-6)
+  }
+  SECTION("tp 2 x pp 2, no ZeRO, full recompute, B = 8, micro-batch 2 (m = 4)") {
+    const auto b = search::layout_bound(candidate(1, 2, 2, 8, 2, 0, cost::RecomputePolicy::full), facts, model);
+    // per sample with the layers' forward again: GEMM 8e8 / 40e12 = 2e-5;
+    // vector 3e-7; elementwise 2e-7; attention 4e8 / 50e12 = 8e-6:
+    // 2.85e-5 s; x 8 / 4 = 5.7e-5 s.
+    CHECK(b.compute.value == Approx(5.7e-5));
+    // stretch 1 + (2-1)/(1 x 4) = 1.25: 7.125e-5 s
+    CHECK(b.pipelined.value == Approx(7.125e-5));
+    // optimizer: 58,752 / pp 2 = 29,376 x 38 / 1e12 = 1.116288e-6 s
+    CHECK(b.optimizer.value == Approx(1.116288e-6));
+    // max(7.125e-5, 5.7e-5 + 1.116e-6) = the stretched compute
+    CHECK(b.total.value == Approx(7.125e-5));
+  }
+  SECTION("micro-batch 4: the GEMM may reach 2e9 FLOPs") {
+    const auto b = search::layout_bound(candidate(1, 1, 1, 4, 4), facts, model);
+    // efficiency at 2e9: 0.4 + 0.1 x log(2)/log(1000) = 0.410034; GEMM 6e8 /
+    // (100e12 x 0.410034) = 1.463293e-5; + 3e-7 + 2e-7 + 6e-6 = 2.1132932e-5
+    // per sample, x 4 samples / 1 device = 8.453173e-5 s.
+    CHECK(b.compute.value == Approx(8.453173e-5).epsilon(1e-6));
+  }
+  SECTION("flash attention: the FlashAttention FLOPs at the table's efficiency") {
+    const RoundModel flash(cost::AttentionMode::flash);
+    facts.compute = search::ComputeFacts{};
+    facts.compute.unfused_attention = search::Work{1e8, 2e8, 1e8};  // not counted under flash
+    facts.compute.flash[{8192, true}] = search::Work{1e9, 2.5e9, 1e9};
+    const auto b = search::layout_bound(candidate(2, 1, 1, 8, 1), facts, flash);
+    // 3.5e9 / (100e12 x 0.6) = 5.833333e-5 per sample x 8 / 2 devices = 2.333333e-4 s
+    CHECK(b.compute.value == Approx(2.333333e-4));
+  }
+  SECTION("optimizer-bound: B = 1 sample on one device") {
+    facts.compute = search::ComputeFacts{};
+    facts.compute.vector = search::Work{1e6, 1e6, 0};
+    const auto b = search::layout_bound(candidate(1, 1, 1, 1, 1), facts, model);
+    // compute = 2e6 / 1e14 = 2e-8 s; optimizer 117,504 x 38 / 1e12 = 4.465152e-6 s
+    CHECK(b.compute.value == Approx(2e-8));
+    CHECK(b.optimizer.value == Approx(4.465152e-6));
+    CHECK(b.total.value == Approx(4.485152e-6));
+  }
+}
+
+namespace {
+
+// Every layout of an 8-device space over the small GPT (and an MLP whose
+// weights dominate), scored with the a100 profile: the bound is at most the
+// predicted step, with the fast solver and (when `exact`) the MILP.
+void check_space(const std::function<graph::OpGraph(int)>& make, std::int64_t B, estimate::Framework fw, bool exact) {
+  search::Space s;
+  s.devices = 8;
+  s.global_batch = B;
+  s.framework = fw;
+  s.max_micro_batch = 2;
+  std::map<int, graph::OpGraph> graphs;
+  auto graph_at = [&](int mb) -> const graph::OpGraph& {
+    auto it = graphs.find(mb);
+    if (it == graphs.end()) it = graphs.emplace(mb, make(mb)).first;
+    return it->second;
+  };
+  std::map<cost::RecomputePolicy, cost::ProfileCostModel> models;
+  for (auto r : s.recompute) models.emplace(r, a100(r));
+  const auto facts = search::facts_of(graph_at(1), 1);
+  std::map<cost::RecomputePolicy, search::MemoryFacts> memory;
+  for (const auto& [r, m] : models) memory[r] = search::memory_facts(graph_at(1), m);
+  const auto all = search::enumerate_layouts(s, facts);
+  REQUIRE(all.size() > 10);
+  const estimate::ShardingSolver milp = [](const sharding::ShardingProblem& p) -> Result<sharding::Solution> {
+    PLANNER_TRY(sharding::MilpResult r, sharding::solve_milp(p));
+    return r.solution;
+  };
+  std::size_t scored = 0;
+  double best = std::numeric_limits<double>::infinity(), min_bound = best;
+  for (const auto& c : all) {
+    const auto& model = models.at(c.recompute);
+    const auto b = search::layout_bound(c, facts, model, &memory.at(c.recompute));
+    min_bound = std::min(min_bound, b.total.value);
+    auto e = estimate::estimate(graph_at(c.config.micro_batch), model, c.config, false, exact ? &milp : nullptr);
+    if (!e.ok()) continue;
+    ++scored;
+    INFO(search::describe(c) << ": bound " << b.total.value << " (compute " << b.compute.value << ", pipelined "
+                                 << b.pipelined.value << ", optimizer " << b.optimizer.value << ") step "
+                                 << e->step_time.value);
+    CHECK(b.total.value <= e->step_time.value * (1 + 1e-12));
+    // The optimizer part is at most the mean over pipeline ranks of their
+    // optimizer steps (e->optimizer is the bottleneck rank's only).
+    double opt = 0;
+    for (const auto& rk : e->parts.ranks) opt += rk.optimizer.value;
+    CHECK(b.optimizer.value <= opt / c.config.pp * (1 + 1e-12));
+    if (e->fits) best = std::min(best, e->step_time.value);
+  }
+  CHECK(scored > 10);
+  CHECK(min_bound <= best);
+}
+
+graph::OpGraph gpt_at(int mb) { return gpt(mb, 16, 64, 4, 256, 128, 4); }
+// Attention-heavy: 2048 tokens at width 64 (flash attention near its best efficiency).
+graph::OpGraph long_gpt_at(int mb) { return gpt(mb, 2048, 64, 4, 256, 128, 2); }
+// Experts (ep enumerated over divisors of dp x cp that divide the 8 experts).
+graph::OpGraph moe_at(int mb) { return moe_mlp(8 * mb, 256, 1024, 8, 64); }
+// Weights (4.2 M parameters) outweigh 8 samples' work: the optimizer term binds.
+graph::OpGraph wide_mlp_at(int mb) { return mlp(mb, 1024, 2048, 1024); }
+
+}  // namespace
+
+TEST_CASE("layout_bound <= every layout's predicted step (fast solver)", "[search][bound]") {
+  check_space(gpt_at, 16, estimate::Framework::megatron, false);
+  check_space(gpt_at, 16, estimate::Framework::deepspeed, false);
+  check_space(wide_mlp_at, 8, estimate::Framework::megatron, false);
+  check_space(long_gpt_at, 8, estimate::Framework::megatron, false);
+  check_space(moe_at, 16, estimate::Framework::megatron, false);
+  check_space(moe_at, 16, estimate::Framework::deepspeed, false);
+  // Frameworks with gradient accumulation passes (weights dominate wide_mlp;
+  // DDP's space is too small here: its bytes are checked by hand above).
+  for (auto fw : {estimate::Framework::fsdp, estimate::Framework::megatron_legacy, estimate::Framework::deepspeed}) {
+    INFO(estimate::framework_name(fw));
+    if (fw != estimate::Framework::fsdp) check_space(wide_mlp_at, 8, fw, false);  // FSDP: 6 layouts only
+    check_space(gpt_at, 16, fw, false);
+  }
+  check_space(moe_at, 16, estimate::Framework::fsdp, false);
+}
+
+TEST_CASE("layout_bound <= every layout's predicted step (--exact, MILP)", "[search][bound]") {
+  check_space(gpt_at, 16, estimate::Framework::megatron, true);
+  check_space(wide_mlp_at, 8, estimate::Framework::megatron, true);
+}
+
+TEST_CASE("search: the space's bound is the smallest layout bound, pruned ones included", "[search][bound]") {
+  search::Space s;
+  s.devices = 8;
+  s.global_batch = 8;
+  s.framework = estimate::Framework::megatron;
+  s.max_micro_batch = 2;
+  std::map<int, graph::OpGraph> graphs;
+  std::map<cost::RecomputePolicy, cost::ProfileCostModel> models;
+  for (auto r : s.recompute) models.emplace(r, a100(r));
+  search::GraphProvider gp = [&](int mb) -> Result<const graph::OpGraph*> {
+    auto it = graphs.find(mb);
+    if (it == graphs.end()) it = graphs.emplace(mb, wide_mlp_at(mb)).first;
+    return &it->second;
+  };
+  search::ModelProvider mp = [&](cost::RecomputePolicy r) -> Result<const cost::CostModel*> {
+    return &models.at(r);
+  };
+  const auto facts = search::facts_of(**gp(1), 1);
+  double min_bound = std::numeric_limits<double>::infinity();
+  std::map<cost::RecomputePolicy, search::MemoryFacts> memory;
+  for (const auto& [r, m] : models) memory[r] = search::memory_facts(**gp(1), m);
+  for (const auto& c : search::enumerate_layouts(s, facts))
+    min_bound = std::min(min_bound,
+                         search::layout_bound(c, facts, models.at(c.recompute), &memory.at(c.recompute)).total.value);
+  for (double limit : {60.0, 0.0}) {  // exhausted, and stopped after the first batch
+    search::Options o;
+    o.time_limit_s = limit;
+    o.batch = 4;
+    auto r = search::search(s, gp, mp, o);
+    REQUIRE(r.ok());
+    CHECK(r->complete == (limit > 0));
+    CHECK(r->lower_bound.value == Approx(min_bound).epsilon(1e-12));
+    CHECK(r->lower_bound.value <= r->best.front().estimate.step_time.value);
+    // Weight-bound: the optimizer term closes most of the gap the speed of
+    // light leaves (hand check: 4.2 M params x 38 B / stream bandwidth).
+    CHECK(r->lower_bound.value > 2 * r->speed_of_light.value);
+    for (const auto& sc : r->best) CHECK(sc.candidate.bound.value <= sc.estimate.step_time.value);
+  }
+}
