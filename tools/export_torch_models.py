@@ -33,14 +33,16 @@ would:
 
 and a small Llama-style decoder in plain PyTorch (RMSNorm, rotary embeddings,
 grouped-query attention with 16 query and 4 key/value heads, SwiGLU, causal
-mask, cross-entropy loss; 4 layers, hidden 1024), static batch 2 and sequence
-256, training mode, in both spellings of grouped-query attention:
+mask, cross-entropy loss; 4 layers, hidden 1024), training mode, dynamic
+batch and sequence (traced at 2 x 256), in both spellings of grouped-query
+attention:
 
-  llama_gqa_repeat_interleave.onnx  k.repeat_interleave(4, dim=1) (torch 1.13
-                                    lowers it to SplitToSequence/Concat.. ops)
+  llama_gqa_repeat_interleave.onnx  k.repeat_interleave(4, dim=2) on [b, s, kv, d]
+                                    (torch 1.13 lowers it to SplitToSequence, a
+                                    Loop of SequenceInsert, ConcatFromSequence)
   llama_gqa_expand.onnx             k[:, :, None].expand(..).reshape(..), as
                                     Hugging Face's repeat_kv
-                  inputs "input_ids", "labels" i64 [2, 256]; output "loss" f32 []
+                  inputs "input_ids", "labels" i64 [batch, seq]; output "loss" f32 []
 
 Nothing is downloaded: every model is built with random initialisation
 (torch.manual_seed(0)). The dynamic-axes models are exported in eval mode with
@@ -234,20 +236,30 @@ class LlamaAttention(nn.Module):
         self.o_proj = nn.Linear(heads * self.head_dim, hidden, bias=False)
 
     def repeat_kv(self, x):
+        """Hugging Face's repeat_kv on [b, kv, s, d]: expand + reshape."""
         rep = self.heads // self.kv_heads
-        if self.gqa == "repeat_interleave":
-            return x.repeat_interleave(rep, dim=1)
         b, kv, s, d = x.shape
         return x[:, :, None, :, :].expand(b, kv, rep, s, d).reshape(b, kv * rep, s, d)
 
     def forward(self, x, cos, sin, mask):
         b, s, _ = x.shape
-        q = self.q_proj(x).view(b, s, self.heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        q = self.q_proj(x).view(b, s, self.heads, self.head_dim)
+        k = self.k_proj(x).view(b, s, -1, self.head_dim)
+        v = self.v_proj(x).view(b, s, -1, self.head_dim)
+        if self.gqa == "repeat_interleave":
+            # On [b, s, kv, d], as Meta's reference code repeats: with the
+            # batch and sequence dynamic torch 1.13 does not know the kv dim
+            # and exports SplitToSequence + a Loop of SequenceInsert +
+            # ConcatFromSequence. (On [b, kv, s, d] its Loop reshapes to
+            # [0, -1, 0, 0] after an Unsqueeze, which ONNX reads index by
+            # index: a wrong shape, not an importable graph.)
+            rep = self.heads // self.kv_heads
+            k, v = k.repeat_interleave(rep, dim=2), v.repeat_interleave(rep, dim=2)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        k, v = self.repeat_kv(k), self.repeat_kv(v)
+        if self.gqa == "expand":
+            k, v = self.repeat_kv(k), self.repeat_kv(v)
         scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim) + mask
         probs = torch.softmax(scores.float(), dim=-1).type_as(q)
         ctx = torch.matmul(probs, v).transpose(1, 2).reshape(b, s, -1)
@@ -371,7 +383,8 @@ def build_models():
     labels = torch.randint(0, 32000, (2, 256), dtype=torch.int64)
     for gqa in ["repeat_interleave", "expand"]:
         specs.append(Spec(f"llama_gqa_{gqa}", seeded(lambda: LlamaLike(gqa)), (ids, labels), ["input_ids", "labels"],
-                          None, outputs=("loss",), train=True))
+                          {"input_ids": {0: "batch", 1: "seq"}, "labels": {0: "batch", 1: "seq"}},
+                          outputs=("loss",), train=True))
     return specs
 
 
