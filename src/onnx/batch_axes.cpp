@@ -4,7 +4,9 @@
 //
 //   1. layout ops (Transpose, and the reshape family: Reshape, Flatten,
 //      Squeeze, Unsqueeze) move the batch by structure: a permutation moves
-//      its axis, a reshape keeps its place in the row-major element order.
+//      its axis, a reshape keeps its place in the row-major element order;
+//      Gather, Split, Slice and Reduce* off the batch axis keep it (shifted
+//      past the axes they drop).
 //      The batch is a factor of one axis, `inner` elements of that axis
 //      inside it:
 //
@@ -178,6 +180,26 @@ struct Tracker {
       if (a < p.axis) return std::optional<Pos>(Pos{static_cast<int>(p.axis + r - 1), p.inner});
       if (a > p.axis) return std::optional<Pos>(p);
       return std::nullopt;
+    }
+    if (op.type == "Split") {  // pieces along another axis keep the batch where it was
+      auto a = op.attr_int("axis").value_or(0);
+      if (a < 0) a += rank;
+      if (a != p.axis) return std::optional<Pos>(p);
+      return std::nullopt;
+    }
+    if (op.type == "Slice" && op.inputs.size() > 1 && op.inputs[1]) {  // likewise
+      std::vector<std::int64_t> axes;
+      if (op.inputs.size() > 3 && op.inputs[3]) {
+        const auto& a = g.tensor(*op.inputs[3]);
+        if (!a.values || a.values->is_float) return std::nullopt;
+        axes = a.values->ints;
+      } else {
+        const auto& starts = g.tensor(*op.inputs[1]).shape;
+        for (std::int64_t k = 0; k < (starts.empty() ? 1 : starts[0]); ++k) axes.push_back(k);
+      }
+      for (auto a : axes)
+        if ((a < 0 ? a + rank : a) == p.axis) return std::nullopt;
+      return std::optional<Pos>(p);
     }
     if (op.type.starts_with("Reduce")) {
       auto axes = reduced_axes(g, op);
