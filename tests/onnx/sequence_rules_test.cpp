@@ -109,3 +109,54 @@ TEST_CASE("sequence ops: inconsistent nodes are one-line errors naming the op", 
     CHECK(contains(r.error().message, "position 4 outside a sequence of 4"));
   }
 }
+
+TEST_CASE("sequence ops: a Loop carrying a sequence, as torch exports repeat_interleave", "[onnx][sequence]") {
+  // x [2, 2, 3, 4] (batch, 2 kv heads, seq 3, head dim 4), each head repeated
+  // 3 times: SplitToSequence with constant sizes [1, 1] -> a Loop of 2
+  // iterations picking piece i (SequenceAt at the iteration number), [2,1,3,4]
+  // -> Unsqueeze [2,1,1,3,4] -> Expand [2,1,3,3,4] -> Reshape [2,3,3,4] ->
+  // SequenceInsert -> ConcatFromSequence on axis 1: [2, 6, 3, 4].
+  GraphBuilder body;
+  body.input("i", kI64, {}).input("cond_in", kBool, {}).input("acc", kF32, {});
+  body.init_i64("ax2", {1}, {2}).init_i64("reps", {5}, {1, 1, 3, 1, 1}).init_i64("merged", {4}, {2, 3, 3, 4});
+  body.node("SequenceAt", {"pieces", "i"}, {"piece"});
+  body.node("Unsqueeze", {"piece", "ax2"}, {"u"});
+  body.node("Expand", {"u", "reps"}, {"e"});
+  body.node("Reshape", {"e", "merged"}, {"r"});
+  body.node("SequenceInsert", {"acc", "r"}, {"acc_out"});
+  body.node("Identity", {"cond_in"}, {"cond_out"});
+  body.output("cond_out").output("acc_out");
+
+  ModelBuilder m(14);
+  m.input("x", kF32, {2, 2, 3, 4});
+  m.init_i64("ones", {2}, {1, 1}).init_i64("trips", {}, {2});
+  pb::TensorProto t;
+  t.set_name("go");
+  t.set_data_type(kBool);
+  t.add_int32_data(1);
+  m.init(t);
+  m.node("SplitToSequence", {"x", "ones"}, {"pieces"}).attr("axis", 1);
+  m.node("SequenceEmpty", {}, {"empty"});
+  m.node("Loop", {"trips", "go", "empty"}, {"repeated"}, "loop").attr("body", body.proto());
+  m.node("ConcatFromSequence", {"repeated"}, {"y"}).attr("axis", 1);
+  m.output("y");
+  auto r = import_model(m);
+  if (!r.ok()) FAIL(r.error().message);
+  CHECK(shape_of(*r, "y") == Shape{2, 6, 3, 4});
+  CHECK(shape_of(*r, "repeated") == Shape{2, 2, 3, 3, 4});  // 2 elements of [2, 3, 3, 4], stacked
+
+  // The trip count must be known to unroll a carried sequence.
+  ModelBuilder u(14);
+  u.input("x", kF32, {2, 2, 3, 4}).input("n", kI64, {});
+  u.init_i64("ones", {2}, {1, 1});
+  u.init(t);
+  u.node("SplitToSequence", {"x", "ones"}, {"pieces"}).attr("axis", 1);
+  u.node("SequenceEmpty", {}, {"empty"});
+  u.node("Loop", {"n", "go", "empty"}, {"repeated"}, "loop").attr("body", body.proto());
+  u.node("ConcatFromSequence", {"repeated"}, {"y"}).attr("axis", 1);
+  u.output("y");
+  auto ru = import_model(u);
+  REQUIRE_FALSE(ru.ok());
+  CHECK(contains(ru.error().message, "op 'loop' (Loop)"));
+  CHECK(contains(ru.error().message, "a sequence is carried and the trip count is not a known constant"));
+}
