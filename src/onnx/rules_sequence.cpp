@@ -32,8 +32,7 @@ void set_sequence(RuleCtx& c, std::size_t k, std::vector<Info> elems, int elem) 
   o.shape = std::move(s);
   o.elem = elem;
   o.is_sequence = true;
-  for (auto& e : elems) e.values.reset();  // element values are not tracked
-  o.elements = std::move(elems);
+  o.elements = std::move(elems);  // small elements keep their values (repeat counts, shape pieces)
 }
 
 const std::vector<Info>* sequence_in(const RuleCtx& c, std::size_t i) {
@@ -80,7 +79,14 @@ RuleStatus rule_split_to_sequence(RuleCtx& c) {
     }
   }
   if (sizes.size() > kMaxTracked) return c.fail("{} elements: too many for a sequence", sizes.size());
+  // Values of each piece, when the input's are known: rows [at, at + s) of
+  // the axis, for every outer index.
+  const Values* v = c.vals(0);
+  I64 outer = 1, inner = 1;
+  for (std::size_t k = 0; k < *axis; ++k) outer *= x[k];
+  for (std::size_t k = *axis + 1; k < x.size(); ++k) inner *= x[k];
   std::vector<Info> elems;
+  I64 at = 0;
   for (auto s : sizes) {
     Info e;
     e.elem = c.elem(0);
@@ -88,6 +94,19 @@ RuleStatus rule_split_to_sequence(RuleCtx& c) {
     if (keep) es[*axis] = s;
     else es.erase(es.begin() + static_cast<std::ptrdiff_t>(*axis));
     e.shape = std::move(es);
+    if (v && static_cast<I64>(v->size()) == outer * len * inner) {
+      Values piece;
+      piece.is_float = v->is_float;
+      for (I64 o = 0; o < outer; ++o)
+        for (I64 r = at; r < at + s; ++r)
+          for (I64 i = 0; i < inner; ++i) {
+            const auto k = static_cast<std::size_t>((o * len + r) * inner + i);
+            if (v->is_float) piece.f.push_back(v->f[k]);
+            else piece.i.push_back(v->i[k]);
+          }
+      e.values = std::move(piece);
+    }
+    at += s;
     elems.push_back(std::move(e));
   }
   set_sequence(c, 0, std::move(elems), c.elem(0));
