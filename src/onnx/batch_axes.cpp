@@ -356,6 +356,7 @@ Status rebind_static_batch(graph::OpGraph& g, std::int64_t b0, std::int64_t n) {
     if (!batched(t)) continue;
     auto& d = t.shape[static_cast<std::size_t>(*t.batch_axis)];
     d = d / b0 * n;
+    t.values.reset();  // a constant's values were for the file's batch
   }
   return Status::success();
 }
