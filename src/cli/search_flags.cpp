@@ -207,9 +207,13 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
     return n.find(fmt::format("--batch {}", kProbeBatch)) != std::string::npos ||
            n.find("the model's batch is static") != std::string::npos;
   });
+  // A micro-batch the search could not choose is always announced, with why.
   if (pinned)
-    notes.push_back(fmt::format("the model's batch is static ({}): the micro-batch is fixed to it{}", probed,
-                                why_pinned.empty() ? "" : " " + why_pinned));
+    notes.push_back(fmt::format("the model's batch is static ({}): the micro-batch is fixed to it {}", probed,
+                                !why_pinned.empty() ? why_pinned
+                                : static_batch     ? std::string("(the importer could not rebind it)")
+                                                   : std::string("(its data inputs lead with different static dims, "
+                                                                 "so none is the batch to rebind)")));
   else if (static_batch && !opts.batch)
     notes.push_back(fmt::format("the model's batch is static ({}): the graph is rebound to each micro-batch tried "
                                 "(batch axes scaled){}",
@@ -219,6 +223,9 @@ Result<SearchFound> search_best_plan(const SearchFlags& a, const SearchSetup& se
   else if (static_batch && *opts.batch != *static_batch)
     notes.push_back(fmt::format("the model's batch is static ({}): rebound to --batch {} (batch axes scaled)",
                                 *static_batch, *opts.batch));
+  if (!pinned && opts.batch)
+    notes.push_back(fmt::format("the micro-batch is fixed to --batch {}; leave --batch out to search micro-batches",
+                                *opts.batch));
 
   // The winner again with advice off and the plan details.
   PLANNER_TRY(std::string sha, sha256_file(model));

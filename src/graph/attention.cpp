@@ -11,6 +11,20 @@
 //
 // The ops from the score MatMul to the context MatMul become one FusedPattern.
 // A com.microsoft Attention / MultiHeadAttention op is a pattern by itself.
+//
+// Grouped-query attention repeats each K/V head for several query heads
+// before the score MatMul, as Hugging Face's repeat_kv (expand + reshape) or
+// as torch's repeat_interleave (exported as SplitToSequence, a Loop of
+// SequenceAt/Expand/Reshape/SequenceInsert, ConcatFromSequence). Walking back
+// from K along its data operand (through the repeats, rotary embeddings,
+// layout changes) to the op that made its elements (the K projection, or the
+// Slice/Split taking K out of a packed QKV projection; a Split whose pieces
+// were concatenated again is one of the repeats, walked through) reaches K
+// before the repeats:
+//
+//     k_proj [b, s, kv*d] -> Reshape -> Transpose -> (rotary) -> Unsqueeze -> Expand -> Reshape [b, h, s, d] -> Transpose -> MatMul
+//
+// its elements over b * s * d are the key/value heads.
 
 #include <algorithm>
 
@@ -75,6 +89,41 @@ void fill_from_scores(const OpGraph& g, const Op& score_mm, const Op& ctx_mm, Fu
   }
 }
 
+// Ops that make or select K's elements (a projection, one piece of a packed
+// QKV projection): the walk back from K stops at their output.
+bool makes_keys(const Op& op) {
+  static constexpr std::string_view kStops[] = {"MatMul", "Gemm", "FusedMatMul", "Einsum", "Conv",
+                                                "Slice",  "Split", "Gather"};
+  return std::find(std::begin(kStops), std::end(kStops), op.type) != std::end(kStops);
+}
+
+// Key/value heads of a pattern: the elements of the tensor K's repeats were
+// made from, over batch x key length x head dim (see the file comment).
+std::int64_t kv_heads_of(const OpGraph& g, const Op& score_mm, const FusedPattern& p) {
+  const Tensor* k = g.input(score_mm, 1);
+  const auto per_head = p.batch * p.seq_k * p.head_dim;
+  if (!k || per_head <= 0) return 0;
+  bool rejoined = false;  // through a Concat: the pieces of a split are K's heads repeated
+  for (int step = 0; step < 4 * kMaxSteps && k->producer; ++step) {
+    const Op& op = g.op(*k->producer);
+    const bool split = op.type == "Split" || op.type == "SplitToSequence";
+    if (makes_keys(op) && !(split && rejoined)) break;
+    rejoined = rejoined || op.type == "Concat" || op.type == "ConcatFromSequence";
+    const Tensor* next = nullptr;
+    for (const auto& in : op.inputs)
+      if (in && is_floating(g.tensor(*in).dtype) && g.tensor(*in).role == TensorRole::activation) {
+        next = &g.tensor(*in);
+        break;
+      }
+    if (!next) break;
+    k = next;
+  }
+  const std::int64_t n = k->numel();
+  if (n % per_head != 0) return 0;
+  const std::int64_t kv = n / per_head;
+  return kv > 0 && p.heads % kv == 0 ? kv : 0;
+}
+
 }  // namespace
 
 void find_attention(OpGraph& g) {
@@ -93,6 +142,7 @@ void find_attention(OpGraph& g) {
         p.seq_q = p.seq_k = x->shape[1];
         p.heads = heads;
         p.head_dim = p.head_dim_v = x->shape[2] / heads;
+        p.kv_heads = heads;
         // The unfused form would keep scores and probabilities (f32): 2 tensors of b*a*s*s.
         p.score_bytes = Bytes(2.0 * 4.0 * static_cast<double>(p.batch * p.heads * p.seq_q * p.seq_k));
       }
@@ -140,6 +190,7 @@ void find_attention(OpGraph& g) {
     p.ops.insert(p.ops.end(), fwd.begin(), fwd.end());
     p.ops.push_back(*context);
     fill_from_scores(g, g.op(*score), g.op(*context), p);
+    p.kv_heads = kv_heads_of(g, g.op(*score), p);
     // Score-sized activations the unfused form keeps: every tensor written
     // between the two MatMuls (scores, scaled, masked, probabilities, dropout).
     Bytes kept;

@@ -16,6 +16,12 @@
 // of different widths are separate runs). A block must hold a parameter, so
 // shape-arithmetic chains are not mistaken for layers, and consecutive copies
 // must be chained (copy i+1 reads what copy i wrote).
+//
+// Shape-computation ops (every output computed from constants alone: Constant
+// nodes, shape arithmetic on them) are left out of the sequence and of the
+// layers: exporters share such a constant between layers, so the first layer
+// holds one the others read from it (torch's static Llama export), and a
+// count that differs by one would break the repeat.
 
 #include <algorithm>
 #include <functional>
@@ -82,6 +88,16 @@ std::uint64_t op_local_hash(const OpGraph& g, const Op& op) {
   return h;
 }
 
+// An op computing from constants alone: it reads no input, activation or
+// parameter, and writes only constants.
+bool shape_computation(const OpGraph& g, const Op& op) {
+  for (const auto& in : op.inputs)
+    if (in && g.tensor(*in).role != TensorRole::constant) return false;
+  for (const auto& out : op.outputs)
+    if (out && g.tensor(*out).role != TensorRole::constant) return false;
+  return true;
+}
+
 bool holds_parameter(const OpGraph& g, const Op& op) {
   for (const auto& in : op.inputs)
     if (in && g.tensor(*in).role == TensorRole::parameter) return true;
@@ -103,14 +119,24 @@ struct Cut {
   std::size_t tensors = 0;
   std::size_t reads = 0;
 };
-Cut cut_at(const OpGraph& g, std::size_t begin, std::size_t q, std::size_t end) {
+// The ops the repeat is searched over, in order: positions -> op ids, and
+// each op's position (-1 for a shape-computation op left out).
+struct Seq {
+  const OpGraph& g;
+  std::vector<std::uint32_t> ids;
+  std::vector<std::int64_t> pos_of;
+};
+Cut cut_at(const Seq& sq, std::size_t begin, std::size_t q, std::size_t end) {
+  const OpGraph& g = sq.g;
   Cut cut;
   for (std::size_t k = begin; k < q; ++k)
-    for (const auto& out : g.op(OpId{static_cast<std::uint32_t>(k)}).outputs) {
+    for (const auto& out : g.op(OpId{sq.ids[k]}).outputs) {
       if (!out) continue;
       std::size_t reads = 0;
-      for (auto c : g.tensor(*out).consumers)
-        if (c.value >= q && c.value < end) ++reads;
+      for (auto c : g.tensor(*out).consumers) {
+        const auto pc = sq.pos_of[c.value];
+        if (pc >= 0 && static_cast<std::size_t>(pc) >= q && static_cast<std::size_t>(pc) < end) ++reads;
+      }
       if (reads) { ++cut.tensors; cut.reads += reads; }
     }
   return cut;
@@ -122,7 +148,7 @@ Cut cut_at(const OpGraph& g, std::size_t begin, std::size_t q, std::size_t end) 
 // is read most (a layer reads its input in several places: the norm and the
 // residual add); then a block that starts with a parameter-holding op; then
 // the earliest.
-std::size_t best_phase(const OpGraph& g, const std::vector<char>& has_param, std::size_t begin,
+std::size_t best_phase(const Seq& g, const std::vector<char>& has_param, std::size_t begin,
                        std::size_t end, std::size_t period) {
   const std::size_t copies = (end - begin) / period;
   const std::size_t extra = (end - begin) - copies * period;
@@ -145,7 +171,7 @@ std::size_t best_phase(const OpGraph& g, const std::vector<char>& has_param, std
   return best;
 }
 
-std::optional<Run> best_run(const OpGraph& g, const std::vector<std::uint64_t>& sig,
+std::optional<Run> best_run(const Seq& g, const std::vector<std::uint64_t>& sig,
                             const std::vector<std::uint64_t>& local,
                             const std::vector<char>& has_param, std::size_t lo, std::size_t hi) {
   if (hi - lo < 4) return std::nullopt;
@@ -222,15 +248,31 @@ void find_repeated_blocks(OpGraph& g) {
     sig[i] = h;
   }
 
+  // The sequence searched: every op but the shape computations.
+  Seq sq{g, {}, std::vector<std::int64_t>(n, -1)};
+  for (std::size_t i = 0; i < n; ++i)
+    if (!shape_computation(g, g.op(OpId{static_cast<std::uint32_t>(i)}))) {
+      sq.pos_of[i] = static_cast<std::int64_t>(sq.ids.size());
+      sq.ids.push_back(static_cast<std::uint32_t>(i));
+    }
+  const std::size_t m = sq.ids.size();
+  std::vector<std::uint64_t> local_s(m), sig_s(m);
+  std::vector<char> has_param_s(m);
+  for (std::size_t k = 0; k < m; ++k) {
+    local_s[k] = local[sq.ids[k]];
+    sig_s[k] = sig[sq.ids[k]];
+    has_param_s[k] = has_param[sq.ids[k]];
+  }
+
   // Greedy: take the best run, then search the segments around it.
   struct Segment { std::size_t lo, hi; };
-  std::vector<Segment> todo{{0, n}};
+  std::vector<Segment> todo{{0, m}};
   std::vector<Run> runs;
   constexpr std::size_t kMaxRuns = 256;
   while (!todo.empty() && runs.size() < kMaxRuns) {
     auto seg = todo.back();
     todo.pop_back();
-    auto r = best_run(g, sig, local, has_param, seg.lo, seg.hi);
+    auto r = best_run(sq, sig_s, local_s, has_param_s, seg.lo, seg.hi);
     if (!r) continue;
     runs.push_back(*r);
     todo.push_back({seg.lo, r->start});
@@ -247,13 +289,13 @@ void find_repeated_blocks(OpGraph& g) {
     std::string sigtext;
     for (std::size_t k = 0; k < r.period && k < 64; ++k) {
       if (k) sigtext += ',';
-      sigtext += op_kind(g.op(OpId{static_cast<std::uint32_t>(r.start + k)}));
+      sigtext += op_kind(g.op(OpId{sq.ids[r.start + k]}));
     }
     if (r.period > 64) sigtext += ",...";
     b.signature = std::move(sigtext);
     for (std::size_t c = 0; c < r.copies; ++c, ++layer)
       for (std::size_t k = 0; k < r.period; ++k)
-        g.op(OpId{static_cast<std::uint32_t>(r.start + c * r.period + k)}).layer = layer;
+        g.op(OpId{sq.ids[r.start + c * r.period + k]}).layer = layer;
     g.blocks.push_back(std::move(b));
   }
 }

@@ -50,6 +50,24 @@ struct BuiltGraph {
 Result<BuiltGraph> build_graph(const ParsedGraph& pg, const std::vector<Info>& infos,
                                const std::vector<graph::TensorRole>& roles);
 
+/// Batch axis (graph::Tensor::batch_axis) of every input and activation of
+/// `b`, from the real propagation `infos` and the probe `probe` (the batch
+/// dims perturbed; lenient, so unknown where it could not follow): layout ops
+/// by structure, other ops by the probe, the rest inherited; then constants
+/// the batch was written into (see batch_axes.cpp).
+void set_batch_axes(BuiltGraph& b, const ParsedGraph& pg, const std::vector<Info>& infos,
+                    const std::vector<Info>& probe);
+
+/// Rebinds a graph imported at its static batch b0 to batch n: every batched
+/// tensor's batch axis is scaled by n / b0 (a flattened [b0*S, h] becomes
+/// [n*S, h]); ops are annotated after this, so their costs follow. Refused,
+/// with the op or tensor named, when some size does not follow the batch: a
+/// float activation without a batch axis written from a batched input by an
+/// op that does not reduce over the batch (a MoE capacity or a TopK count
+/// computed from the batch as a constant), a parameter holding the batch, or
+/// a batch-axis dim that is not a multiple of b0.
+Status rebind_static_batch(graph::OpGraph& g, std::int64_t b0, std::int64_t n);
+
 /// Fills op_class and cost of every If/Loop/Scan op of `built` from its
 /// subgraphs (If: the costlier branch, or the taken one when the condition is
 /// known; Loop: body x trip count; Scan: body x sequence length), each

@@ -175,7 +175,9 @@ Status cost_control_flow(BuiltGraph& built, const ParsedGraph& pg, const std::ve
       if (!body) return fail("missing body");
       auto trips = ctx.has(0) ? ctx.scalar(0) : std::nullopt;
       if (!trips) return fail("the trip count is not a known constant");
-      std::vector<Info> formal{Info{kInt64, Shape{}, std::nullopt}, Info{kBool, Shape{}, std::nullopt}};
+      // The body costed at iteration 0 (its number known, so a body picking
+      // its piece of a sequence by it has shapes), times the trip count.
+      std::vector<Info> formal{Info{kInt64, Shape{}, Values::ints({0})}, Info{kBool, Shape{}, std::nullopt}};
       for (std::size_t k = 2; k < ctx.in.size(); ++k) {
         if (!ctx.has(k)) return fail("a loop-carried input is omitted");
         Info c = *ctx.in[k];

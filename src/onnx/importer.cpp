@@ -156,49 +156,6 @@ InputPlan plan_inputs(const ParsedGraph& pg, const ImportOptions& opts, const Pa
   return p;
 }
 
-/// Rebinds a graph imported at its static batch b0 to batch n: the batch axis
-/// of every graph input and activation (found by the probe) is scaled by
-/// n / b0 (a flattened [b0*S, h] becomes [n*S, h]). Ops are annotated after
-/// this, so their costs follow. Refused, with the reason, when some size does
-/// not follow the batch: a float activation written without a batch axis by
-/// an op that reads one (a MoE capacity or a TopK count computed from the
-/// batch as a constant), or a batch-axis dim that is not a multiple of b0.
-Status rebind_static_batch(graph::OpGraph& g, std::int64_t b0, std::int64_t n) {
-  auto batched = [&](const graph::Tensor& t) {
-    return (t.role == TensorRole::activation || t.role == TensorRole::input) && t.batch_axis &&
-           *t.batch_axis < static_cast<int>(t.shape.size());
-  };
-  for (const auto& op : g.ops()) {
-    bool reads_batch = false;
-    for (const auto& in : op.inputs)
-      if (in && batched(g.tensor(*in))) reads_batch = true;
-    if (!reads_batch) continue;
-    for (const auto& out : op.outputs) {
-      if (!out) continue;
-      const auto& t = g.tensor(*out);
-      if (t.role == TensorRole::activation && graph::is_floating(t.dtype) && !t.shape.empty() && !t.batch_axis)
-        return make_error("op '{}' ({}) writes '{}' without a batch axis from a batched input", op.name,
-                          graph::op_kind(op), t.name);
-    }
-  }
-  for (const auto& t : g.tensors()) {
-    if (!batched(t)) continue;
-    const std::int64_t d = t.shape[static_cast<std::size_t>(*t.batch_axis)];
-    if (d % b0 != 0) return make_error("'{}' has {} on its batch axis, not a multiple of {}", t.name, d, b0);
-    Shape s = t.shape;
-    s[static_cast<std::size_t>(*t.batch_axis)] = static_cast<std::int64_t>(static_cast<__int128>(d / b0) * n);
-    if (static_cast<__int128>(d / b0) * n > kMaxDim || !checked_numel(s))
-      return make_error("'{}' would have too many elements at batch {}", t.name, n);
-  }
-  for (std::size_t i = 0; i < g.num_tensors(); ++i) {
-    graph::Tensor& t = g.tensor(graph::TensorId{static_cast<std::uint32_t>(i)});
-    if (!batched(t)) continue;
-    auto& d = t.shape[static_cast<std::size_t>(*t.batch_axis)];
-    d = d / b0 * n;
-  }
-  return Status::success();
-}
-
 /// Binds the declared shapes of the kept graph inputs. The first failure is
 /// the error, with every other unbound symbolic name listed.
 Status bind_inputs(const ParsedGraph& pg, const InputPlan& plan, const Bindings& b, std::vector<Info>& infos,
@@ -226,49 +183,6 @@ Status bind_inputs(const ParsedGraph& pg, const InputPlan& plan, const Bindings&
     if (msg.find("'" + o + "'") == std::string::npos) also += " " + o;
   if (!also.empty()) msg += " (also unbound:" + also + ")";
   return Error{msg};
-}
-
-/// Batch axis of each activation/input: the one axis whose size moved when the
-/// batch dims were perturbed; ops the probe could not follow inherit the axis
-/// of a same-shaped input.
-void set_batch_axes(BuiltGraph& b, const ParsedGraph& pg, const std::vector<Info>& infos,
-                    const std::vector<Info>& probe) {
-  auto& g = b.graph;
-  std::vector<char> probed(pg.size(), 0);
-  for (std::size_t t = 0; t < pg.size(); ++t) {
-    if (!b.tensor_id[t]) continue;
-    graph::Tensor& x = g.tensor(*b.tensor_id[t]);
-    if (x.role == TensorRole::parameter || x.role == TensorRole::constant) continue;
-    if (!probe[t].shape || !infos[t].shape) continue;
-    probed[t] = 1;
-    const Shape& a = *infos[t].shape;
-    const Shape& p = *probe[t].shape;
-    if (a.size() != p.size()) continue;
-    for (std::size_t k = 0; k < a.size(); ++k)
-      if (a[k] != p[k]) {
-        x.batch_axis = static_cast<int>(k);
-        break;
-      }
-  }
-  for (const auto& node : pg.nodes)
-    for (int t : node.out) {
-      if (t < 0 || probed[static_cast<std::size_t>(t)] || !b.tensor_id[static_cast<std::size_t>(t)]) continue;
-      graph::Tensor& x = g.tensor(*b.tensor_id[static_cast<std::size_t>(t)]);
-      if (x.role != TensorRole::activation || x.batch_axis) continue;
-      // Inherit from an input whose dims up to and including its batch axis
-      // this output keeps (elementwise ops, reshapes that keep the leading dims).
-      for (int i : node.in) {
-        if (i < 0 || !b.tensor_id[static_cast<std::size_t>(i)]) continue;
-        const graph::Tensor& in = g.tensor(*b.tensor_id[static_cast<std::size_t>(i)]);
-        if (!in.batch_axis) continue;
-        const auto a = static_cast<std::size_t>(*in.batch_axis);
-        if (a >= x.shape.size() || a >= in.shape.size()) continue;
-        if (std::equal(in.shape.begin(), in.shape.begin() + static_cast<std::ptrdiff_t>(a) + 1, x.shape.begin())) {
-          x.batch_axis = in.batch_axis;
-          break;
-        }
-      }
-    }
 }
 
 std::vector<ShapeDisagreement> disagreements(const ParsedGraph& pg, const std::vector<Info>& infos,

@@ -75,6 +75,12 @@ struct Info {
   std::optional<Shape> shape;
   /// Present only when shape is known and has at most kMaxTracked elements.
   std::optional<Values> values;
+  /// A sequence value (SplitToSequence, SequenceConstruct, ...): its
+  /// elements, in order. `shape` then describes them for the graph: stacked,
+  /// [count, element dims...], when they share one shape, else flattened,
+  /// [total elements]; `elem` is the elements' type.
+  bool is_sequence = false;
+  std::vector<Info> elements{};
   bool known() const { return shape.has_value(); }
 };
 
@@ -187,6 +193,7 @@ std::span<const ShapeRule> generator_rules();
 std::span<const ShapeRule> contrib_rules();
 std::span<const ShapeRule> legacy_rules();
 std::span<const ShapeRule> control_rules();
+std::span<const ShapeRule> sequence_rules();
 
 /// The rule for a node: exact (domain, type), then the default domain, then
 /// com.microsoft (exporters declare contrib ops under various domains).

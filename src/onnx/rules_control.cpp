@@ -51,6 +51,41 @@ RuleStatus rule_if(RuleCtx& c) {
   return RuleStatus::ok;
 }
 
+/// Most iterations a Loop carrying a sequence is unrolled for.
+constexpr I64 kMaxUnrolled = 1024;
+
+/// A Loop whose carried values include a sequence (torch's repeat_interleave
+/// inserts one piece per iteration): the body is propagated once per
+/// iteration, with the iteration number known, each iteration's carried
+/// outputs feeding the next.
+RuleStatus unroll_loop(RuleCtx& c, const pb::GraphProto& body, I64 trips, std::size_t n_carried) {
+  std::vector<Info> carried;
+  for (std::size_t k = 0; k < n_carried; ++k) carried.push_back(without_values(*c.in[k + 2]));
+  std::vector<Info> last;
+  for (I64 i = 0; i < trips; ++i) {
+    std::vector<Info> formal;
+    Info iter{kInt64, Shape{}, Values::ints({i})};
+    formal.push_back(std::move(iter));
+    formal.push_back(Info{kBool, Shape{}, std::nullopt});
+    formal.insert(formal.end(), carried.begin(), carried.end());
+    auto r = c.run_subgraph(body, std::move(formal));
+    if (!r.ok()) return c.fail("body, iteration {}: {}", i, r.error().message);
+    if (r->size() != 1 + n_carried) return c.fail("body has {} outputs for {} carried values and no scan output",
+                                                  r->size(), n_carried);
+    for (std::size_t k = 0; k < n_carried; ++k) {
+      const Info& o = (*r)[1 + k];
+      if (!o.shape) return c.fail("body output {} has no static shape at iteration {}", 1 + k, i);
+      if (!o.is_sequence && *o.shape != *carried[k].shape)
+        return c.fail("loop-carried value {} changes shape from {} to {} across iterations", k,
+                      shape_str(*carried[k].shape), shape_str(*o.shape));
+      carried[k] = without_values(o);
+    }
+  }
+  if (c.out.size() != n_carried) return c.fail("Loop has {} outputs for {} carried values", c.out.size(), n_carried);
+  for (std::size_t k = 0; k < n_carried; ++k) c.out[k] = carried[k];
+  return RuleStatus::ok;
+}
+
 RuleStatus rule_loop(RuleCtx& c) {
   const auto* body = c.attr_g("body");
   if (!body) return c.fail("Loop without body");
@@ -58,13 +93,21 @@ RuleStatus rule_loop(RuleCtx& c) {
   const std::size_t n_carried = c.in.size() > 2 ? c.in.size() - 2 : 0;
   std::optional<I64> trips;
   if (c.has(0)) trips = c.scalar(0);
+  bool carries_sequence = false;
+  for (std::size_t k = 0; k < n_carried; ++k) {
+    if (!c.has(k + 2)) return c.fail("loop-carried input {} is omitted", k);
+    carries_sequence = carries_sequence || c.in[k + 2]->is_sequence;
+  }
+  if (carries_sequence) {
+    if (!trips) return c.fail("a sequence is carried and the trip count is not a known constant");
+    if (*trips > kMaxUnrolled) return c.fail("a sequence is carried over {} iterations (at most {})", *trips,
+                                             kMaxUnrolled);
+    return unroll_loop(c, *body, std::max<I64>(*trips, 0), n_carried);
+  }
   std::vector<Info> formal;
   formal.push_back(Info{kInt64, Shape{}, std::nullopt});
   formal.push_back(Info{kBool, Shape{}, std::nullopt});
-  for (std::size_t k = 0; k < n_carried; ++k) {
-    if (!c.has(k + 2)) return c.fail("loop-carried input {} is omitted", k);
-    formal.push_back(without_values(*c.in[k + 2]));
-  }
+  for (std::size_t k = 0; k < n_carried; ++k) formal.push_back(without_values(*c.in[k + 2]));
   auto r = c.run_subgraph(*body, formal);
   if (!r.ok()) return c.fail("body: {}", r.error().message);
   const auto& outs = *r;

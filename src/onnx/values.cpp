@@ -369,7 +369,8 @@ struct RuleTable {
   std::unordered_map<std::string, const ShapeRule*> by_key;
   RuleTable() {
     for (auto family : {elementwise_rules(), matmul_rules(), conv_rules(), layout_rules(), index_rules(),
-                        reduce_rules(), generator_rules(), contrib_rules(), legacy_rules(), control_rules()})
+                        reduce_rules(), generator_rules(), contrib_rules(), legacy_rules(), control_rules(),
+                        sequence_rules()})
       for (const auto& r : family) by_key.emplace(key(r.domain, r.type), &r);
   }
   static std::string key(std::string_view domain, std::string_view type) {

@@ -172,6 +172,66 @@ TEST_CASE("attention pattern: MatMul, scale, mask, Softmax, Dropout, MatMul", "[
   CHECK(b.g.op(*b.g.find_op("softmax")).fused_group == 0);
 }
 
+TEST_CASE("attention pattern: key/value heads of grouped-query attention", "[graph][attention]") {
+  // x [2,16,32] -> k projection [32,8] -> [2,16,8] -> Reshape [2,16,2,4]
+  // (2 kv heads of 4) -> Transpose [2,2,16,4] -> Unsqueeze [2,2,1,16,4]
+  // -> Expand [2,2,4,16,4] -> Reshape [2,8,16,4] (8 query heads) -> Transpose
+  // [2,8,4,16] -> scores. Walking back from K stops at the projection's
+  // output: 2*16*8 = 256 elements over batch 2 x key length 16 x head dim 4
+  // = 2 key/value heads. Without the repeats (K read straight from the
+  // 8-head projection) the pattern has 8.
+  GraphBuilder b;
+  auto x = b.tensor("x", {2, 16, 32}, TensorRole::input);
+  auto wk = b.param("wk", {32, 8});
+  auto kp = b.tensor("kp", {2, 16, 8});
+  auto k4 = b.tensor("k4", {2, 16, 2, 4});
+  auto kt = b.tensor("kt", {2, 2, 16, 4});
+  auto ku = b.tensor("ku", {2, 2, 1, 16, 4});
+  auto ke = b.tensor("ke", {2, 2, 4, 16, 4});
+  auto kr = b.tensor("kr", {2, 8, 16, 4});
+  auto kT = b.tensor("kT", {2, 8, 4, 16});
+  auto q = b.tensor("q", {2, 8, 16, 4});
+  auto v = b.tensor("v", {2, 8, 16, 4});
+  auto s = b.tensor("s", {2, 8, 16, 16});
+  auto p = b.tensor("p", {2, 8, 16, 16});
+  auto ctx = b.tensor("ctx", {2, 8, 16, 4});
+  b.op("k_proj", "MatMul", {x, wk}, {kp});
+  b.op("k_view", "Reshape", {kp}, {k4});
+  b.op("k_heads", "Transpose", {k4}, {kt});
+  b.op("k_unsq", "Unsqueeze", {kt}, {ku});
+  b.op("k_expand", "Expand", {ku}, {ke});
+  b.op("k_repeat", "Reshape", {ke}, {kr});
+  b.op("k_t", "Transpose", {kr}, {kT});
+  b.op("qk", "MatMul", {q, kT}, {s});
+  b.op("softmax", "Softmax", {s}, {p});
+  b.op("pv", "MatMul", {p, v}, {ctx});
+  find_attention(b.g);
+  REQUIRE(b.g.fused.size() == 1);
+  CHECK(b.g.fused[0].heads == 8);
+  CHECK(b.g.fused[0].kv_heads == 2);
+
+  GraphBuilder m;
+  auto q2 = m.tensor("q", {2, 8, 16, 4});
+  auto k2 = m.tensor("k", {2, 16, 32});
+  auto k2h = m.tensor("kh", {2, 16, 8, 4});
+  auto k2T = m.tensor("kT", {2, 8, 4, 16});
+  auto v2 = m.tensor("v", {2, 8, 16, 4});
+  auto s2 = m.tensor("s", {2, 8, 16, 16});
+  auto p2 = m.tensor("p", {2, 8, 16, 16});
+  auto c2 = m.tensor("ctx", {2, 8, 16, 4});
+  auto x2 = m.tensor("x", {2, 16, 32}, TensorRole::input);
+  auto w2 = m.param("wk", {32, 32});
+  m.op("k_proj", "MatMul", {x2, w2}, {k2});
+  m.op("k_view", "Reshape", {k2}, {k2h});
+  m.op("k_t", "Transpose", {k2h}, {k2T});
+  m.op("qk", "MatMul", {q2, k2T}, {s2});
+  m.op("softmax", "Softmax", {s2}, {p2});
+  m.op("pv", "MatMul", {p2, v2}, {c2});
+  find_attention(m.g);
+  REQUIRE(m.g.fused.size() == 1);
+  CHECK(m.g.fused[0].kv_heads == 8);
+}
+
 TEST_CASE("a Softmax without a score MatMul is not attention", "[graph][attention]") {
   GraphBuilder b;
   auto x = b.tensor("x", {4, 10}, TensorRole::input);

@@ -144,6 +144,10 @@ struct FusedPattern {
   std::vector<OpId> ops;
   /// For attention: batch, heads, query length, key length, head dim (q/k), head dim (v).
   std::int64_t batch = 0, heads = 0, seq_q = 0, seq_k = 0, head_dim = 0, head_dim_v = 0;
+  /// Key/value heads: fewer than `heads` under grouped-query attention (each
+  /// K/V head repeated for heads / kv_heads query heads before the score
+  /// MatMul), equal to `heads` otherwise; 0 when not found.
+  std::int64_t kv_heads = 0;
   /// Bytes of the s x s score/probability activations the unfused form keeps.
   Bytes score_bytes;
 };

@@ -18,8 +18,12 @@
 /// scales) and BatchNormalization running statistics, which are constants;
 /// float tensors computed only from constants and read as a weight
 /// (Conv/MatMul/Gemm/normalisation/embedding slots) are parameters too.
-/// Batch axes come from a second, lenient propagation with the batch dims
-/// perturbed: the axis whose size moved is the batch axis.
+/// Batch axes: Transposes and reshapes move the batch by structure (a batch
+/// merged into or split out of another axis is followed); other ops by a
+/// second, lenient propagation with the batch dims perturbed (the axis whose
+/// size moved), or by inheriting an input's where that probe cannot follow;
+/// constants the batch was written into (a class token expanded to it) are
+/// batched where they meet a batched tensor (src/onnx/batch_axes.cpp).
 /// Control-flow ops (If/Loop/Scan) read their outer-scope tensors through
 /// extra inputs appended after their ONNX inputs, and carry the cost of
 /// their subgraphs (op_class control_flow).
@@ -46,10 +50,12 @@ struct ImportOptions {
   /// A model whose data inputs all lead with the same static dim b0 (and none
   /// with a symbolic one) has a static batch b0: it is imported at b0 and
   /// rebound to N by scaling every activation's batch axis by N / b0 (a
-  /// note says so). Where a size does not follow the batch (a float
-  /// activation without a batch axis written from a batched one, such as a
-  /// MoE capacity computed from the batch as a constant), the static dims are
-  /// kept and the note says why.
+  /// note says so). Reductions over the batch (BatchNormalization running
+  /// statistics, reduced losses, means over the batch axis) are batch-free.
+  /// Where a size does not follow the batch (any other float activation
+  /// without a batch axis written from a batched one, such as a MoE capacity
+  /// computed from the batch as a constant), the static dims are kept and
+  /// the note says why.
   std::optional<std::int64_t> batch;
   /// --params-from-inputs PATTERN (glob, '*' and '?'): graph inputs that are
   /// trainable weights (training graphs that take weights as inputs).
