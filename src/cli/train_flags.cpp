@@ -29,6 +29,27 @@ void TrainFlags::add_to(CLI::App& app) {
       ->capture_default_str();
 }
 
+namespace {
+
+// The profile with the flags' overrides applied, nothing resolved.
+Result<cluster::ClusterProfile> load_overridden(const TrainFlags& f) {
+  PLANNER_TRY(cluster::ClusterProfile p, cluster::load_profile(f.profile, cluster::default_profiles_dir(nullptr)));
+  std::optional<int> g;
+  std::optional<double> b;
+  if (f.force_gpus || (f.gpus_opt && f.gpus_opt->count() > 0)) {
+    if (f.gpus_per_node < 1) return Error{fmt::format("--gpus-per-node must be at least 1 (got {})", f.gpus_per_node)};
+    g = f.gpus_per_node;
+  }
+  if (f.force_inter || (f.inter_opt && f.inter_opt->count() > 0)) {
+    if (!(f.inter_node_GBps > 0)) return Error{fmt::format("--inter-node-GBps must be positive (got {})", f.inter_node_GBps)};
+    b = f.inter_node_GBps;
+  }
+  if (g || b) return cluster::apply_overrides(std::move(p), g, b);
+  return p;
+}
+
+}  // namespace
+
 DeviceDefaults device_defaults(const cluster::DeviceProfile& device, const std::string& precision) {
   DeviceDefaults d{precision, "flash", "", ""};
   if (precision == "auto") {
@@ -57,7 +78,7 @@ DeviceDefaults device_defaults(const cluster::DeviceProfile& device, const std::
 }
 
 Result<cluster::ClusterProfile> TrainFlags::load() {
-  PLANNER_TRY(cluster::ClusterProfile p, load_overridden());
+  PLANNER_TRY(cluster::ClusterProfile p, load_overridden(*this));
   const DeviceDefaults d = device_defaults(p.device, precision);
   std::string note;
   if (precision == "auto") {
@@ -69,22 +90,6 @@ Result<cluster::ClusterProfile> TrainFlags::load() {
     if (!d.attention_note.empty()) note += (note.empty() ? "" : "; ") + d.attention_note;
   }
   defaults_note = note;
-  return p;
-}
-
-Result<cluster::ClusterProfile> TrainFlags::load_overridden() const {
-  PLANNER_TRY(cluster::ClusterProfile p, cluster::load_profile(profile, cluster::default_profiles_dir(nullptr)));
-  std::optional<int> g;
-  std::optional<double> b;
-  if (force_gpus || (gpus_opt && gpus_opt->count() > 0)) {
-    if (gpus_per_node < 1) return Error{fmt::format("--gpus-per-node must be at least 1 (got {})", gpus_per_node)};
-    g = gpus_per_node;
-  }
-  if (force_inter || (inter_opt && inter_opt->count() > 0)) {
-    if (!(inter_node_GBps > 0)) return Error{fmt::format("--inter-node-GBps must be positive (got {})", inter_node_GBps)};
-    b = inter_node_GBps;
-  }
-  if (g || b) return cluster::apply_overrides(std::move(p), g, b);
   return p;
 }
 

@@ -22,7 +22,6 @@ namespace {
 
 using graph::OpClass;
 
-constexpr double kBackwardFactor = kFlashBackwardFactor;  // fastest.hpp
 
 struct Core {
   double b = 0, a = 0, sq = 0, sk = 0, d = 0, dv = 0;
@@ -49,12 +48,9 @@ bool masks_both_axes(const graph::Tensor& t) {
 
 OpTime flash_kernel(const Core& c, bool causal, Bytes fwd_bytes, Bytes bwd_bytes, const OpScaling& s,
                     const ComputeContext& ctx) {
-  const Precision p = ctx.precision().of(OpClass::attention);
-  const Flops fwd(c.fa_forward() * (causal ? 0.5 : 1.0) * s.flops);  // flash_forward_flops x the scaling
-  const Flops bwd = fwd * kBackwardFactor;
-  const double seq = static_cast<double>(c.sk);
-  const double e = ctx.device().attention_efficiency(static_cast<std::int64_t>(seq), causal).value_or(1.0);
-  const FlopsPerSecond rate = ctx.peak(p) * e;
+  const Flops fwd(c.fa_forward() * (causal ? 0.5 : 1.0) * s.flops);  // as flash_forward_flops (fastest.hpp)
+  const Flops bwd = fwd * kFlashBackwardFactor;
+  const FlopsPerSecond rate = attention_rate(ctx, static_cast<std::int64_t>(c.sk), causal);  // fastest.hpp
   OpTime t = detail::roofline(fwd / rate, detail::memory_time(fwd_bytes, ctx), 1, bwd / rate,
                               detail::memory_time(bwd_bytes, ctx), 1, ctx);
   t.forward_flops = fwd;
@@ -180,10 +176,10 @@ OpTime attention_op_time(const graph::Op& op, const graph::OpGraph& g, const OpS
     const Flops f = fwd * (causal ? 0.5 : 1.0);
     const double e = ctx.device().attention_efficiency(seq, causal).value_or(1.0);
     const FlopsPerSecond rate = ctx.peak(p) * e;
-    OpTime t = roofline(f / rate, memory_time(bytes.forward, ctx), 1, f * kBackwardFactor / rate,
+    OpTime t = roofline(f / rate, memory_time(bytes.forward, ctx), 1, f * kFlashBackwardFactor / rate,
                         memory_time(bytes.backward, ctx), 1, ctx);
     t.forward_flops = f;
-    t.backward_flops = f * kBackwardFactor;
+    t.backward_flops = f * kFlashBackwardFactor;
     return t;
   }
   return roofline(gemm_time_unshaped(fwd, p, ctx), memory_time(bytes.forward, ctx), 3,

@@ -243,17 +243,28 @@ std::string number(double v) {
   return fmt::format("{}", v);
 }
 
-std::string comment_block(const plan::Plan& p, std::string_view title, const Options& options, const Findings& f,
-                          std::string_view prefix) {
+std::string header(const plan::Plan& p, std::string_view title, const Options& options, const Findings& f) {
   std::string out;
-  out += fmt::format("{}{} exported by planner {} from {}\n", prefix, title, p.producer.version,
+  out += fmt::format("{} exported by planner {} from {}\n", title, p.producer.version,
                      options.source.empty() ? std::string("a plan") : options.source);
-  out += fmt::format("{}model {} ({} parameters, {} layers) on {} x {}\n", prefix, p.model.path, p.model.parameters,
+  out += fmt::format("model {} ({} parameters, {} layers) on {} x {}\n", p.model.path, p.model.parameters,
                      total_layers(p), p.cluster.devices, p.cluster.profile);
-  out += fmt::format("{}layout {}\n", prefix, layout_summary(p));
-  out += fmt::format("{}predicted step {:.4g} s, MFU {:.1f} %\n", prefix, p.prediction.step_time_s, 100 * p.prediction.mfu);
-  for (const auto& w : f.warnings) out += fmt::format("{}LOST: {}\n", prefix, w);
-  for (const auto& n : f.notes) out += fmt::format("{}note: {}\n", prefix, n);
+  out += fmt::format("layout {}\n", layout_summary(p));
+  out += fmt::format("predicted step {:.4g} s, MFU {:.1f} %\n", p.prediction.step_time_s, 100 * p.prediction.mfu);
+  for (const auto& w : f.warnings) out += fmt::format("LOST: {}\n", w);
+  for (const auto& n : f.notes) out += fmt::format("note: {}\n", n);
+  return out;
+}
+
+std::string commented(std::string_view lines, std::string_view prefix) {
+  std::string out;
+  for (std::size_t b = 0; b < lines.size();) {
+    std::size_t e = lines.find('\n', b);
+    if (e == std::string_view::npos) e = lines.size() - 1;
+    out += prefix;
+    out += lines.substr(b, e + 1 - b);
+    b = e + 1;
+  }
   return out;
 }
 

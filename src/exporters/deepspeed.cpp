@@ -154,7 +154,7 @@ Result<Export> to_deepspeed(const plan::Plan& p, const Options& options) {
   // Strict JSON: Hugging Face Trainer and Accelerate (`--deepspeed
   // ds_config.json`) read the file with Python's json.load, which refuses
   // comments; the header, losses and notes go to Export::notes_text.
-  std::string header = detail::comment_block(p, fmt::format("DeepSpeed {} config", version), options, f, "");
+  std::string header = detail::header(p, fmt::format("DeepSpeed {} config", version), options, f);
   return detail::finish(root.text(0) + "\n", std::move(f), std::move(header), false);
 }
 

@@ -60,17 +60,20 @@ bool fp8_matmuls(const plan::Plan& p);
 /// Shortest text that reads back to the same double ("0.0003", "1e-08").
 std::string number(double v);
 
-/// Header and findings as comment lines, each starting with `prefix`
-/// ("# " or "// "), ending with a newline.
-std::string comment_block(const plan::Plan& p, std::string_view title, const Options& options,
-                          const Findings& f, std::string_view prefix);
+/// The header (title, planner version, source plan, model, layout,
+/// prediction) and the findings ("LOST: ...", "note: ..."), one per line,
+/// each ending with a newline: Export::notes_text.
+std::string header(const plan::Plan& p, std::string_view title, const Options& options, const Findings& f);
+
+/// `lines` with `prefix` ("# ") before each line: header() as comments.
+std::string commented(std::string_view lines, std::string_view prefix);
 
 /// The plan's strategy text "((1,1,1),(1,2))" as nested integer lists; an
 /// error when it is not of that form.
 Result<std::vector<std::vector<long long>>> parse_strategy(std::string_view text);
 
-/// Assembles the result: `header` is comment_block()'s text with no prefix
-/// (Export::notes_text); `comments_in_text`: the text carries it as comments.
+/// Assembles the result: `header` is header()'s text (Export::notes_text);
+/// `comments_in_text`: the text carries it as comments.
 Export finish(std::string text, Findings f, std::string header, bool comments_in_text, std::string strategy_file = {});
 
 }  // namespace planner::exporters::detail

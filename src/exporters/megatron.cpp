@@ -183,13 +183,12 @@ Result<Export> to_megatron(const plan::Plan& p, const Options& options) {
     f.note(fmt::format("the plan's prediction models {}'s communication, not Megatron's", t.framework));
 
   std::string out = "#!/usr/bin/env bash\n";
-  const std::string title = fmt::format("Megatron-LM {} arguments", version);
-  out += detail::comment_block(p, title, options, f, "# ");
+  std::string header = detail::header(p, fmt::format("Megatron-LM {} arguments", version), options, f);
+  out += detail::commented(header, "# ");
   out += "PLANNER_MEGATRON_ARGS=(\n";
   for (const auto& line : a.lines) out += "  " + line + "\n";
   out += ")\n";
   out += "# torchrun ... pretrain_gpt.py \"${PLANNER_MEGATRON_ARGS[@]}\" <model shape, data and tokenizer arguments>\n";
-  std::string header = detail::comment_block(p, title, options, f, "");
   return detail::finish(std::move(out), std::move(f), std::move(header), true);
 }
 

@@ -147,10 +147,8 @@ Result<Export> to_mindspore(const plan::Plan& p, const Options& options) {
 
   f.note(fmt::format("the plan's prediction models {}'s communication, not MindSpore's", t.framework));
 
-  const std::string title = fmt::format("MindSpore {} auto-parallel settings", version);
-  std::string out = detail::comment_block(p, title, options, f, "# ");
-  out += py;
-  std::string header = detail::comment_block(p, title, options, f, "");
+  std::string header = detail::header(p, fmt::format("MindSpore {} auto-parallel settings", version), options, f);
+  std::string out = detail::commented(header, "# ") + py;
   return detail::finish(std::move(out), std::move(f), std::move(header), true, std::move(sf));
 }
 

@@ -138,10 +138,8 @@ Result<Export> to_torchtitan(const plan::Plan& p, const Options& options) {
   if (t.framework != "fsdp")
     f.note(fmt::format("the plan's prediction models {}'s communication, not torchtitan's (FSDP2)", t.framework));
 
-  const std::string title = fmt::format("torchtitan {} job config", version);
-  std::string out = detail::comment_block(p, title, options, f, "# ");
-  out += toml.text;
-  std::string header = detail::comment_block(p, title, options, f, "");
+  std::string header = detail::header(p, fmt::format("torchtitan {} job config", version), options, f);
+  std::string out = detail::commented(header, "# ") + toml.text;
   return detail::finish(std::move(out), std::move(f), std::move(header), true);
 }
 

@@ -43,8 +43,6 @@ struct TrainFlags {
   /// resolved for its device (defaults_note says why, when not bf16/flash).
   /// Errors name the flag or file.
   Result<cluster::ClusterProfile> load();
-  /// The profile with its overrides applied, nothing resolved.
-  Result<cluster::ClusterProfile> load_overridden() const;
   /// The cost model for `profile` under the precision, attention and
   /// recompute flags; `fused_kernels`: the framework fuses elementwise chains.
   Result<cost::ProfileCostModel> cost_model(cluster::ClusterProfile profile, bool fused_kernels = false) const;
