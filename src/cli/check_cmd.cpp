@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "planner/cli/command.hpp"
+#include "planner/cli/flag_names.hpp"
 #include "planner/cli/search_flags.hpp"
 #include "planner/cli/terminal.hpp"
 #include "planner/core/io.hpp"
@@ -83,7 +84,7 @@ int report(const gate::Report& r, const CheckArgs& a, Verbosity v, io::Overwrite
   for (const auto& c : r.checks)
     if (!c.passed || v != Verbosity::quiet) fmt::print("{}  {}\n", c.passed ? "ok  " : "FAIL", c.text);
   if (v != Verbosity::quiet) {
-    for (const auto& n : r.notes) fmt::print("note: {}\n", n);
+    for (const auto& n : r.notes) fmt::print("note: {}\n", with_flags(n));
     if (r.passed()) fmt::print("check        passed: {} threshold(s) hold\n", r.checks.size());
     else fmt::print("check        failed: {} of {} threshold(s) violated\n", r.violations(), r.checks.size());
   }
@@ -130,7 +131,7 @@ int run_check(CheckArgs& a, const CLI::App& sub) {
     auto found = search_best_plan(a.search, *setup, a.input, progress);
     progress.finish();
     if (!found) {
-      if (!found.error().message.starts_with(kNoLayoutFits)) return fail("check", found.error().message);
+      if (!found.error().message.starts_with(search::kNoLayoutFits)) return fail("check", found.error().message);
       // Nothing fits in memory: the gate fails, it is not bad input.
       gate::Report r;
       r.checks.push_back(gate::no_layout_fits(t, found.error().message));

@@ -3,6 +3,7 @@
 // advice). JSON fields: docs/estimate-json.md.
 
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -10,7 +11,7 @@
 #include "planner/cli/terminal.hpp"
 #include "planner/cli/estimate_report.hpp"
 #include "planner/cli/import_flags.hpp"
-#include "planner/cli/plan_build.hpp"
+#include "planner/cli/plan_files.hpp"
 #include "planner/cli/train_flags.hpp"
 #include "planner/core/io.hpp"
 #include "planner/core/sha256.hpp"
@@ -18,6 +19,8 @@
 #include "planner/estimate/estimate.hpp"
 #include "planner/graph/analysis.hpp"
 #include "planner/onnx/importer.hpp"
+#include "planner/planning/plan_build.hpp"
+#include "planner/planning/plan_settings.hpp"
 
 namespace planner::cli {
 namespace {
@@ -27,6 +30,7 @@ struct EstimateArgs {
   ImportFlags import;
   TrainFlags train;
   estimate::ParallelConfig config;
+  int devices = 1;
   int dp = 0;  // 0 = devices / (tp pp cp)
   std::string schedule = "1f1b";
   std::string optimizer = "adam";
@@ -43,95 +47,52 @@ struct EstimateArgs {
   std::string output;    // -o: write the estimate as a plan file
   std::string trace;     // --trace: write the step as a Chrome trace
   bool force = false;
-  /// With --plan: the op names of the plan's chunks, as "layout.chunks[i].ops[j]" -> name.
-  std::vector<std::pair<std::string, std::string>> plan_ops;
+  /// With --plan: what the plan file says.
+  std::optional<planning::PlanSettings> plan;
 };
-
-// A plan names the ops of the model it was made for: every name must be an op
-// of the model imported now, and every op of the model must be in the plan.
-Status check_plan_ops(const EstimateArgs& a, const graph::OpGraph& g) {
-  if (a.plan_ops.empty()) return {};
-  for (const auto& [where, name] : a.plan_ops)
-    if (!g.find_op(name))
-      return make_error("{}: {}: '{}' is not an op of {} (a plan for another model, or edited by hand?)", a.plan_in,
-                        where, name, a.model);
-  if (a.plan_ops.size() != g.ops().size())
-    return make_error("{}: layout.chunks: the plan places {} ops, {} has {}", a.plan_in, a.plan_ops.size(), a.model,
-                      g.ops().size());
-  return {};
-}
 
 // Fills the layout, training settings, model binding and (unless given on
 // the command line) the profile from a plan file.
 Status load_plan(EstimateArgs& a) {
-  auto text = io::read_file(a.plan_in);
-  if (!text) return text.error();
-  PLANNER_TRY(plan::Plan p, plan::from_json(*text, a.plan_in));
-  auto& c = a.config;
-  const auto& l = p.layout;
-  c.devices = p.cluster.devices;
-  c.dp = a.dp = l.dp;
-  c.tp = l.tp;
-  c.pp = l.pp;
-  c.cp = l.cp;
-  c.ep = l.ep;
-  c.vp = l.vp;
-  c.sequence_parallel = l.sequence_parallel;
-  c.zero = l.zero;
-  c.distributed_optimizer = l.distributed_optimizer;
-  c.tp_comm_overlap = l.tp_comm_overlap;
-  c.tp_splits_batch = l.tp_splits_batch;
-  // The plan's own cut of the layers into chunks.
-  c.layers_per_chunk.clear();
-  a.plan_ops.clear();
-  for (std::size_t i = 0; i < l.chunks.size(); ++i)
-    for (std::size_t j = 0; j < l.chunks[i].ops.size(); ++j)
-      a.plan_ops.emplace_back(fmt::format("layout.chunks[{}].ops[{}]", i, j), l.chunks[i].ops[j]);
-  bool all_layers = !l.chunks.empty();
-  for (const auto& ch : l.chunks) {
-    if (ch.last_layer < ch.first_layer) all_layers = false;
-    c.layers_per_chunk.push_back(ch.last_layer - ch.first_layer + 1);
-  }
-  if (!all_layers || l.chunks.size() == 1) c.layers_per_chunk.clear();
-  c.micro_batch = p.training.micro_batch;
-  c.fused_loss = p.training.fused_loss;
-  c.grad_reduce_bytes = p.training.grad_reduce_bytes;
-  a.optimizer_state_dtype = p.training.optimizer.state_dtype;
-  a.master_weights = p.training.optimizer.master_weights;
-  c.global_batch = p.training.global_batch;
-  a.schedule = l.schedule;
-  a.framework = p.training.framework;
-  a.optimizer = p.training.optimizer.name == "sgd_momentum" ? "sgd" : p.training.optimizer.name == "sgd" ? "sgd-plain" : "adam";
-  const auto fp8 = p.training.precision_by_class.find("matmul");
-  a.train.precision = fp8 != p.training.precision_by_class.end() && fp8->second == "fp8" ? "fp8" : p.training.precision;
-  a.train.attention = p.training.attention;
-  a.train.recompute = p.training.recompute;
-  a.train.memory_format = p.training.memory_format;
-  if (a.model.empty()) a.model = p.model.path;
+  PLANNER_TRY(std::string text, io::read_file(a.plan_in));
+  PLANNER_TRY(plan::Plan p, plan::from_json(text, a.plan_in));
+  PLANNER_TRY(planning::PlanSettings s, planning::plan_settings(p, a.plan_in));
+  a.config = s.config;
+  a.devices = s.devices;
+  a.dp = s.config.dp;
+  a.train.precision = s.precision;
+  a.train.attention = s.attention;
+  a.train.recompute = s.recompute;
+  a.train.memory_format = s.memory_format;
+  if (a.model.empty()) a.model = s.model_path;
   if (a.train.profile_opt == nullptr || a.train.profile_opt->count() == 0) {
-    a.train.profile = p.cluster.profile;
-    // Overrides recorded as "gpus_per_node=4, inter_node_GBps=100".
-    for (std::string_view rest = p.cluster.overrides; !rest.empty();) {
-      const auto comma = rest.find(',');
-      std::string item(rest.substr(0, comma));
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-      item.erase(0, item.find_first_not_of(' '));
-      const auto eq = item.find('=');
-      if (eq == std::string::npos) continue;
-      const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-      try {
-        if (key == "gpus_per_node") a.train.gpus_per_node = std::stoi(value), a.train.force_gpus = true;
-        if (key == "inter_node_GBps") a.train.inter_node_GBps = std::stod(value), a.train.force_inter = true;
-      } catch (...) {
-        return make_error("{}: cluster.overrides: cannot read '{}'", a.plan_in, item);
-      }
-      if ((key == "gpus_per_node" && a.train.gpus_per_node < 1) ||
-          (key == "inter_node_GBps" && !(a.train.inter_node_GBps > 0)))
-        return make_error("{}: cluster.overrides: '{}' must be positive", a.plan_in, item);
-    }
+    a.train.profile = s.profile;
+    if (s.gpus_per_node) a.train.gpus_per_node = *s.gpus_per_node, a.train.force_gpus = true;
+    if (s.inter_node_GBps) a.train.inter_node_GBps = *s.inter_node_GBps, a.train.force_inter = true;
   }
-  for (const auto& [name, v] : p.model.dims) a.import.dims.push_back(fmt::format("{}={}", name, v));
-  a.import.params_from_inputs = p.model.params_from_inputs;
+  for (const auto& d : s.dims) a.import.dims.push_back(d);
+  a.import.params_from_inputs = s.params_from_inputs;
+  a.plan = std::move(s);
+  return {};
+}
+
+// The training settings the flags give (a plan brings its own).
+Status parse_training_flags(const EstimateArgs& a, estimate::ParallelConfig& c) {
+  if (a.schedule == "1f1b") c.schedule = sim::Schedule::one_f_one_b;
+  else if (a.schedule == "gpipe") c.schedule = sim::Schedule::gpipe;
+  else if (a.schedule == "interleaved") c.schedule = sim::Schedule::interleaved;
+  else return make_error("--schedule '{}' is not one of 1f1b, gpipe, interleaved", a.schedule);
+  if (a.optimizer == "adam") c.optimizer = cost::Optimizer::adam;
+  else if (a.optimizer == "sgd") c.optimizer = cost::Optimizer::sgd_momentum;
+  else if (a.optimizer == "sgd-plain") c.optimizer = cost::Optimizer::sgd;
+  else return make_error("--optimizer '{}' is not one of adam, sgd, sgd-plain", a.optimizer);
+  if (auto sb = estimate::parse_optimizer_state_dtype(a.optimizer_state_dtype); sb.ok()) c.optimizer_state_bytes = *sb;
+  else return make_error("--optimizer-state-dtype: {}", sb.error().message);
+  if (auto mw = estimate::parse_master_weights(a.master_weights); mw.ok()) c.master_weights = *mw;
+  else return make_error("--master-weights: {}", mw.error().message);
+  auto fw = estimate::parse_framework(a.framework);
+  if (!fw) return Error{"--framework: " + fw.error().message};
+  c.framework = *fw;
   return {};
 }
 
@@ -157,39 +118,30 @@ int run_estimate(EstimateArgs& a, const CLI::App& sub) {
     if (auto st = io::check_writable(a.output, mode); !st) return fail("estimate", st.error().message);
   if (!a.trace.empty())
     if (auto st = io::check_writable(a.trace, mode); !st) return fail("estimate", st.error().message);
-  if (c.devices < 1) return fail_layout(fmt::format("--devices must be at least 1 (got {})", c.devices));
-  if (c.devices > estimate::kMaxDevices)
-    return fail_layout(fmt::format("--devices {} is above the planner's limit of {} devices", c.devices,
-                                        estimate::kMaxDevices));
+  if (a.devices < 1) return fail_layout(fmt::format("--devices must be at least 1 (got {})", a.devices));
+  if (a.devices > estimate::kMaxDevices)
+    return fail_layout(fmt::format("--devices {} is above the planner's limit of {} devices", a.devices,
+                                   estimate::kMaxDevices));
   if (c.tp < 1 || c.pp < 1 || c.cp < 1) return fail_layout("--tp, --pp and --cp must be at least 1");
   if (a.dp > 0) {
     c.dp = a.dp;
   } else {
     const int mp = c.tp * c.pp * c.cp;
-    if (c.devices % mp != 0)
-      return fail_layout(fmt::format("--devices {} is not divisible by tp*pp*cp = {}*{}*{} = {}", c.devices, c.tp, c.pp,
-                                          c.cp, mp));
-    c.dp = c.devices / mp;
+    if (a.devices % mp != 0)
+      return fail_layout(fmt::format("--devices {} is not divisible by tp*pp*cp = {}*{}*{} = {}", a.devices, c.tp, c.pp,
+                                     c.cp, mp));
+    c.dp = a.devices / mp;
   }
-  if (a.schedule == "1f1b") c.schedule = sim::Schedule::one_f_one_b;
-  else if (a.schedule == "gpipe") c.schedule = sim::Schedule::gpipe;
-  else if (a.schedule == "interleaved") c.schedule = sim::Schedule::interleaved;
-  else return fail("estimate", fmt::format("--schedule '{}' is not one of 1f1b, gpipe, interleaved", a.schedule));
-  if (a.optimizer == "adam") c.optimizer = cost::Optimizer::adam;
-  else if (a.optimizer == "sgd") c.optimizer = cost::Optimizer::sgd_momentum;
-  else if (a.optimizer == "sgd-plain") c.optimizer = cost::Optimizer::sgd;
-  else return fail("estimate", fmt::format("--optimizer '{}' is not one of adam, sgd, sgd-plain", a.optimizer));
-  if (auto sb = estimate::parse_optimizer_state_dtype(a.optimizer_state_dtype); sb.ok()) c.optimizer_state_bytes = *sb;
-  else return fail("estimate", fmt::format("--optimizer-state-dtype: {}", sb.error().message));
-  if (auto mw = estimate::parse_master_weights(a.master_weights); mw.ok()) c.master_weights = *mw;
-  else return fail("estimate", fmt::format("--master-weights: {}", mw.error().message));
-  auto fw = estimate::parse_framework(a.framework);
-  if (!fw) return fail("estimate", "--framework: " + fw.error().message);
-  c.framework = *fw;
+  if (c.dp < 1) return fail_layout(fmt::format("--dp must be at least 1 (got {})", c.dp));
+  if (1LL * c.dp * c.tp * c.pp * c.cp != a.devices)
+    return fail_layout(fmt::format("dp*tp*pp*cp = {}*{}*{}*{} = {} but --devices is {}", c.dp, c.tp, c.pp, c.cp,
+                                   1LL * c.dp * c.tp * c.pp * c.cp, a.devices));
+  if (!a.plan)
+    if (auto st = parse_training_flags(a, c); !st) return fail("estimate", st.error().message);
 
   auto profile = a.train.load();
   if (!profile) return fail("estimate", profile.error().message);
-  c.devices_per_node = profile->devices_per_node > 0 ? profile->devices_per_node : 8;
+  c.devices_per_node = profile->devices_per_node;
   if (auto st = estimate::validate(c); !st) return fail_layout(st.error().message);
   const bool fused = estimate::fuses_elementwise(c.framework);
   auto model = a.train.cost_model(*profile, fused);
@@ -208,7 +160,9 @@ int run_estimate(EstimateArgs& a, const CLI::App& sub) {
   auto m = onnx::import_file(a.model, *opts);
   if (!m) return fail("estimate", m.error().message);
   log_step(sub, "imported " + a.model, t0);
-  if (auto st = check_plan_ops(a, m->graph); !st) return fail("estimate", st.error().message);
+  if (a.plan)
+    if (auto st = planning::check_plan_ops(*a.plan, a.plan_in, a.model, m->graph); !st)
+      return fail("estimate", st.error().message);
   for (auto id : m->graph.graph_inputs) {
     const auto& t = m->graph.tensor(id);
     if (t.role != graph::TensorRole::input || !t.batch_axis || *t.batch_axis >= static_cast<int>(t.shape.size())) continue;
@@ -234,9 +188,10 @@ int run_estimate(EstimateArgs& a, const CLI::App& sub) {
   if (!a.output.empty() || !a.trace.empty()) {
     auto sha = sha256_file(a.model);
     if (!sha) return fail("estimate", sha.error().message);
-    PlanSources src{"estimate", a.model, *sha, *opts, *profile, a.train.precision, a.train.recompute, a.train.attention};
+    const planning::ProfileRef ref{profile->name, profile->content_hash, profile->overrides};
+    planning::PlanSources src{"estimate", a.model, *sha, *opts, ref, a.train.precision, a.train.recompute, a.train.attention};
     src.memory_format = a.train.memory_format;
-    auto p = build_plan(*e, src);
+    auto p = planning::build_plan(*e, src);
     if (!p) return fail("estimate", p.error().message);
     if (auto st = plan::validate(*p); !st) return fail("estimate", "internal: the plan does not validate: " + st.error().message);
     if (!a.output.empty())
@@ -258,7 +213,7 @@ Runner setup_estimate(CLI::App& sub) {
   sub.add_option("model", a->model, "ONNX model file (with --plan: default the plan's model)");
   a->import.add_to(sub);
   a->train.add_to(sub);
-  a->devices_opt = sub.add_option("--devices", c.devices, "Number of devices N");
+  a->devices_opt = sub.add_option("--devices", a->devices, "Number of devices N");
   sub.add_option("--hints", a->hints_file, "Fix the strategies of named ops (docs/hints-format.md)");
   sub.add_option("--plan", a->plan_in, "Re-score a plan file (its layout and training; --profile to change the cluster)");
   sub.add_option("-o,--output", a->output, "Also write the estimate as a plan file (replaced only with --force)");

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/cli/flag_names.hpp"
 #include "planner/cli/format.hpp"
 
 namespace planner::cli {
@@ -30,7 +31,7 @@ nlohmann::json memory_json(const cost::MemoryBreakdown& m) {
 void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
   const auto& c = e.config;
   fmt::print("model        {} ({} parameters)\n", ctx.model_path, human_count(static_cast<double>(e.parameters)));
-  fmt::print("cluster      {} x {} ({} per node){}\n", c.devices, ctx.profile.name, c.devices_per_node,
+  fmt::print("cluster      {} x {} ({} per node){}\n", c.devices(), ctx.profile.name, c.devices_per_node,
              ctx.profile.overrides.empty() ? "" : fmt::format(" [{}]", ctx.profile.overrides));
   fmt::print("layout       {}\n", estimate::describe(c));
   fmt::print("training     {}, attention {}, recompute {}, framework {}\n", ctx.train.precision, ctx.train.attention,
@@ -72,9 +73,9 @@ void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
                human_bytes(e.capacity));
     if (e.advice.empty()) fmt::print("no single change found that shrinks it\n");
     for (const auto& a : e.advice)
-      fmt::print("  {:<28} saves {:>12}{}\n", a.change, human_bytes(a.saves), a.fits ? "  -> fits" : "");
+      fmt::print("  {:<28} saves {:>12}{}\n", with_flags(a.change), human_bytes(a.saves), a.fits ? "  -> fits" : "");
   }
-  for (const auto& n : e.notes) fmt::print("note: {}\n", n);
+  for (const auto& n : e.notes) fmt::print("note: {}\n", with_flags(n));
   for (const auto& n : ctx.import_notes) fmt::print("note: {}\n", n);
 }
 
@@ -85,7 +86,7 @@ nlohmann::json estimate_json(const estimate::Estimate& e, const ReportContext& c
   j["model"] = {{"path", ctx.model_path}, {"parameters", e.parameters}};
   j["cluster"] = {{"profile", ctx.profile.name},
                   {"profile_hash", ctx.profile.content_hash},
-                  {"devices", c.devices},
+                  {"devices", c.devices()},
                   {"devices_per_node", c.devices_per_node},
                   {"overrides", ctx.profile.overrides}};
   j["layout"] = {{"dp", c.dp},
@@ -149,7 +150,7 @@ nlohmann::json estimate_json(const estimate::Estimate& e, const ReportContext& c
                       {"zero3_exposed_s", ch.zero3_exposed.value},
                       {"grad_accumulation_s", ch.grad_accumulation.value}});
   nlohmann::json advice = nlohmann::json::array();
-  for (const auto& a : e.advice) advice.push_back({{"change", a.change}, {"saves_bytes", a.saves.value}, {"fits", a.fits}});
+  for (const auto& a : e.advice) advice.push_back({{"change", with_flags(a.change)}, {"saves_bytes", a.saves.value}, {"fits", a.fits}});
   j["memory"] = {{"capacity_bytes", e.capacity.value},
                  {"peak_bytes", e.peak_stage().peak().value},
                  {"peak_stage", e.peak_stage().stage},
@@ -158,7 +159,8 @@ nlohmann::json estimate_json(const estimate::Estimate& e, const ReportContext& c
                  {"advice", advice}};
   j["chunks"] = chunks;
   j["sharding"] = e.sharding;
-  nlohmann::json notes = e.notes;
+  nlohmann::json notes = nlohmann::json::array();
+  for (const auto& n : e.notes) notes.push_back(with_flags(n));
   for (const auto& n : ctx.import_notes) notes.push_back(n);
   j["notes"] = notes;
   return j;

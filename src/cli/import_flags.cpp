@@ -36,13 +36,4 @@ Result<onnx::ImportOptions> ImportFlags::options() const {
   return o;
 }
 
-std::int64_t graph_batch(const graph::OpGraph& g) {
-  for (auto id : g.graph_inputs) {
-    const auto& t = g.tensor(id);
-    if (t.role == graph::TensorRole::input && t.batch_axis && *t.batch_axis < static_cast<int>(t.shape.size()))
-      return std::max<std::int64_t>(1, t.shape[static_cast<std::size_t>(*t.batch_axis)]);
-  }
-  return 1;
-}
-
 }  // namespace planner::cli

@@ -9,6 +9,7 @@
 #include "planner/cli/terminal.hpp"
 #include "planner/cli/format.hpp"
 #include "planner/cli/import_flags.hpp"
+#include "planner/planning/model_source.hpp"
 #include "planner/graph/dtype.hpp"
 #include "planner/onnx/importer.hpp"
 
@@ -24,7 +25,7 @@ struct InspectArgs {
 nlohmann::json to_json(const onnx::ImportedModel& m) {
   const auto& g = m.graph;
   auto t = graph::totals(g);
-  const auto batch = graph_batch(g);
+  const auto batch = planning::graph_batch(g);
   nlohmann::json j;
   j["format"] = "planner.inspect/v1";
   j["model"] = m.path;
@@ -71,7 +72,7 @@ std::string dims_text(const std::vector<std::int64_t>& d) {
 void print_table(const onnx::ImportedModel& m) {
   const auto& g = m.graph;
   auto t = graph::totals(g);
-  const auto batch = graph_batch(g);
+  const auto batch = planning::graph_batch(g);
   std::string opsets;
   for (const auto& [d, v] : g.info.opsets) opsets += fmt::format("{}{}={}", opsets.empty() ? "" : " ", d.empty() ? "ai.onnx" : d, v);
   fmt::print("model        {}\n", m.path);

@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 
 #include "planner/cli/command.hpp"
+#include "planner/cli/flag_names.hpp"
 #include "planner/cli/terminal.hpp"
 
 namespace planner::cli {
@@ -52,7 +53,7 @@ int fail(std::string_view cmd, std::string_view message) {
   // characters (newline, escape) are written as \xNN.
   std::string line;
   line.reserve(message.size());
-  for (char ch : message) {
+  for (char ch : with_flags(message)) {
     const auto u = static_cast<unsigned char>(ch);
     if (u < 0x20 || u == 0x7f) line += fmt::format("\\x{:02x}", u);
     else line += ch;

@@ -7,7 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/cli/command.hpp"
-#include "planner/cli/plan_build.hpp"
+#include "planner/cli/flag_names.hpp"
+#include "planner/cli/plan_files.hpp"
 #include "planner/cli/search_flags.hpp"
 #include "planner/cli/terminal.hpp"
 #include "planner/core/io.hpp"
@@ -97,7 +98,7 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
   if (!alternatives.empty()) fmt::print("runners-up\n");
   for (const auto& alt : alternatives) fmt::print("  {:.4g} s  {}  ({})\n", alt.step_time_s, alt.layout, alt.why);
   fmt::print("plan         {}\n", out.string());
-  for (const auto& n : found->notes) fmt::print("note: {}\n", n);
+  for (const auto& n : found->notes) fmt::print("note: {}\n", with_flags(n));
   return kExitOk;
 }
 

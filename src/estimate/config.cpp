@@ -59,52 +59,46 @@ cost::StateSharding ParallelConfig::state_sharding() const {
 }
 
 Status validate(const ParallelConfig& c) {
-  const std::array<std::pair<const char*, int>, 7> degrees{{{"--devices", c.devices},
-                                                            {"--dp", c.dp},
-                                                            {"--tp", c.tp},
-                                                            {"--pp", c.pp},
-                                                            {"--cp", c.cp},
-                                                            {"--ep", c.ep},
-                                                            {"--vp", c.vp}}};
+  const std::array<std::pair<const char*, int>, 6> degrees{
+      {{"dp", c.dp}, {"tp", c.tp}, {"pp", c.pp}, {"cp", c.cp}, {"ep", c.ep}, {"vp", c.vp}}};
   for (const auto& [name, v] : degrees)
-    if (v < 1) return Error{fmt::format("{} must be at least 1 (got {})", name, v)};
-  if (c.devices > kMaxDevices)
-    return Error{fmt::format("--devices {} is above the planner's limit of {} devices", c.devices, kMaxDevices)};
+    if (v < 1) return make_error("`{}` must be at least 1 (got {})", name, v);
   const long long product = 1LL * c.dp * c.tp * c.pp * c.cp;
-  if (product != c.devices)
-    return Error{fmt::format("dp*tp*pp*cp = {}*{}*{}*{} = {} but --devices is {}", c.dp, c.tp, c.pp, c.cp, product,
-                                  c.devices)};
+  if (product > kMaxDevices)
+    return make_error("dp*tp*pp*cp = {}*{}*{}*{} = {} devices is above the planner's limit of {} devices", c.dp, c.tp,
+                      c.pp, c.cp, product, kMaxDevices);
   if ((c.dp * c.cp) % c.ep != 0)
-    return Error{fmt::format("--ep {} must divide dp*cp = {} (experts are split over data/context ranks)", c.ep,
-                                  c.dp * c.cp)};
-  if (c.micro_batch < 1) return Error{fmt::format("--micro-batch must be at least 1 (got {})", c.micro_batch)};
-  if (c.global_batch < 1) return Error{fmt::format("--global-batch must be at least 1 (got {})", c.global_batch)};
+    return make_error("`ep` {} must divide dp*cp = {} (experts are split over data/context ranks)", c.ep, c.dp * c.cp);
+  if (c.micro_batch < 1) return make_error("`micro_batch` must be at least 1 (got {})", c.micro_batch);
+  if (c.global_batch < 1) return make_error("`global_batch` must be at least 1 (got {})", c.global_batch);
   const long long per_step = 1LL * c.micro_batch * c.dp;
   if (c.global_batch % per_step != 0)
-    return Error{fmt::format("--global-batch {} is not divisible by micro-batch * dp = {} * {} = {}", c.global_batch,
-                                  c.micro_batch, c.dp, per_step)};
+    return make_error("`global_batch` {} is not divisible by micro-batch * dp = {} * {} = {}", c.global_batch,
+                      c.micro_batch, c.dp, per_step);
   if (c.micro_batches() > kMaxMicroBatches)
-    return Error{fmt::format("--global-batch {} / (micro-batch * dp = {}) = {} micro-batches per step is above the "
-                             "planner's limit of {}", c.global_batch, per_step, c.micro_batches(), kMaxMicroBatches)};
+    return make_error("`global_batch` {} / (micro-batch * dp = {}) = {} micro-batches per step is above the "
+                      "planner's limit of {}",
+                      c.global_batch, per_step, c.micro_batches(), kMaxMicroBatches);
   if (c.devices_per_node < 1)
-    return Error{fmt::format("--gpus-per-node must be at least 1 (got {})", c.devices_per_node)};
-  if (c.zero < 0 || c.zero > 3) return Error{fmt::format("--zero must be 0, 1, 2 or 3 (got {})", c.zero)};
+    return make_error("`devices_per_node` must be at least 1 (got {})", c.devices_per_node);
+  if (c.zero < 0 || c.zero > 3) return make_error("`zero` must be 0, 1, 2 or 3 (got {})", c.zero);
   if (c.distributed_optimizer && c.zero >= 2)
-    return make_error("--distributed-optimizer is ZeRO-1 sharding; it cannot be combined with --zero 2 or 3");
+    return make_error("`distributed_optimizer` is ZeRO-1 sharding; it cannot be combined with `zero` 2 or 3");
   if (c.schedule == sim::Schedule::interleaved) {
-    if (c.vp < 2) return make_error("--schedule interleaved needs --vp of at least 2 virtual stages");
-    if (c.pp < 2) return make_error("--schedule interleaved needs --pp of at least 2");
+    if (c.vp < 2) return make_error("`schedule` interleaved needs `vp` of at least 2 virtual stages");
+    if (c.pp < 2) return make_error("`schedule` interleaved needs `pp` of at least 2");
     if (c.micro_batches() % c.pp != 0)
-      return Error{fmt::format("interleaved schedule: micro-batches per step ({}) must be a multiple of --pp {}",
-                                    c.micro_batches(), c.pp)};
+      return make_error("interleaved schedule: micro-batches per step ({}) must be a multiple of `pp` {}",
+                        c.micro_batches(), c.pp);
   } else if (c.vp != 1) {
-    return Error{fmt::format("--vp {} needs --schedule interleaved", c.vp)};
+    return make_error("`vp` {} needs `schedule` interleaved", c.vp);
   }
   if (c.grad_reduce_bytes != 0 && c.grad_reduce_bytes != 2 && c.grad_reduce_bytes != 4)
-    return Error{fmt::format("--grad-reduce-bytes must be 2 or 4 (got {})", c.grad_reduce_bytes)};
+    return make_error("`grad_reduce_bytes` must be 2 or 4 (got {})", c.grad_reduce_bytes);
   if (c.optimizer_state_bytes != 2 && c.optimizer_state_bytes != 4)
-    return Error{fmt::format("optimizer state bytes must be 2 (bf16) or 4 (fp32) (got {})", c.optimizer_state_bytes)};
-  if (c.sequence_parallel && c.tp < 2) return make_error("--sp (sequence parallelism) needs --tp of at least 2");
+    return make_error("optimizer state bytes must be 2 (bf16) or 4 (fp32) (got {})", c.optimizer_state_bytes);
+  if (c.sequence_parallel && c.tp < 2)
+    return make_error("`sequence_parallel` (sequence parallelism) needs `tp` of at least 2");
   return {};
 }
 

@@ -198,11 +198,11 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   for (const auto& p : g.fused) {
     const auto& first = g.op(p.ops.front());
     if (c.tp > 1 && p.heads % c.tp != 0)
-      return Error{fmt::format("attention heads {} of '{}' are not divisible by --tp {}", p.heads, first.name, c.tp)};
+      return Error{fmt::format("attention heads {} of '{}' are not divisible by `tp` {}", p.heads, first.name, c.tp)};
     if (c.cp > 1 && p.seq_q % c.cp != 0)
-      return Error{fmt::format("sequence length {} of '{}' is not divisible by --cp {}", p.seq_q, first.name, c.cp)};
+      return Error{fmt::format("sequence length {} of '{}' is not divisible by `cp` {}", p.seq_q, first.name, c.cp)};
     if (c.sequence_parallel && p.seq_q % (c.tp * c.cp) != 0)
-      return Error{fmt::format("sequence length {} of '{}' is not divisible by tp*cp = {} (--sp splits it)", p.seq_q,
+      return Error{fmt::format("sequence length {} of '{}' is not divisible by tp*cp = {} (`sequence_parallel` splits it)", p.seq_q,
                                     first.name, c.tp * c.cp)};
   }
 
@@ -213,7 +213,7 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   const int layers = layer_index->layers;
   L.layers = layers;
   if (L.chunks > 1 && layers < L.chunks)
-    return Error{fmt::format("--pp {} x --vp {} = {} pipeline chunks need at least {} repeated layers; the model has {}",
+    return Error{fmt::format("`pp` {} x `vp` {} = {} pipeline chunks need at least {} repeated layers; the model has {}",
                                   c.pp, c.vp, L.chunks, L.chunks, layers)};
   // Megatron-Core's split with the embedding and the loss as layers.
   std::vector<int> accounted;
@@ -237,7 +237,7 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   L.order = order;
   find_experts(g, L);
   if (c.ep > 1 && L.experts > 0 && L.experts % c.ep != 0)
-    return Error{fmt::format("--ep {} does not divide the {} experts per MoE layer", c.ep, L.experts)};
+    return Error{fmt::format("`ep` {} does not divide the {} experts per MoE layer", c.ep, L.experts)};
 
   // Op-level sharding on the model-parallel mesh.
   sharding::LoweringOptions lo;

@@ -163,7 +163,7 @@ void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& mod
     ParallelConfig z = c;
     z.zero = c.distributed_optimizer && c.zero < 1 ? 2 : c.zero + 1;
     z.distributed_optimizer = false;
-    consider(fmt::format("--zero {}", z.zero),
+    consider(fmt::format("`zero` {}", z.zero),
              detail::stage_memory(g, model, z, L, model.context().recompute(), in_flight, peak_act));
   }
   if (model.context().recompute() != cost::RecomputePolicy::full) {
@@ -179,7 +179,7 @@ void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& mod
       }
       if (a.value > 0) peak[static_cast<std::size_t>(r)] = peak_act[static_cast<std::size_t>(r)] * (b.value / a.value);
     }
-    consider("--recompute full", detail::stage_memory(g, model, c, L, cost::RecomputePolicy::full, in_flight, peak));
+    consider("`recompute` full", detail::stage_memory(g, model, c, L, cost::RecomputePolicy::full, in_flight, peak));
   }
   auto try_layout = [&](ParallelConfig alt, const std::string& change) {
     if (!validate(alt).ok()) return;
@@ -190,11 +190,11 @@ void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& mod
     ParallelConfig t = c;
     t.tp *= 2;
     t.dp /= 2;
-    if (t.tp <= c.devices_per_node) try_layout(t, fmt::format("--tp {} --dp {}", t.tp, t.dp));
+    if (t.tp <= c.devices_per_node) try_layout(t, fmt::format("`tp` {} `dp` {}", t.tp, t.dp));
     ParallelConfig p = c;
     p.pp *= 2;
     p.dp /= 2;
-    if (p.pp * p.vp <= L.layers) try_layout(p, fmt::format("--pp {} --dp {}", p.pp, p.dp));
+    if (p.pp * p.vp <= L.layers) try_layout(p, fmt::format("`pp` {} `dp` {}", p.pp, p.dp));
   }
   std::stable_sort(e.advice.begin(), e.advice.end(), [](const Advice& a, const Advice& b) {
     if (a.fits != b.fits) return a.fits;

@@ -158,7 +158,7 @@ Status simulate_step(StepWork& s) {
   const double replicas = static_cast<double>(c.dp) * md;
   e.model_flops = model_flops_replica * replicas;
   e.hardware_flops = hardware_flops_replica * replicas;
-  const double per_device_s = e.step_time.value * c.devices;
+  const double per_device_s = e.step_time.value * c.devices();
   if (per_device_s > 0) {
     e.model_tflops_per_device = e.model_flops.value / per_device_s / 1e12;
     e.hardware_tflops_per_device = e.hardware_flops.value / per_device_s / 1e12;

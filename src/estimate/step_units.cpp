@@ -36,7 +36,7 @@ void add_memory_and_units(StepWork& s) {
   e.fits = std::all_of(e.stages.begin(), e.stages.end(), [&](const StageMemory& s) { return s.peak() <= e.capacity; });
   e.sharding = sharding::describe_plan(L.lowered, L.choice);
   e.model_mesh = L.mp;
-  e.speed_of_light = Seconds(e.model_flops.value / (model.peak().value * c.devices));
+  e.speed_of_light = Seconds(e.model_flops.value / (model.peak().value * c.devices()));
   e.chunk_ops.resize(static_cast<std::size_t>(C));
   for (OpId id : L.order) e.chunk_ops[static_cast<std::size_t>(L.chunk_of_op[id.value])].push_back(g.op(id).name);
   {
@@ -72,7 +72,7 @@ void add_memory_and_units(StepWork& s) {
   }
   if (!L.exact) e.notes.push_back("op-level sharding: the solver's beam cut candidates; the choice may not be optimal");
   if (c.ep > 1 && L.experts == 0)
-    e.notes.push_back(fmt::format("--ep {}: the model has no experts (no op named experts.<n>); it changes nothing", c.ep));
+    e.notes.push_back(fmt::format("`ep` {}: the model has no experts (no op named experts.<n>); it changes nothing", c.ep));
 }
 
 }  // namespace planner::estimate::detail

@@ -186,7 +186,7 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   const double vec = ctx.vector_peak().value;
   const double vector_flops = total(cf.vector, full) + (ctx.fuse_elementwise() ? 0.0 : total(cf.elementwise, full));
   const double vector_compute =
-      vec > 0 ? vector_flops / vec * static_cast<double>(k.global_batch) / k.devices : 0.0;
+      vec > 0 ? vector_flops / vec * static_cast<double>(k.global_batch) / k.devices() : 0.0;
   double vector_memory = 0;
   if (memory) {
     const double bw = cost::best_streaming_bandwidth(ctx).value;
@@ -221,7 +221,7 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
     grad_passes = static_cast<double>(k.micro_batches()) * gpass.share(k.micro_batches()) *
                   (min_local_parameters(f, mp) / (f.experts > 0 ? static_cast<double>(k.ep) : 1.0)) / k.pp *
                   gpass.bytes / stream_bw;
-  b.compute = Seconds(per_sample * static_cast<double>(k.global_batch) / k.devices +
+  b.compute = Seconds(per_sample * static_cast<double>(k.global_batch) / k.devices() +
                       std::max(vector_compute, vector_memory) + launches + grad_passes);
   const double m = static_cast<double>(k.micro_batches());
   const double stretch = k.pp > 1 ? 1.0 + (k.pp - 1.0) / (k.vp * m) : 1.0;

@@ -36,7 +36,7 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   auto candidates = enumerate_layouts(space, facts);
   r.enumerated = candidates.size();
   if (candidates.empty())
-    return make_error("no layout of {} devices fits the constraints (global batch {}, --fix, heads {}, layers {})",
+    return make_error("no layout of {} devices fits the constraints (global batch {}, `fix`, heads {}, layers {})",
                       space.devices, space.global_batch, facts.heads, facts.layers);
 
   // Cost models per policy (the capacity and peak come from them).
@@ -165,11 +165,11 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   r.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
   if (fitting.empty()) {
     if (smallest_peak.value < std::numeric_limits<double>::infinity())
-      return make_error("no layout fits: the smallest scored needs {:.2f} GiB per device (largest item: {}) against {:.2f} GiB",
-                        smallest_peak.value / (1024.0 * 1024 * 1024), smallest_item,
+      return make_error("{}: the smallest scored needs {:.2f} GiB per device (largest item: {}) against {:.2f} GiB",
+                        kNoLayoutFits, smallest_peak.value / (1024.0 * 1024 * 1024), smallest_item,
                         capacity.value / (1024.0 * 1024 * 1024));
     if (!r.failures.empty()) return make_error("no layout could be costed: {}", r.failures.front());
-    return make_error("no layout fits: even the model state needs {:.2f} GiB per device against {:.2f} GiB",
+    return make_error("{}: even the model state needs {:.2f} GiB per device against {:.2f} GiB", kNoLayoutFits,
                       smallest_floor.value / (1024.0 * 1024 * 1024), capacity.value / (1024.0 * 1024 * 1024));
   }
   r.best = std::move(fitting);

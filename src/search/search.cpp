@@ -38,7 +38,7 @@ Result<int> parse_int(std::string_view key, std::string_view v) {
     used = 0;
   }
   if (used != v.size() || v.empty() || x < 0)
-    return make_error("--fix {}: '{}' is not a non-negative integer", key, v);
+    return make_error("`fix` {}: '{}' is not a non-negative integer", key, v);
   return x;
 }
 
@@ -52,18 +52,18 @@ Result<Fixed> parse_fixed(std::string_view text) {
     const std::string_view item = text.substr(pos, comma - pos);
     const std::size_t eq = item.find('=');
     if (eq == std::string_view::npos || eq == 0)
-      return make_error("--fix: '{}' is not KEY=VALUE (keys: dp tp pp cp ep vp mb zero recompute schedule sp)", item);
+      return make_error("`fix`: '{}' is not KEY=VALUE (keys: dp tp pp cp ep vp mb zero recompute schedule sp)", item);
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key == "recompute") {
       if (value == "none") f.recompute = cost::RecomputePolicy::none;
       else if (value == "selective") f.recompute = cost::RecomputePolicy::selective;
       else if (value == "full") f.recompute = cost::RecomputePolicy::full;
-      else return make_error("--fix recompute: '{}' is not none, selective or full", value);
+      else return make_error("`fix` recompute: '{}' is not none, selective or full", value);
     } else if (key == "schedule") {
       if (value == "1f1b") f.schedule = sim::Schedule::one_f_one_b;
       else if (value == "gpipe") f.schedule = sim::Schedule::gpipe;
       else if (value == "interleaved") f.schedule = sim::Schedule::interleaved;
-      else return make_error("--fix schedule: '{}' is not 1f1b, gpipe or interleaved", value);
+      else return make_error("`fix` schedule: '{}' is not 1f1b, gpipe or interleaved", value);
     } else {
       PLANNER_TRY(int v, parse_int(key, value));
       if (key == "dp") f.dp = v;
@@ -75,8 +75,8 @@ Result<Fixed> parse_fixed(std::string_view text) {
       else if (key == "mb" || key == "micro-batch") f.micro_batch = v;
       else if (key == "zero") f.zero = v;
       else if (key == "sp") f.sequence_parallel = v != 0;
-      else return make_error("--fix: unknown key '{}' (keys: dp tp pp cp ep vp mb zero recompute schedule sp)", key);
-      if (key != "zero" && key != "sp" && v < 1) return make_error("--fix {}: must be at least 1", key);
+      else return make_error("`fix`: unknown key '{}' (keys: dp tp pp cp ep vp mb zero recompute schedule sp)", key);
+      if (key != "zero" && key != "sp" && v < 1) return make_error("`fix` {}: must be at least 1", key);
     }
     if (comma >= text.size()) break;
     pos = comma + 1;
@@ -229,7 +229,6 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
                 if (cp > 1 && !fx.cp && rc != cost::RecomputePolicy::none) continue;
                 Candidate c;
                 auto& k = c.config;
-                k.devices = N;
                 k.dp = dp;
                 k.tp = tp;
                 k.pp = pp;

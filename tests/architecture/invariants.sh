@@ -51,6 +51,14 @@ for m in sharding sharding_milp estimate search; do
   no "$m reads no profile table (costs through cost::CostModel, rates through cost/fastest.hpp)" "$PROFILE" $(mod "$m")
 done
 no "sharding and search include no cluster header" "$(inc 'planner/cluster/')" $(mod sharding) $(mod sharding_milp) $(mod search)
+# planning: the search stage's glue (graphs, cost models, plans); the CLI
+# keeps flags, printing and exit codes; profiles reach it only as cost models.
+no "planning includes no CLI, cluster, CUDA or MPI header" "$(inc "planner/cli|planner/cluster/|$CUDA|$MPI")" $(mod planning)
+no "planning reads no profile table" "$PROFILE" $(mod planning)
+no "planning includes no ONNX or protobuf header (it imports through onnx::import_file)" "$(inc "$ONNX")" $(mod planning)
+no "library errors name config fields, not flags (the CLI writes flags: cli/flag_names.hpp)" \
+  '(make_error|Error\{|fmt::format)\("[^"]*--(devices|dp|tp|pp|cp|ep|vp|micro-batch|global-batch|zero|sp|schedule)\b' \
+  $(mod estimate) $(mod search) $(mod planning)
 # only sharding_milp links CBC.
 for m in sharding estimate search cost cli; do
   no "$m includes no CBC header (only sharding_milp)" "$(inc 'coin/|Cbc|OsiClp')" $(mod "$m")

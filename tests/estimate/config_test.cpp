@@ -23,7 +23,7 @@ std::string error_of(const ParallelConfig& c) {
 TEST_CASE("estimate config: validate accepts a consistent layout", "[estimate][config]") {
   // dp=2 tp=8 pp=4: 64 devices; 16 micro-batches of 1 per replica.
   ParallelConfig c = config_for(2, 8, 4, 16);
-  CHECK(c.devices == 64);
+  CHECK(c.devices() == 64);
   CHECK(c.global_batch == 32);
   CHECK(estimate::validate(c).ok());
   // Interleaved with vp = 2 and m = 16 a multiple of pp = 4.
@@ -42,41 +42,39 @@ TEST_CASE("estimate config: validate accepts a consistent layout", "[estimate][c
   CHECK(estimate::validate(d).ok());
 }
 
-TEST_CASE("estimate config: validate: the degrees must multiply to --devices", "[estimate][config]") {
+TEST_CASE("estimate config: devices are the product of the degrees", "[estimate][config]") {
   ParallelConfig c = config_for(2, 8, 4, 4);
-  c.devices = 32;  // 2 * 8 * 4 * 1 = 64
-  CHECK(error_of(c) == "dp*tp*pp*cp = 2*8*4*1 = 64 but --devices is 32");
-  c = config_for(2, 2, 1, 4);
-  c.cp = 2;  // 2 * 2 * 1 * 2 = 8 but devices says 4
-  CHECK(error_of(c) == "dp*tp*pp*cp = 2*2*1*2 = 8 but --devices is 4");
+  CHECK(c.devices() == 64);  // 2 * 8 * 4 * 1
+  c.cp = 2;
+  CHECK(c.devices() == 128);
+  // Past the planner's limit of 2^20 devices: 1024 * 1024 * 2 * 1.
+  c = config_for(1024, 1024, 2, 2048);
+  CHECK(error_of(c) == "dp*tp*pp*cp = 1024*1024*2*1 = 2097152 devices is above the planner's limit of 1048576 devices");
 }
 
 TEST_CASE("estimate config: validate: every degree is at least 1", "[estimate][config]") {
   ParallelConfig c = config_for(1, 1, 1, 1);
   c.tp = 0;
-  CHECK(error_of(c) == "--tp must be at least 1 (got 0)");
+  CHECK(error_of(c) == "`tp` must be at least 1 (got 0)");
   c = config_for(1, 1, 1, 1);
   c.vp = -1;
-  CHECK(error_of(c) == "--vp must be at least 1 (got -1)");
-  c = config_for(1, 1, 1, 1);
-  c.devices = 0;
-  CHECK(error_of(c) == "--devices must be at least 1 (got 0)");
+  CHECK(error_of(c) == "`vp` must be at least 1 (got -1)");
   c = config_for(1, 1, 1, 1);
   c.micro_batch = 0;
-  CHECK(error_of(c) == "--micro-batch must be at least 1 (got 0)");
+  CHECK(error_of(c) == "`micro_batch` must be at least 1 (got 0)");
   c = config_for(1, 1, 1, 1);
   c.global_batch = 0;
-  CHECK(error_of(c) == "--global-batch must be at least 1 (got 0)");
+  CHECK(error_of(c) == "`global_batch` must be at least 1 (got 0)");
   c = config_for(1, 1, 1, 1);
   c.devices_per_node = 0;
-  CHECK(error_of(c) == "--gpus-per-node must be at least 1 (got 0)");
+  CHECK(error_of(c) == "`devices_per_node` must be at least 1 (got 0)");
 }
 
 TEST_CASE("estimate config: validate: the global batch divides into micro-batches per replica", "[estimate][config]") {
   // micro-batch 2 x dp 2 = 4 sequences per micro-step; 10 is not a multiple.
   ParallelConfig c = config_for(2, 1, 1, 1, 2);
   c.global_batch = 10;
-  CHECK(error_of(c) == "--global-batch 10 is not divisible by micro-batch * dp = 2 * 2 = 4");
+  CHECK(error_of(c) == "`global_batch` 10 is not divisible by micro-batch * dp = 2 * 2 = 4");
   c.global_batch = 12;  // 12 / 4 = 3 micro-batches
   CHECK(estimate::validate(c).ok());
   CHECK(c.micro_batches() == 3);
@@ -85,7 +83,7 @@ TEST_CASE("estimate config: validate: the global batch divides into micro-batche
 TEST_CASE("estimate config: validate: expert parallelism divides dp*cp", "[estimate][config]") {
   ParallelConfig c = config_for(2, 1, 1, 4);
   c.ep = 4;  // dp * cp = 2
-  CHECK(error_of(c) == "--ep 4 must divide dp*cp = 2 (experts are split over data/context ranks)");
+  CHECK(error_of(c) == "`ep` 4 must divide dp*cp = 2 (experts are split over data/context ranks)");
   c.ep = 2;
   CHECK(estimate::validate(c).ok());
 }
@@ -93,48 +91,48 @@ TEST_CASE("estimate config: validate: expert parallelism divides dp*cp", "[estim
 TEST_CASE("estimate config: validate: interleaved needs vp >= 2, pp >= 2 and m % pp == 0", "[estimate][config]") {
   ParallelConfig c = config_for(1, 1, 4, 8);
   c.schedule = sim::Schedule::interleaved;
-  CHECK(error_of(c) == "--schedule interleaved needs --vp of at least 2 virtual stages");
+  CHECK(error_of(c) == "`schedule` interleaved needs `vp` of at least 2 virtual stages");
   c.vp = 2;
   CHECK(estimate::validate(c).ok());
   // m = 6 is not a multiple of pp = 4.
   c.global_batch = 6;
-  CHECK(error_of(c) == "interleaved schedule: micro-batches per step (6) must be a multiple of --pp 4");
+  CHECK(error_of(c) == "interleaved schedule: micro-batches per step (6) must be a multiple of `pp` 4");
   // pp = 1 cannot interleave.
   ParallelConfig one = config_for(1, 1, 1, 4);
   one.schedule = sim::Schedule::interleaved;
   one.vp = 2;
-  CHECK(error_of(one) == "--schedule interleaved needs --pp of at least 2");
+  CHECK(error_of(one) == "`schedule` interleaved needs `pp` of at least 2");
 }
 
 TEST_CASE("estimate config: validate: vp without the interleaved schedule", "[estimate][config]") {
   ParallelConfig c = config_for(1, 1, 2, 4);
   c.vp = 2;
-  CHECK(error_of(c) == "--vp 2 needs --schedule interleaved");
+  CHECK(error_of(c) == "`vp` 2 needs `schedule` interleaved");
   c.schedule = sim::Schedule::gpipe;
-  CHECK(error_of(c) == "--vp 2 needs --schedule interleaved");
+  CHECK(error_of(c) == "`vp` 2 needs `schedule` interleaved");
 }
 
 TEST_CASE("estimate config: validate: ZeRO stage, distributed optimizer, grad bytes, sp", "[estimate][config]") {
   ParallelConfig c = config_for(2, 1, 1, 4);
   c.zero = 4;
-  CHECK(error_of(c) == "--zero must be 0, 1, 2 or 3 (got 4)");
+  CHECK(error_of(c) == "`zero` must be 0, 1, 2 or 3 (got 4)");
   c.zero = -1;
-  CHECK(error_of(c) == "--zero must be 0, 1, 2 or 3 (got -1)");
+  CHECK(error_of(c) == "`zero` must be 0, 1, 2 or 3 (got -1)");
   for (int z : {2, 3}) {
     c.zero = z;
     c.distributed_optimizer = true;
-    CHECK(error_of(c) == "--distributed-optimizer is ZeRO-1 sharding; it cannot be combined with --zero 2 or 3");
+    CHECK(error_of(c) == "`distributed_optimizer` is ZeRO-1 sharding; it cannot be combined with `zero` 2 or 3");
   }
   c = config_for(2, 1, 1, 4);
   c.grad_reduce_bytes = 3;
-  CHECK(error_of(c) == "--grad-reduce-bytes must be 2 or 4 (got 3)");
+  CHECK(error_of(c) == "`grad_reduce_bytes` must be 2 or 4 (got 3)");
   for (int b : {0, 2, 4}) {
     c.grad_reduce_bytes = b;
     CHECK(estimate::validate(c).ok());
   }
   c = config_for(2, 1, 1, 4);
   c.sequence_parallel = true;
-  CHECK(error_of(c) == "--sp (sequence parallelism) needs --tp of at least 2");
+  CHECK(error_of(c) == "`sequence_parallel` (sequence parallelism) needs `tp` of at least 2");
   c = config_for(1, 2, 1, 4);
   c.sequence_parallel = true;
   CHECK(estimate::validate(c).ok());
@@ -161,7 +159,6 @@ TEST_CASE("estimate config: describe: one line with the non-default degrees only
   // Every optional part: cp, ep, vp, sp; the distributed optimizer's name.
   ParallelConfig d = config_for(2, 2, 2, 4);
   d.cp = 2;
-  d.devices = 16;
   d.ep = 2;
   d.vp = 2;
   d.sequence_parallel = true;

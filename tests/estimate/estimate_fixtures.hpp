@@ -212,7 +212,6 @@ inline estimate::ParallelConfig config_for(int dp, int tp, int pp, std::int64_t 
   c.dp = dp;
   c.tp = tp;
   c.pp = pp;
-  c.devices = dp * tp * pp;
   c.micro_batch = micro_batch;
   c.global_batch = m * micro_batch * dp;
   return c;

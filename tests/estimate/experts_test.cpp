@@ -140,7 +140,7 @@ TEST_CASE("estimate ep: errors and notes", "[estimate][experts]") {
   c.ep = 3;
   auto r = estimate::estimate(g, fake, c);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().message == "--ep 3 does not divide the 4 experts per MoE layer");
+  CHECK(r.error().message == "`ep` 3 does not divide the 4 experts per MoE layer");
   // A model without experts: ep changes nothing, and says so.
   const auto dense = mlp(4, 16, 32, 4);
   auto d = config_for(2, 1, 1, 1, 4);

@@ -229,7 +229,7 @@ TEST_CASE("estimate memory: a layout that does not fit gets advice, fitting chan
     if (!a.fits) seen_not_fitting = true;
     else CHECK_FALSE(seen_not_fitting);
     if (i > 0 && e.advice[i - 1].fits == a.fits) CHECK(e.advice[i - 1].saves.value >= a.saves.value);
-    if (a.change == "--zero 1") zero1 = &a;
+    if (a.change == "`zero` 1") zero1 = &a;
   }
   REQUIRE(zero1 != nullptr);
   CHECK(zero1->saves.value == rel(zero1_saves));
@@ -239,9 +239,9 @@ TEST_CASE("estimate memory: a layout that does not fit gets advice, fitting chan
   CHECK(e.advice.front().fits);
   bool has_tp = false, has_pp = false, has_recompute = false;
   for (const auto& a : e.advice) {
-    has_tp = has_tp || a.change == "--tp 2 --dp 2";
-    has_pp = has_pp || a.change == "--pp 2 --dp 2";
-    has_recompute = has_recompute || a.change == "--recompute full";
+    has_tp = has_tp || a.change == "`tp` 2 `dp` 2";
+    has_pp = has_pp || a.change == "`pp` 2 `dp` 2";
+    has_recompute = has_recompute || a.change == "`recompute` full";
   }
   CHECK(has_tp);
   CHECK(has_pp);

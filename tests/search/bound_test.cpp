@@ -57,7 +57,6 @@ search::Candidate candidate(int dp, int tp, int pp, std::int64_t B, int mb, int 
   c.config.dp = dp;
   c.config.tp = tp;
   c.config.pp = pp;
-  c.config.devices = dp * tp * pp;
   c.config.global_batch = B;
   c.config.micro_batch = mb;
   c.config.zero = zero;

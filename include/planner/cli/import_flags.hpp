@@ -12,10 +12,6 @@
 
 namespace planner::cli {
 
-/// The batch a graph is shaped for: the batch-axis extent of the first data
-/// input that has one (1 when none does).
-std::int64_t graph_batch(const graph::OpGraph& g);
-
 struct ImportFlags {
   std::vector<std::string> dims;
   long long batch = 0;

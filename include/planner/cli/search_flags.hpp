@@ -16,6 +16,7 @@
 #include "planner/cluster/profile.hpp"
 #include "planner/core/result.hpp"
 #include "planner/plan/plan.hpp"
+#include "planner/planning/search_plan.hpp"
 #include "planner/search/search.hpp"
 
 namespace planner::cli {
@@ -63,26 +64,11 @@ struct SearchSetup {
 /// Resolves the "auto" precision and attention of f.train for the profile.
 Result<SearchSetup> prepare_search(SearchFlags& f);
 
-/// The search's result: the best layout as a validated plan, and the figures
-/// the summaries print.
-struct SearchFound {
-  plan::Plan plan;
-  search::Outcome outcome;
-  int devices_per_node = 8;
-  std::int64_t global_batch = 1;
-  /// The importer's notes for the winner's graph, plus the static-batch note.
-  std::vector<std::string> notes;
-};
-
-/// Prefix of the search's error when no layout fits in memory (a gate
-/// violation for `planner check`, bad input for `planner search`).
-inline constexpr std::string_view kNoLayoutFits = "no layout fits";
-
 /// Imports `model` as the micro-batches need it and searches the space the
 /// flags describe; `progress` receives the status text. Errors: import,
 /// hints or flag errors naming the file or flag, no layout fits
-/// (kNoLayoutFits), or the plan does not validate (internal).
-Result<SearchFound> search_best_plan(const SearchFlags& f, const SearchSetup& setup, const std::string& model,
-                                     ProgressLine& progress);
+/// (search::kNoLayoutFits), or the plan does not validate (internal).
+Result<planning::SearchFound> search_best_plan(const SearchFlags& f, const SearchSetup& setup, const std::string& model,
+                                               ProgressLine& progress);
 
 }  // namespace planner::cli

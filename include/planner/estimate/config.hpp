@@ -71,9 +71,12 @@ inline constexpr int kMaxDevices = 1 << 20;
 /// with it (2^24 micro-batches on 4 stages take 1.6 GB and 6 s).
 inline constexpr std::int64_t kMaxMicroBatches = std::int64_t{1} << 20;
 
+/// Devices per node of a layout made without a cluster profile (an 8-GPU
+/// HGX/DGX node); the commands always take it from the profile.
+inline constexpr int kDefaultDevicesPerNode = 8;
+
 /// The layout of one training step.
 struct ParallelConfig {
-  int devices = 1;
   int dp = 1;  ///< data parallel
   int tp = 1;  ///< tensor parallel (op-level sharding over the `tp` axis)
   int pp = 1;  ///< pipeline stages
@@ -128,7 +131,10 @@ struct ParallelConfig {
   /// chooses the rest around them.
   std::vector<Hint> hints;
   /// Devices per node (from the profile unless overridden).
-  int devices_per_node = 8;
+  int devices_per_node = kDefaultDevicesPerNode;
+
+  /// Devices of the layout: dp * tp * pp * cp (ep and vp subdivide them).
+  int devices() const { return dp * tp * pp * cp; }
 
   /// Micro-batches per step and data-parallel replica.
   std::int64_t micro_batches() const { return global_batch / (static_cast<std::int64_t>(micro_batch) * dp); }
@@ -137,8 +143,9 @@ struct ParallelConfig {
 };
 
 /// Checks the degrees and batch arithmetic (not the model: estimate() checks
-/// divisibility of the model's dims). Errors name the constraint, e.g.
-/// `dp*tp*pp*cp = 2*8*4*1 = 64 but --devices is 32`.
+/// divisibility of the model's dims). Errors name the constraint and the
+/// config fields in backticks, e.g. "`global_batch` 10 is not divisible by
+/// micro-batch * dp = 2 * 2 = 4" (the CLI writes its flags in their place).
 Status validate(const ParallelConfig& c);
 
 /// `dp=8 tp=8 pp=12 mb=2 B=2048 1f1b zero1` style one-line summary.

@@ -61,7 +61,7 @@ Result<Fixed> parse_fixed(std::string_view text);
 /// What is searched.
 struct Space {
   int devices = 1;
-  int devices_per_node = 8;
+  int devices_per_node = estimate::kDefaultDevicesPerNode;
   std::int64_t global_batch = 1;
   estimate::Framework framework = estimate::Framework::megatron;
   cost::Optimizer optimizer = cost::Optimizer::adam;
@@ -228,6 +228,10 @@ struct Scored {
   Candidate candidate;
   estimate::Estimate estimate;
 };
+
+/// Prefix of search()'s error when no layout fits in memory (a gate
+/// violation for `planner check`, bad input for `planner search`).
+inline constexpr std::string_view kNoLayoutFits = "no layout fits";
 
 struct Outcome {
   /// The fastest layout that fits, then the runners-up (top_k in all), fastest first.

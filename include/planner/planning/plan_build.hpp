@@ -4,14 +4,19 @@
 #include <string>
 #include <vector>
 
-#include "planner/cluster/profile.hpp"
-#include "planner/core/io.hpp"
 #include "planner/core/result.hpp"
 #include "planner/estimate/estimate.hpp"
 #include "planner/onnx/importer.hpp"
 #include "planner/plan/plan.hpp"
 
-namespace planner::cli {
+namespace planner::planning {
+
+/// The cluster profile a plan names (cluster.profile, profile_hash, overrides).
+struct ProfileRef {
+  std::string name;
+  std::string content_hash;
+  std::string overrides;  ///< "" or e.g. "gpus_per_node=4, inter_node_GBps=100"
+};
 
 /// Everything a plan records that the estimate does not know.
 struct PlanSources {
@@ -19,7 +24,7 @@ struct PlanSources {
   std::string model_path;
   std::string model_sha256;
   onnx::ImportOptions import;
-  const cluster::ClusterProfile& profile;
+  ProfileRef profile;
   std::string precision, recompute, attention;
   std::string memory_format = "nchw";  ///< nchw | nhwc (--memory-format)
   std::uint64_t seed = 1234;
@@ -37,8 +42,5 @@ Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& sr
 /// (estimate::step_timeline: simulates the step again with events).
 Result<std::vector<plan::StageTimeline>> plan_timeline(const estimate::Estimate& e);
 
-/// Writes the plan's timeline as a Chrome trace (`--trace FILE`,
-/// docs/report.md). Errors: no timeline, or the file cannot be written.
-Status write_trace(const plan::Plan& p, const std::string& path, io::Overwrite mode);
 
-}  // namespace planner::cli
+}  // namespace planner::planning

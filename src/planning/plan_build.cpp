@@ -1,13 +1,12 @@
 // Builds a plan file (planner.plan/v1) from an estimate and what produced it.
 
-#include "planner/cli/plan_build.hpp"
+#include "planner/planning/plan_build.hpp"
 
 #include <fmt/format.h>
 
-#include "planner/report/report.hpp"
 #include "planner/sim/schedule.hpp"
 
-namespace planner::cli {
+namespace planner::planning {
 
 Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& src) {
   const auto& c = e.config;
@@ -26,7 +25,7 @@ Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& sr
 
   p.cluster.profile = src.profile.name;
   p.cluster.profile_hash = src.profile.content_hash;
-  p.cluster.devices = c.devices;
+  p.cluster.devices = c.devices();
   p.cluster.devices_per_node = c.devices_per_node;
   p.cluster.overrides = src.profile.overrides;
 
@@ -149,9 +148,4 @@ Result<std::vector<plan::StageTimeline>> plan_timeline(const estimate::Estimate&
   return out;
 }
 
-Status write_trace(const plan::Plan& p, const std::string& path, io::Overwrite mode) {
-  PLANNER_TRY(std::string trace, report::chrome_trace(p));
-  return io::write_file(path, trace, mode);
-}
-
-}  // namespace planner::cli
+}  // namespace planner::planning
