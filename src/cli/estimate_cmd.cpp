@@ -176,7 +176,11 @@ int run_estimate(EstimateArgs& a, const CLI::App& sub) {
   const estimate::ShardingSolver exact = milp_solver();
   t0 = std::chrono::steady_clock::now();
   progress.set("estimating " + estimate::describe(c));
-  auto e = estimate::estimate(m->graph, *model, c, true, a.exact ? &exact : nullptr);
+  // The timeline only for a plan or a trace (it records every op's events).
+  const estimate::EstimateOptions eo{.advise = true,
+                                     .solver = a.exact ? &exact : nullptr,
+                                     .timeline = !a.output.empty() || !a.trace.empty()};
+  auto e = estimate::estimate(m->graph, *model, c, eo);
   progress.finish();
   if (!e) return fail_layout(e.error().message);
   log_step(sub, "estimated " + estimate::describe(c), t0);

@@ -58,9 +58,10 @@ Result<Seconds> dp_collective(const cost::CostModel& model, const Layout& L, con
 }
 
 StepWork::StepWork(const graph::OpGraph& graph, const cost::CostModel& cost_model, const ParallelConfig& config,
-                   Layout layout)
+                   Layout layout, bool with_timeline)
     : g(graph), model(cost_model), c(config), L(std::move(layout)), ctx(cost_model.context()), C(L.chunks), pp(c.pp),
-      m(c.micro_batches()), md(static_cast<double>(m)), full_rc(ctx.recompute() == cost::RecomputePolicy::full) {
+      m(c.micro_batches()), md(static_cast<double>(m)), full_rc(ctx.recompute() == cost::RecomputePolicy::full),
+      timeline(with_timeline) {
   e.config = c;
   e.micro_batches = m;
   e.capacity = model.device_memory();
@@ -145,8 +146,7 @@ GradPass grad_pass(const ParallelConfig& c, const cost::ComputeContext& ctx) {
 namespace {
 
 Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
-                               bool advise, const ShardingSolver* solver = nullptr,
-                               std::optional<Bytes> state_limit = std::nullopt,
+                               const EstimateOptions& options, std::optional<Bytes> state_limit = std::nullopt,
                                std::pair<Bytes, Bytes>* state_bounds = nullptr);
 
 void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& model, const detail::Layout& L,
@@ -183,7 +183,7 @@ void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& mod
   }
   auto try_layout = [&](ParallelConfig alt, const std::string& change) {
     if (!validate(alt).ok()) return;
-    auto r = estimate_impl(g, model, alt, false);
+    auto r = estimate_impl(g, model, alt, EstimateOptions{.advise = false});
     if (r.ok()) consider(change, r->stages);
   };
   if (c.dp % 2 == 0) {
@@ -203,12 +203,12 @@ void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& mod
 }
 
 Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
-                               bool advise, const ShardingSolver* solver, std::optional<Bytes> state_limit,
+                               const EstimateOptions& options, std::optional<Bytes> state_limit,
                                std::pair<Bytes, Bytes>* state_bounds) {
   PLANNER_TRY_STATUS(validate(c));
-  PLANNER_TRY(detail::Layout layout, detail::build_layout(g, model, c, solver, state_limit));
+  PLANNER_TRY(detail::Layout layout, detail::build_layout(g, model, c, options.solver, state_limit));
   if (state_bounds) *state_bounds = {layout.state_bound, layout.min_state_bound};
-  detail::StepWork s(g, model, c, std::move(layout));
+  detail::StepWork s(g, model, c, std::move(layout), options.timeline);
   detail::add_compute(s);                                  // 1.
   PLANNER_TRY_STATUS(detail::add_model_parallel_comm(s));  // 2.
   detail::count_local_parameters(s);                       // 3.
@@ -217,7 +217,7 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
   PLANNER_TRY_STATUS(detail::add_data_parallel(s));        // 5.
   PLANNER_TRY_STATUS(detail::simulate_step(s));
   detail::add_memory_and_units(s);                         // 6.
-  if (advise && !s.e.fits) add_advice(s.e, g, model, s.L, s.peak_act, s.in_flight);
+  if (options.advise && !s.e.fits) add_advice(s.e, g, model, s.L, s.peak_act, s.in_flight);
   return std::move(s.e);
 }
 
@@ -225,8 +225,13 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
 
 Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config,
                           bool advise, const ShardingSolver* solver) {
+  return estimate(g, model, config, EstimateOptions{.advise = advise, .solver = solver});
+}
+
+Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config,
+                          const EstimateOptions& options) {
   std::pair<Bytes, Bytes> bounds;  // the choice's state bound, and the least any choice has
-  auto first = estimate_impl(g, model, config, advise, solver, std::nullopt, &bounds);
+  auto first = estimate_impl(g, model, config, options, std::nullopt, &bounds);
   if (!first.ok() || first->fits) return first;
   const Bytes bound = bounds.first;
   // The op-level search bounds model state summed over the stages (the
@@ -238,7 +243,9 @@ Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model,
   const Bytes limit = bound - over * static_cast<double>(config.pp);
   // No choice of op strategies holds that little: the layout cannot fit.
   if (limit < bounds.second) return first;
-  auto second = estimate_impl(g, model, config, /*advise=*/false, solver, limit);  // kept only if it fits
+  EstimateOptions again = options;
+  again.advise = false;
+  auto second = estimate_impl(g, model, config, again, limit);  // kept only if it fits
   if (second.ok() && second->fits) return second;
   return first;
 }

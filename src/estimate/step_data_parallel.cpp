@@ -34,7 +34,7 @@ Status add_data_parallel(StepWork& s) {
   auto& opt_time = s.opt_time;
   const bool overlapped = c.framework == Framework::megatron || c.framework == Framework::ddp;
   const double optimizer_shards = (c.zero >= 1 || c.distributed_optimizer) ? c.dp * c.cp : 1;
-  e.parts.ranks.resize(static_cast<std::size_t>(pp));
+  s.parts.ranks.resize(static_cast<std::size_t>(pp));
   // Expert states are sharded over the dp*cp/ep ranks holding them.
   const double expert_shards = optimizer_shards > 1 ? optimizer_shards / c.ep : 1;
   for (int r = 0; r < pp; ++r) {
@@ -69,7 +69,7 @@ Status add_data_parallel(StepWork& s) {
       }
     }
     dp_total[static_cast<std::size_t>(r)] = reduce + gather;
-    auto& rank_tail = e.parts.ranks[static_cast<std::size_t>(r)];
+    auto& rank_tail = s.parts.ranks[static_cast<std::size_t>(r)];
     rank_tail.dp_reduce = rank_tail.dp_reduce_exposed = reduce;
     rank_tail.dp_gather = rank_tail.dp_gather_exposed = gather;
     if (overlapped) {
@@ -90,8 +90,8 @@ Status add_data_parallel(StepWork& s) {
   }
   prob.extra.resize(static_cast<std::size_t>(pp));
   for (int r = 0; r < pp; ++r) {
-    e.parts.ranks[static_cast<std::size_t>(r)].grad_sync = mp_grad_sync[static_cast<std::size_t>(r)];
-    e.parts.ranks[static_cast<std::size_t>(r)].optimizer = opt_time[static_cast<std::size_t>(r)];
+    s.parts.ranks[static_cast<std::size_t>(r)].grad_sync = mp_grad_sync[static_cast<std::size_t>(r)];
+    s.parts.ranks[static_cast<std::size_t>(r)].optimizer = opt_time[static_cast<std::size_t>(r)];
     prob.extra[static_cast<std::size_t>(r)] = dp_exposed[static_cast<std::size_t>(r)] +
                                               opt_time[static_cast<std::size_t>(r)] +
                                               mp_grad_sync[static_cast<std::size_t>(r)];
@@ -117,11 +117,15 @@ Status simulate_step(StepWork& s) {
   const auto& hardware_flops_replica = s.hardware_flops_replica;
 
   sim::SimulateOptions so;
-  so.timeline = false;
+  so.timeline = s.timeline;  // events only for the timeline
   PLANNER_TRY(s.res, sim::simulate(prob, so));
   const auto& res = s.res;
   e.step_time = res.step_time;
-  e.parts.problem = prob;
+  s.parts.problem = prob;
+  if (s.timeline) {
+    PLANNER_TRY(StepTimeline spans, step_timeline(s.parts, res));
+    e.timeline = std::move(spans);
+  }
 
   // The breakdown is the bottleneck device's: the one with the most work
   // (its compute and collectives), the rest of the step being its bubble.

@@ -41,7 +41,7 @@ Status add_pipeline(StepWork& s) {
     auto& ct = e.chunks[static_cast<std::size_t>(ch)];
     const auto& w = work[static_cast<std::size_t>(ch)];
     ct.model_parallel_comm = w.fwd_comm + w.bwd_comm;
-    auto& parts = e.parts.chunks[static_cast<std::size_t>(ch)];
+    auto& parts = s.parts.chunks[static_cast<std::size_t>(ch)];
     parts.forward = ct.forward_compute;
     parts.forward_comm = w.fwd_comm;
     parts.forward_wait = fwd_extra[static_cast<std::size_t>(ch)];

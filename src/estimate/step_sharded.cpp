@@ -71,7 +71,7 @@ Status add_sharded_fetches(StepWork& s) {
   // (640-2240 A100s, docs/estimate.md); every deepspeed ZeRO-3 run gets it,
   // never one run alone.
   const bool ds_flat = per_mb_sharding && c.zero >= 3 && c.framework == Framework::deepspeed;
-  e.parts.chunks.resize(static_cast<std::size_t>(C));
+  s.parts.chunks.resize(static_cast<std::size_t>(C));
   if (per_mb_sharding) {
     for (int ch = 0; ch < C; ++ch) {
       const auto& w = work[static_cast<std::size_t>(ch)];
@@ -109,7 +109,7 @@ Status add_sharded_fetches(StepWork& s) {
         bwd_x = gather + Seconds(std::max(scatter.value / units, scatter.value - bwd.value));
       }
       dp_per_mb[static_cast<std::size_t>(ch)] = gather + bwd_comm;
-      auto& parts = e.parts.chunks[static_cast<std::size_t>(ch)];
+      auto& parts = s.parts.chunks[static_cast<std::size_t>(ch)];
       parts.forward_gather = gather;
       parts.backward_gather = c.zero >= 3 ? gather : Seconds(0);
       parts.reduce_scatter = scatter;

@@ -64,7 +64,8 @@ struct ChunkWork {
 
 /// The step as it is worked out, step by step (the file comment).
 struct StepWork {
-  StepWork(const graph::OpGraph& graph, const cost::CostModel& cost_model, const ParallelConfig& config, Layout layout);
+  StepWork(const graph::OpGraph& graph, const cost::CostModel& cost_model, const ParallelConfig& config, Layout layout,
+           bool with_timeline = false);
 
   const graph::OpGraph& g;
   const cost::CostModel& model;
@@ -76,7 +77,9 @@ struct StepWork {
   const std::int64_t m;    ///< micro-batches per replica
   const double md;         ///< m as a double
   const bool full_rc;      ///< full recompute
+  const bool timeline;     ///< lay out the step's spans (EstimateOptions::timeline)
   Estimate e;              ///< the result, filled by the steps
+  StepParts parts;         ///< how each chunk's and rank's time splits (steps 3-5)
   std::vector<ChunkWork> work;  ///< per chunk
 
   // 1. compute

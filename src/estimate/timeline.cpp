@@ -68,16 +68,22 @@ class Builder {
 
 }  // namespace
 
-Result<StepTimeline> step_timeline(const StepParts& parts) {
+Result<StepTimeline> step_timeline(const StepParts& parts, const sim::PipelineResult& res) {
   const sim::PipelineProblem& pr = parts.problem;
   if (parts.chunks.size() != static_cast<std::size_t>(pr.num_chunks()) ||
       parts.ranks.size() != static_cast<std::size_t>(pr.stages))
     return make_error("timeline: {} chunk parts and {} rank tails for {} chunks on {} ranks", parts.chunks.size(),
                       parts.ranks.size(), pr.num_chunks(), pr.stages);
-  PLANNER_TRY(sim::PipelineResult res, sim::simulate(pr));
+  const std::size_t ops = 2 * static_cast<std::size_t>(pr.num_chunks()) * static_cast<std::size_t>(pr.micro_batches);
+  if (res.devices.size() != static_cast<std::size_t>(pr.stages) || res.timeline.size() != ops)
+    return make_error("timeline: the simulation holds {} events on {} ranks, not {} on {} (simulated without events?)",
+                      res.timeline.size(), res.devices.size(), ops, pr.stages);
   StepTimeline out;
   out.step_time = res.step_time;
   out.stages = pr.stages;
+  out.orders.resize(static_cast<std::size_t>(pr.stages));
+  for (const sim::TimelineEvent& ev : res.timeline)
+    out.orders[static_cast<std::size_t>(ev.device)].push_back({ev.kind, ev.micro_batch, ev.chunk});
   Builder b(res.step_time);
   const int last_chunk = pr.num_chunks() - 1;
 

@@ -79,9 +79,9 @@ Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& sr
     if (i < e.chunk_ops.size()) pc.ops = e.chunk_ops[i];
     l.chunks.push_back(std::move(pc));
   }
-  const auto sched = c.pp == 1 ? sim::Schedule::one_f_one_b : c.schedule;
-  PLANNER_TRY(sim::DeviceOrders orders, sim::device_orders(sched, c.pp, static_cast<int>(e.micro_batches), c.vp));
-  for (const auto& dev : orders) {
+  // The schedule and the timeline are the estimate's own simulation.
+  if (!e.timeline) return make_error("internal: the estimate was made without its timeline (EstimateOptions::timeline)");
+  for (const auto& dev : e.timeline->orders) {
     std::vector<plan::ScheduleStep> steps;
     for (const auto& s : dev)
       steps.push_back({s.kind == sim::StepKind::forward ? 'F' : 'B', s.micro_batch, s.chunk});
@@ -133,12 +133,11 @@ Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& sr
   pr.lower_bound_s = src.lower_bound_s > 0 ? src.lower_bound_s : e.speed_of_light.value;
   pr.gap = pr.lower_bound_s > 0 ? e.step_time.value / pr.lower_bound_s - 1.0 : 0.0;
   pr.alternatives = src.alternatives;
-  PLANNER_TRY(pr.timeline, plan_timeline(e));
+  pr.timeline = plan_timeline(*e.timeline);
   return p;
 }
 
-Result<std::vector<plan::StageTimeline>> plan_timeline(const estimate::Estimate& e) {
-  PLANNER_TRY(estimate::StepTimeline tl, estimate::step_timeline(e.parts));
+std::vector<plan::StageTimeline> plan_timeline(const estimate::StepTimeline& tl) {
   std::vector<plan::StageTimeline> out(static_cast<std::size_t>(tl.stages));
   for (int r = 0; r < tl.stages; ++r) out[static_cast<std::size_t>(r)].stage = r;
   for (const auto& s : tl.spans)

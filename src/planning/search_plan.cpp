@@ -105,7 +105,16 @@ Result<SearchFound> search_plan(SearchRequest req) {
     src.alternatives.push_back({search::describe(r.best[i].candidate), r.best[i].estimate.step_time.value,
                                 r.best[i].estimate.fits, why_lost(r.best[i], best)});
   src.import.batch = best.candidate.config.micro_batch;
-  PLANNER_TRY(plan::Plan plan, build_plan(best.estimate, src));
+  // The winner scored once more, with its timeline: the plan's prediction,
+  // schedule and spans all come from that one estimate.
+  PLANNER_TRY(const graph::OpGraph* g, source.graph_at(best.candidate.config.micro_batch));
+  PLANNER_TRY(const cost::CostModel* model, models.at(best.candidate.recompute));
+  const estimate::EstimateOptions eo{.advise = false, .solver = so.solver, .timeline = true};
+  PLANNER_TRY(estimate::Estimate winner, estimate::estimate(*g, *model, best.candidate.config, eo));
+  if (winner.step_time != best.estimate.step_time)
+    return make_error("internal: the search's winner re-estimates at {} s, not {} s", winner.step_time.value,
+                      best.estimate.step_time.value);
+  PLANNER_TRY(plan::Plan plan, build_plan(winner, src));
   if (auto st = plan::validate(plan); !st) return Error{"internal: the plan does not validate: " + st.error().message};
   return SearchFound{std::move(plan), std::move(r), space.devices_per_node, space.global_batch, std::move(notes)};
 }

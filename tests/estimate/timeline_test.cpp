@@ -10,6 +10,13 @@ using namespace planner::estimate;
 
 namespace {
 
+// The step's simulation with events, as estimate() runs it for a timeline.
+Result<StepTimeline> laid_out(const StepParts& parts) {
+  auto sim = sim::simulate(parts.problem);
+  if (!sim.ok()) return sim.error();
+  return step_timeline(parts, *sim);
+}
+
 // 1F1B, p = 2, m = 2, one chunk per rank; transfers 0.5 s each way.
 //   chunk 0: forward 0.75 + tp 0.25 = 1,   backward 1.5 + tp 0.5 = 2
 //   chunk 1: forward 1,                    recompute 0.5 + backward 1.5 = 2
@@ -58,7 +65,7 @@ std::vector<Span> find(const StepTimeline& t, int stage, SpanKind kind) {
 //   rank 0 B0 waits for rank 1's B0 (4.5) + 0.5 = 5; B1 for 7.5 + 0.5 = 8.
 //   step = max(10 + 0.5, 7.5 + 0.75) = 10.5
 TEST_CASE("step timeline of a two-stage 1F1B step", "[estimate][timeline]") {
-  auto r = step_timeline(two_stage());
+  auto r = laid_out(two_stage());
   REQUIRE(r.ok());
   const StepTimeline& t = *r;
   CHECK(t.step_time == Seconds(10.5));
@@ -177,7 +184,7 @@ TEST_CASE("ZeRO-3 spans sit inside their op's window", "[estimate][timeline]") {
   c.reduce_scatter = Seconds(1);
   s.chunks = {c};
   s.ranks = {RankTail{}};
-  auto r = step_timeline(s);
+  auto r = laid_out(s);
   REQUIRE(r.ok());
   const auto g = find(*r, 0, SpanKind::zero_gather);
   REQUIRE(g.size() == 2);
@@ -195,10 +202,35 @@ TEST_CASE("ZeRO-3 spans sit inside their op's window", "[estimate][timeline]") {
 
 TEST_CASE("step timeline rejects parts that do not match the problem", "[estimate][timeline]") {
   StepParts s = two_stage();
+  auto sim = sim::simulate(s.problem);
+  REQUIRE(sim.ok());
   s.chunks.pop_back();
-  auto r = step_timeline(s);
+  auto r = step_timeline(s, *sim);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message == "timeline: 1 chunk parts and 2 rank tails for 2 chunks on 2 ranks");
+}
+
+TEST_CASE("step timeline needs a simulation with events", "[estimate][timeline]") {
+  const StepParts s = two_stage();
+  sim::SimulateOptions quiet;
+  quiet.timeline = false;
+  auto sim = sim::simulate(s.problem, quiet);
+  REQUIRE(sim.ok());
+  auto r = step_timeline(s, *sim);
+  REQUIRE_FALSE(r.ok());
+  // 2 chunks x 2 micro-batches x (forward, backward) = 8 events expected.
+  CHECK(r.error().message == "timeline: the simulation holds 0 events on 2 ranks, not 8 on 2 (simulated without events?)");
+}
+
+TEST_CASE("step timeline keeps each rank's order of ops", "[estimate][timeline]") {
+  // 1F1B, p = 2, m = 2: rank 0 runs F0 F1 B0 B1, rank 1 F0 B0 F1 B1.
+  auto r = laid_out(two_stage());
+  REQUIRE(r.ok());
+  using sim::StepKind;
+  const sim::DeviceOrders want = {
+      {{StepKind::forward, 0, 0}, {StepKind::forward, 1, 0}, {StepKind::backward, 0, 0}, {StepKind::backward, 1, 0}},
+      {{StepKind::forward, 0, 1}, {StepKind::backward, 0, 1}, {StepKind::forward, 1, 1}, {StepKind::backward, 1, 1}}};
+  CHECK(r->orders == want);
 }
 
 // The timeline of real estimates (fake cost model of estimate_fixtures.hpp,
@@ -206,6 +238,14 @@ TEST_CASE("step timeline rejects parts that do not match the problem", "[estimat
 // bubbles are the estimate's bubble.
 
 namespace {
+
+// An estimate with its timeline (EstimateOptions::timeline).
+Estimate run_with_timeline(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c) {
+  auto e = estimate::estimate(g, model, c, EstimateOptions{.timeline = true});
+  if (!e.ok()) FAIL(e.error().message);
+  REQUIRE(e->timeline.has_value());
+  return std::move(e).value();
+}
 
 double total(const StepTimeline& t, int stage, SpanKind kind) {
   double s = 0;
@@ -219,10 +259,12 @@ double total(const StepTimeline& t, int stage, SpanKind kind) {
 TEST_CASE("timeline of the two-stage GPT estimate", "[estimate][timeline]") {
   using namespace estimate_test;
   const FakeCostModel fake;
-  const auto e = run(small_gpt(4), fake, config_for(1, 1, 2, 4));
-  auto r = step_timeline(e.parts);
-  REQUIRE(r.ok());
-  const StepTimeline& t = *r;
+  const auto e = run_with_timeline(small_gpt(4), fake, config_for(1, 1, 2, 4));
+  const StepTimeline& t = *e.timeline;
+  // Without the option no timeline is laid out, and the step is the same.
+  const auto plain = run(small_gpt(4), fake, config_for(1, 1, 2, 4));
+  CHECK_FALSE(plain.timeline.has_value());
+  CHECK(plain.step_time == e.step_time);
   // f = 67 ms, b = 134 ms per chunk, transfer t = 4.096 us (step_test.cpp).
   const double f = 0.067, b = 0.134, x = 4.096e-6;
   CHECK(t.step_time == e.step_time);
@@ -254,9 +296,8 @@ TEST_CASE("timeline of the large-MLP estimate: Megatron's gradient buckets", "[e
   // the last ending at 0.072 + 0.30844004 = 0.38044004 s, the first
   // starting at 0.38044004 - 0.32044004 = 0.06 s, the last backward's start.
   const FakeCostModel fake;
-  const auto e = run(mlp(8, 8000, 10000, 10), fake, config_for(2, 1, 1, 4, 8));
-  auto r = step_timeline(e.parts);
-  REQUIRE(r.ok());
+  const auto e = run_with_timeline(mlp(8, 8000, 10000, 10), fake, config_for(2, 1, 1, 4, 8));
+  const auto& r = e.timeline;
   const auto buckets = find(*r, 0, SpanKind::dp_reduce);
   REQUIRE(buckets.size() == 3);
   CHECK(buckets[0].start.value == Approx(0.06));

@@ -2,6 +2,7 @@
 // (planning::build_plan, planning::plan_settings, planning::check_plan_ops).
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "estimate/estimate_fixtures.hpp"
 #include "planner/planning/plan_build.hpp"
@@ -14,7 +15,7 @@ namespace {
 
 plan::Plan plan_of(const graph::OpGraph& g, const estimate::ParallelConfig& c, const std::string& precision) {
   const FakeCostModel model;
-  auto e = estimate::estimate(g, model, c);
+  auto e = estimate::estimate(g, model, c, estimate::EstimateOptions{.timeline = true});
   if (!e) FAIL(e.error().message);
   planning::PlanSources src{"estimate", "gpt.onnx", "00", {}, {"a100", "0123456789abcdef", "gpus_per_node=4"},
                             precision, "selective", "flash"};
@@ -94,4 +95,31 @@ TEST_CASE("planning: malformed cluster overrides name the field", "[planning]") 
   s = planning::plan_settings(p, "plan.json");
   REQUIRE(!s.ok());
   CHECK(s.error().message == "plan.json: cluster.overrides: 'inter_node_GBps=0' must be positive");
+}
+
+TEST_CASE("planning: the plan's schedule and timeline are the estimate's own", "[planning]") {
+  // gpt with 4 layers on pp=2, 4 micro-batches, 1F1B: rank 0 runs
+  // F0 F1 B0 F2 B1 F3 B2 B3 (warm-up of p - r = 2 forwards), as the
+  // estimate's simulation ran it, and the timeline ends at its step.
+  const auto c = config_for(1, 1, 2, 4);
+  const auto g = small_gpt(4);
+  const plan::Plan p = plan_of(g, c, "bf16");
+  REQUIRE(p.layout.schedule_steps.size() == 2);
+  std::string rank0;
+  for (const auto& s : p.layout.schedule_steps[0]) rank0 += fmt::format("{}{} ", s.kind, s.micro_batch);
+  CHECK(rank0 == "F0 F1 B0 F2 B1 F3 B2 B3 ");
+  REQUIRE(p.prediction.timeline.size() == 2);
+  double end = 0;
+  for (const auto& st : p.prediction.timeline)
+    for (const auto& sp : st.spans) end = std::max(end, sp.end_s);
+  CHECK(end == p.prediction.step_time_s);
+
+  // An estimate made without its timeline makes no plan.
+  const FakeCostModel model;
+  auto e = estimate::estimate(g, model, c);
+  REQUIRE(e.ok());
+  planning::PlanSources src{"estimate", "gpt.onnx", "00", {}, {"a100", "0123456789abcdef", ""}, "bf16", "none", "flash"};
+  auto none = planning::build_plan(*e, src);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().message == "internal: the estimate was made without its timeline (EstimateOptions::timeline)");
 }

@@ -234,7 +234,8 @@ void check_space(const std::function<graph::OpGraph(int)>& make, std::int64_t B,
     const auto& model = models.at(c.recompute);
     const auto b = search::layout_bound(c, facts, model, &memory.at(c.recompute));
     min_bound = std::min(min_bound, b.total.value);
-    auto e = estimate::estimate(graph_at(c.config.micro_batch), model, c.config, false, exact ? &milp : nullptr);
+    const estimate::EstimateOptions eo{.advise = false, .solver = exact ? &milp : nullptr, .timeline = true};
+    auto e = estimate::estimate(graph_at(c.config.micro_batch), model, c.config, eo);
     if (!e.ok()) continue;
     ++scored;
     INFO(search::describe(c) << ": bound " << b.total.value << " (compute " << b.compute.value << ", pipelined "
@@ -242,9 +243,11 @@ void check_space(const std::function<graph::OpGraph(int)>& make, std::int64_t B,
                                  << e->step_time.value);
     CHECK(b.total.value <= e->step_time.value * (1 + 1e-12));
     // The optimizer part is at most the mean over pipeline ranks of their
-    // optimizer steps (e->optimizer is the bottleneck rank's only).
+    // optimizer steps (e->optimizer is the bottleneck rank's only), their
+    // spans in the estimate's timeline.
     double opt = 0;
-    for (const auto& rk : e->parts.ranks) opt += rk.optimizer.value;
+    for (const auto& sp : e->timeline->spans)
+      if (sp.kind == estimate::SpanKind::optimizer) opt += (sp.end - sp.start).value;
     CHECK(b.optimizer.value <= opt / c.config.pp * (1 + 1e-12));
     if (e->fits) best = std::min(best, e->step_time.value);
   }

@@ -182,8 +182,9 @@ struct Estimate {
   /// Speed-of-light bound: model FLOPs / (devices x peak).
   Seconds speed_of_light;
   std::vector<std::string> notes;
-  /// The simulated parts of the step, for step_timeline() (timeline.hpp).
-  StepParts parts;
+  /// The step as spans per pipeline rank, laid out from this estimate's
+  /// own simulation; only when asked (EstimateOptions::timeline).
+  std::optional<StepTimeline> timeline;
   /// The highest stage memory.
   const StageMemory& peak_stage() const;
 };
@@ -197,8 +198,21 @@ struct Estimate {
 /// module does not link CBC.
 using ShardingSolver = std::function<Result<sharding::Solution>(const sharding::ShardingProblem&)>;
 
-/// `advise`: when it does not fit, evaluate the changes that would make it
-/// fit (re-runs the estimate for other degrees). `solver`: null = sharding::solve.
+/// What estimate() works out beyond the step time, memory and breakdown.
+struct EstimateOptions {
+  /// When it does not fit, evaluate the changes that would make it fit
+  /// (re-runs the estimate for other degrees).
+  bool advise = true;
+  /// The op-sharding solver; null = sharding::solve.
+  const ShardingSolver* solver = nullptr;
+  /// Lay out the step as spans (Estimate::timeline, timeline.hpp) from the
+  /// simulation that times it; off, the simulation records no events.
+  bool timeline = false;
+};
+
+Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config,
+                          const EstimateOptions& options);
+/// The same with EstimateOptions{advise, solver}: no timeline.
 Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config,
                           bool advise = true, const ShardingSolver* solver = nullptr);
 

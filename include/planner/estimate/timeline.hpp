@@ -3,11 +3,12 @@
 /// device computes and communicates when, for `--trace`, the plan's
 /// `prediction.timeline` and `planner report` (docs/report.md).
 ///
-/// Design note. estimate() keeps the parts of the step it simulated
-/// (StepParts: the pipeline problem and how each chunk's time splits) but
-/// not the events, so the search scores candidates without them; the
-/// winner's timeline is computed afterwards by step_timeline(), which
-/// simulates the schedule again with events on and lays each op out:
+/// Design note. The timeline is produced once, by the estimate that scores
+/// the step: asked for it (EstimateOptions::timeline), estimate() simulates
+/// the pipeline with events on and hands that simulation and the parts of
+/// the step it priced (StepParts: the pipeline problem and how each chunk's
+/// time splits) to step_timeline(), which lays each op out. The search
+/// scores candidates without events and asks only for its winner's:
 ///
 ///   forward op  [s, e)   compute  forward          [s + wait, + forward)
 ///                        tp       tp_forward       right after it (exposed tp/cp collectives)
@@ -40,6 +41,7 @@
 
 #include "planner/core/result.hpp"
 #include "planner/core/units.hpp"
+#include "planner/sim/pipeline.hpp"
 #include "planner/sim/problem.hpp"
 
 namespace planner::estimate {
@@ -122,10 +124,15 @@ struct StepTimeline {
   /// Sorted by (stage, stream, start, end, kind); no zero-length span
   /// except forward/backward (one per micro-batch and chunk, always).
   std::vector<Span> spans;
+  /// Each pipeline rank's forwards and backwards in the order the
+  /// simulated step ran them (the plan's schedule).
+  sim::DeviceOrders orders;
 };
 
-/// Simulates `parts` with events and lays out the spans (design note).
-/// Errors: the problem does not simulate, or the parts do not match it.
-Result<StepTimeline> step_timeline(const StepParts& parts);
+/// Lays out the spans (design note) of `simulated`: `parts.problem`
+/// simulated with events (sim::SimulateOptions::timeline).
+/// Errors: the parts do not match the problem, or the simulation holds no
+/// events.
+Result<StepTimeline> step_timeline(const StepParts& parts, const sim::PipelineResult& simulated);
 
 }  // namespace planner::estimate

@@ -35,12 +35,13 @@ struct PlanSources {
   std::vector<plan::Alternative> alternatives{};
 };
 
-/// The plan of `e`. Errors: the schedule cannot be laid out (invalid shape).
+/// The plan of `e`: its prediction, and its schedule and timeline from the
+/// estimate's own simulation (`e.timeline`). Errors: `e` was made without
+/// a timeline (estimate::EstimateOptions::timeline).
 Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& src);
 
-/// The estimate's step as plan timeline spans, one entry per pipeline rank
-/// (estimate::step_timeline: simulates the step again with events).
-Result<std::vector<plan::StageTimeline>> plan_timeline(const estimate::Estimate& e);
+/// A step timeline as plan timeline spans, one entry per pipeline rank.
+std::vector<plan::StageTimeline> plan_timeline(const estimate::StepTimeline& tl);
 
 
 }  // namespace planner::planning
