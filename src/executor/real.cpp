@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "planner/executor/replay.hpp"
+#include "planner/ops/recompute.hpp"
 #include "planner/runtime_cpu/interpreter.hpp"
 #include "real_check.hpp"
 #include "real_data.hpp"
@@ -47,9 +48,8 @@ Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
     return make_error("model.batch {} differs from training.micro_batch {}: the real mode runs the graph as one "
                       "micro-batch",
                       *p.model.batch, p.training.micro_batch);
-  const auto& rc = p.training.recompute;
-  if (rc != "none" && rc != "selective" && rc != "full")
-    return make_error("training.recompute '{}' is none of none, selective, full", rc);
+  if (!ops::parse_recompute(p.training.recompute))
+    return make_error("training.recompute '{}' is none of none, selective, full", p.training.recompute);
   for (const auto& op : g.ops())
     if (auto st = runtime_cpu::check_supported(op); !st)
       return make_error("the real mode cannot run {}; --replay can time this plan", st.error().message);
