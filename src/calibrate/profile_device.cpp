@@ -40,14 +40,11 @@ Result<WrittenProfile> device_profile(const DeviceMeasurements& m, const Provena
   const std::string blas = item(prov, "cublas");
   // GEMM tables from bf16 (the precision plans train in by default).
   const auto& bf16 = m.gemm[static_cast<std::size_t>(Precision::bf16)];
-  std::vector<GemmSample> square, skinny;
-  for (std::size_t i = 0; i < bf16.size(); ++i)
-    square.push_back({m.gemm_sizes[i], m.gemm_sizes[i], m.gemm_sizes[i], bf16[i].time});
-  for (std::size_t i = 0; i < m.skinny.size(); ++i)
-    skinny.push_back({m.skinny_dims[i], m.skinny_n, m.skinny_n, m.skinny[i].time});
+  const GemmSweep sweep{m.gemm_sizes, bf16, m.skinny_n, m.skinny_dims, m.skinny, m.aligned_n, m.aligned,
+                        m.misaligned};
+  const std::vector<GemmSample> square = sweep.square_samples(), skinny = sweep.skinny_samples();
   PLANNER_TRY(GemmTables g, fit_gemm(square, skinny));
   PLANNER_TRY(RateTable copy, rate_table(m.copy));
-  const double mis = std::min(1.0, (m.misaligned.x / m.misaligned.time.value) / (m.aligned.x / m.aligned.time.value));
   const cluster::EfficiencyTable gemm_table = rounded(g.efficiency, "flops");
 
   const double gib = 1024.0 * 1024.0 * 1024.0;
@@ -109,24 +106,7 @@ Result<WrittenProfile> device_profile(const DeviceMeasurements& m, const Provena
       kernel_source(by, "host time of a 16-byte write kernel launched and synchronized 200 times, minus its "
                         "back-to-back device time: the per-task cost of a replay that synchronizes after each task "
                         "(GEMM and traffic tables are device times, so they do not hold it)"));
-  dev["gemm_efficiency"] = table(
-      "flops",
-      kernel_source(by, fmt::format("upper envelope of bf16 GEMM rate / peak against 2mnk over square n x n x n "
-                                    "(n = {}..{}) and [d x {}] x [{} x {}] products; fitted jointly with the skinny "
-                                    "table (docs/calibrate.md), largest model error over all {} bf16 measurements "
-                                    "{:.2f} %",
-                                    m.gemm_sizes.front(), m.gemm_sizes.back(), m.skinny_n, m.skinny_n, m.skinny_n,
-                                    square.size() + skinny.size(), 100 * g.max_error)),
-      g.efficiency);
-  dev["gemm_skinny_efficiency"] = table(
-      "min_dim",
-      kernel_source(by, fmt::format("per min dim d, the geometric mean over the bf16 samples of that d (cubes d^3, "
-                                    "[d x {0}] x [{0} x {0}]) of rate / (peak x gemm_efficiency at its FLOPs)",
-                                    m.skinny_n)),
-      g.skinny);
-  dev["gemm_misaligned_factor"] = sourced(
-      frac(mis), kernel_source(by, fmt::format("bf16 GEMM rate at n = {} over the rate at n = {} (square), capped at 1",
-                                               m.aligned_n - 1, m.aligned_n)));
+  gemm_fields(dev, by, sweep, g, "bf16 GEMM", "bf16");
   dev["gemm_alignment_bytes"] =
       sourced(16, "estimate, not measured: 16 bytes (8 bf16), the operand alignment NVIDIA's tensor-core GEMMs "
                   "want; gemm_misaligned_factor is measured at an odd size, misaligned for any such width");
@@ -152,9 +132,7 @@ Result<WrittenProfile> device_profile(const DeviceMeasurements& m, const Provena
                                          "reproduces each time",
                                          cluster::collective_name(kind), rows));
   };
-  std::map<Collective, std::vector<Sample>> runs;
-  for (Collective k : kCalibratedCollectives)
-    if (!m.collectives[static_cast<std::size_t>(k)].empty()) runs[k] = m.collectives[static_cast<std::size_t>(k)];
+  const auto runs = timed_collectives(m.collectives);
   PLANNER_TRY(json net, one_host_interconnect(lt, by, m.ranks, copy.peak, runs, base, out.checks));
   const json doc = profile_document(
       name, fmt::format("{} on {}: {} rank(s), one GPU each", m.device, m.host, m.ranks),
@@ -184,18 +162,9 @@ Result<WrittenProfile> device_profile(const DeviceMeasurements& m, const Provena
     }
     kernels.push_back({fmt::format("{} GEMM (square)", key(p)), static_cast<int>(s.size()), worst, 0});
   }
-  double copy_err = 0;
-  for (const Sample& s : m.copy) {
-    const double t = s.x / (d.achievable_hbm_bandwidth().value * d.memory_bound_efficiency(Bytes(s.x)));
-    copy_err = std::max(copy_err, std::abs(t / s.time.value - 1));
-  }
-  kernels.push_back({"copy traffic", static_cast<int>(m.copy.size()), copy_err, 0});
+  kernels.push_back({"copy traffic", static_cast<int>(m.copy.size()), traffic_error(d, m.copy), 0});
   out.checks.insert(out.checks.begin(), kernels.begin(), kernels.end());
-  for (auto& c : out.checks)
-    for (const auto& [kind, samples] : runs)
-      if (c.what.rfind(std::string(cluster::collective_name(kind)) + " on local", 0) == 0) {
-        PLANNER_TRY(c.max_error, model_error(out.parsed, kind, {m.ranks, m.ranks}, samples));
-      }
+  PLANNER_TRY_STATUS(recheck_collectives(out, runs, "local", m.ranks));
   return out;
 }
 

@@ -4,6 +4,7 @@
 // sourced values and tables, provenance, the collective fit of one level.
 // Private to the calibrate module; defined in profile_out.cpp.
 
+#include <array>
 #include <functional>
 #include <map>
 #include <optional>
@@ -81,5 +82,43 @@ Result<json> one_host_interconnect(const HostLevelText& text, const std::string&
 json profile_document(const std::string& name, const std::string& system, const std::string& source,
                       const std::string& notes, bool from_base, const Provenance& prov, json device,
                       json interconnect);
+
+/// A GEMM sweep of either backend: square sides with their samples, the
+/// skinny products [d x skinny_n] x [skinny_n x skinny_n], and the square
+/// pair at aligned_n and aligned_n - 1.
+struct GemmSweep {
+  const std::vector<int>& sizes;
+  std::span<const Sample> square;
+  int skinny_n = 0;
+  const std::vector<int>& skinny_dims;
+  std::span<const Sample> skinny;
+  int aligned_n = 0;
+  const Sample& aligned;
+  const Sample& misaligned;
+
+  std::vector<GemmSample> square_samples() const;
+  std::vector<GemmSample> skinny_samples() const;
+  /// Rate at aligned_n - 1 over the rate at aligned_n, capped at 1.
+  double misaligned_ratio() const;
+};
+
+/// gemm_efficiency, gemm_skinny_efficiency and gemm_misaligned_factor of a
+/// device, their sources naming the `kernel` ("sgemm", "bf16 GEMM") and its
+/// `samples` ("sgemm", "bf16").
+void gemm_fields(json& dev, const std::string& by, const GemmSweep& sweep, const GemmTables& g,
+                 std::string_view kernel, std::string_view samples);
+
+/// The collectives a calibration timed (those with samples).
+std::map<cluster::Collective, std::vector<Sample>> timed_collectives(
+    const std::array<std::vector<Sample>, cluster::kCollectiveCount>& collectives);
+
+/// Largest |model / measured - 1| of memory-bound kernel `samples` (x =
+/// bytes) on `device`.
+double traffic_error(const cluster::DeviceProfile& device, std::span<const Sample> samples);
+
+/// Each check of a fitted collective on level `level` ("<collective> on
+/// <level>..."), measured again against the written profile.
+Status recheck_collectives(WrittenProfile& out, const std::map<cluster::Collective, std::vector<Sample>>& runs,
+                           std::string_view level, int ranks);
 
 }  // namespace planner::calibrate::detail

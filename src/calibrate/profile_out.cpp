@@ -255,6 +255,73 @@ json profile_document(const std::string& name, const std::string& system, const 
   return doc;
 }
 
+std::vector<GemmSample> GemmSweep::square_samples() const {
+  std::vector<GemmSample> out;
+  for (std::size_t i = 0; i < square.size(); ++i) out.push_back({sizes[i], sizes[i], sizes[i], square[i].time});
+  return out;
+}
+
+std::vector<GemmSample> GemmSweep::skinny_samples() const {
+  std::vector<GemmSample> out;
+  for (std::size_t i = 0; i < skinny.size(); ++i) out.push_back({skinny_dims[i], skinny_n, skinny_n, skinny[i].time});
+  return out;
+}
+
+double GemmSweep::misaligned_ratio() const {
+  return std::min(1.0, (misaligned.x / misaligned.time.value) / (aligned.x / aligned.time.value));
+}
+
+void gemm_fields(json& dev, const std::string& by, const GemmSweep& sweep, const GemmTables& g,
+                 std::string_view kernel, std::string_view samples) {
+  dev["gemm_efficiency"] = table(
+      "flops",
+      kernel_source(by, fmt::format("upper envelope of {} rate / peak against 2mnk over square n x n x n "
+                                    "(n = {}..{}) and [d x {}] x [{} x {}] products; fitted jointly with the skinny "
+                                    "table (docs/calibrate.md), largest model error over all {} {} measurements "
+                                    "{:.2f} %",
+                                    kernel, sweep.sizes.front(), sweep.sizes.back(), sweep.skinny_n, sweep.skinny_n,
+                                    sweep.skinny_n, sweep.square.size() + sweep.skinny.size(), samples,
+                                    100 * g.max_error)),
+      g.efficiency);
+  dev["gemm_skinny_efficiency"] = table(
+      "min_dim",
+      kernel_source(by, fmt::format("per min dim d, the geometric mean over the {1} samples of that d (cubes d^3, "
+                                    "[d x {0}] x [{0} x {0}]) of rate / (peak x gemm_efficiency at its FLOPs)",
+                                    sweep.skinny_n, samples)),
+      g.skinny);
+  dev["gemm_misaligned_factor"] = sourced(
+      frac(sweep.misaligned_ratio()),
+      kernel_source(by, fmt::format("{} rate at n = {} over the rate at n = {} (square), capped at 1", kernel,
+                                    sweep.aligned_n - 1, sweep.aligned_n)));
+}
+
+std::map<Collective, std::vector<Sample>> timed_collectives(
+    const std::array<std::vector<Sample>, cluster::kCollectiveCount>& collectives) {
+  std::map<Collective, std::vector<Sample>> runs;
+  for (Collective k : kCalibratedCollectives)
+    if (!collectives[static_cast<std::size_t>(k)].empty()) runs[k] = collectives[static_cast<std::size_t>(k)];
+  return runs;
+}
+
+double traffic_error(const cluster::DeviceProfile& d, std::span<const Sample> samples) {
+  double worst = 0;
+  for (const Sample& s : samples) {
+    const double t = s.x / (d.achievable_hbm_bandwidth().value * d.memory_bound_efficiency(Bytes(s.x)));
+    worst = std::max(worst, std::abs(t / s.time.value - 1));
+  }
+  return worst;
+}
+
+Status recheck_collectives(WrittenProfile& out, const std::map<Collective, std::vector<Sample>>& runs,
+                           std::string_view level, int ranks) {
+  for (auto& c : out.checks)
+    for (const auto& [kind, samples] : runs)
+      if (c.what.rfind(fmt::format("{} on {}", cluster::collective_name(kind), level), 0) == 0) {
+        PLANNER_TRY(c.max_error, model_error(out.parsed, kind, {ranks, ranks}, samples));
+      }
+  return Status::success();
+}
+
 }  // namespace detail
 
 using namespace detail;
@@ -265,15 +332,12 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
   const std::string by = fmt::format("measured by planner calibrate --backend cpu on {} ({} rank(s) at once, {})",
                                      m.host, m.ranks, item(prov, "date"));
   // GEMM.
-  std::vector<GemmSample> square, skinny;
-  for (std::size_t i = 0; i < m.gemm.size(); ++i)
-    square.push_back({m.gemm_sizes[i], m.gemm_sizes[i], m.gemm_sizes[i], m.gemm[i].time});
-  for (std::size_t i = 0; i < m.skinny.size(); ++i)
-    skinny.push_back({m.skinny_dims[i], m.skinny_n, m.skinny_n, m.skinny[i].time});
+  const GemmSweep sweep{m.gemm_sizes, m.gemm, m.skinny_n, m.skinny_dims, m.skinny, m.aligned_n, m.aligned,
+                        m.misaligned};
+  const std::vector<GemmSample> square = sweep.square_samples(), skinny = sweep.skinny_samples();
   PLANNER_TRY(GemmTables g, fit_gemm(square, skinny));
   PLANNER_TRY(LineFit gline, fit_line(m.gemm));
   PLANNER_TRY(RateTable triad, rate_table(m.triad));
-  const double mis = std::min(1.0, (m.misaligned.x / m.misaligned.time.value) / (m.aligned.x / m.aligned.time.value));
 
   const double gib = 1024.0 * 1024.0 * 1024.0;
   const double visible = m.host_memory.value / m.ranks / gib;
@@ -313,24 +377,7 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
   dev["launch_overhead_us"] = sourced(
       0, kernel_source(by, "0: the GEMM and elementwise tables are fitted on whole call times, per-call cost "
                            "included, so a separate per-op cost would count it twice"));
-  dev["gemm_efficiency"] = table(
-      "flops",
-      kernel_source(by, fmt::format("upper envelope of sgemm rate / peak against 2mnk over square n x n x n "
-                                    "(n = {}..{}) and [d x {}] x [{} x {}] products; fitted jointly with the skinny "
-                                    "table (docs/calibrate.md), largest model error over all {} sgemm measurements "
-                                    "{:.2f} %",
-                                    m.gemm_sizes.front(), m.gemm_sizes.back(), m.skinny_n, m.skinny_n, m.skinny_n,
-                                    m.gemm.size() + m.skinny.size(), 100 * g.max_error)),
-      g.efficiency);
-  dev["gemm_skinny_efficiency"] = table(
-      "min_dim",
-      kernel_source(by, fmt::format("per min dim d, the geometric mean over the sgemm samples of that d (cubes "
-                                    "d^3, [d x {0}] x [{0} x {0}]) of rate / (peak x gemm_efficiency at its FLOPs)",
-                                    m.skinny_n)),
-      g.skinny);
-  dev["gemm_misaligned_factor"] = sourced(
-      frac(mis), kernel_source(by, fmt::format("sgemm rate at n = {} over the rate at n = {} (square), capped at 1",
-                                               m.aligned_n - 1, m.aligned_n)));
+  gemm_fields(dev, by, sweep, g, "sgemm", "sgemm");
   dev["gemm_alignment_bytes"] =
       sourced(16, "estimate, not measured: 16 bytes (4 fp32, one SSE vector); gemm_misaligned_factor is measured "
                   "at an odd size, which is misaligned for any such width");
@@ -359,9 +406,7 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
                         kind == Collective::all_reduce ? "" : " and its own latency_us (line-fit intercept / steps, lowered "
                                                               "where a size needs it)"));
   };
-  std::map<Collective, std::vector<Sample>> runs;
-  for (Collective k : kCalibratedCollectives)
-    if (!m.collectives[static_cast<std::size_t>(k)].empty()) runs[k] = m.collectives[static_cast<std::size_t>(k)];
+  const auto runs = timed_collectives(m.collectives);
   PLANNER_TRY(json net, one_host_interconnect(lt, by, m.ranks, triad.peak, runs, base, out.checks));
   const json doc = profile_document(
       name,
@@ -377,19 +422,9 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
   // Self-check: the written profile against every measurement.
   out.checks.insert(out.checks.begin(), FitCheck{"sgemm (square and skinny)",
                                                  static_cast<int>(square.size() + skinny.size()), g.max_error, 0});
-  double triad_err = 0;
-  for (const Sample& s : m.triad) {
-    const auto& d = out.parsed.device;
-    const double t = s.x / (d.achievable_hbm_bandwidth().value * d.memory_bound_efficiency(Bytes(s.x)));
-    triad_err = std::max(triad_err, std::abs(t / s.time.value - 1));
-  }
-  out.checks.insert(out.checks.begin() + 1, FitCheck{"triad", static_cast<int>(m.triad.size()), triad_err, 0});
-  for (auto& c : out.checks) {
-    for (const auto& [kind, samples] : runs)
-      if (c.what.rfind(std::string(cluster::collective_name(kind)) + " on shm", 0) == 0) {
-        PLANNER_TRY(c.max_error, model_error(out.parsed, kind, {m.ranks, m.ranks}, samples));
-      }
-  }
+  out.checks.insert(out.checks.begin() + 1, FitCheck{"triad", static_cast<int>(m.triad.size()),
+                                                     traffic_error(out.parsed.device, m.triad), 0});
+  PLANNER_TRY_STATUS(recheck_collectives(out, runs, "shm", m.ranks));
   return out;
 }
 

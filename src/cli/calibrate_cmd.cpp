@@ -27,9 +27,9 @@
 #include "planner/cluster/profile.hpp"
 #include "planner/core/io.hpp"
 #include "planner/runtime_mpi/mpi_session.hpp"
+#include "launch.hpp"
 #ifdef PLANNER_WITH_CUDA
 #include "planner/calibrate/measure_device.hpp"
-#include "planner/runtime_cuda/cuda_device.hpp"
 #include "planner/runtime_cuda/nccl_communicator.hpp"
 #endif
 
@@ -45,23 +45,6 @@ struct CalibrateArgs {
   bool force = false;
   std::vector<std::string> argv;
 };
-
-/// The date recorded in provenance and sources: now, or SOURCE_DATE_EPOCH
-/// (seconds since 1970) when set, so that the nccl-tests mode can give
-/// byte-identical files for the same inputs.
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch && *epoch) {
-    char* end = nullptr;
-    const long long v = std::strtoll(epoch, &end, 10);
-    if (end && *end == '\0' && v >= 0) t = static_cast<std::time_t>(v);
-  }
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 /// This process's command line (/proc/self/cmdline), for provenance.
 std::vector<std::string> command_line() {
@@ -128,7 +111,7 @@ int run_nccl(const CalibrateArgs& a) {
   auto base = load_base(a.base);
   if (!base) return fail("calibrate", base.error().message);
   calibrate::Provenance prov;
-  prov.items = {{"date", utc_now()},
+  prov.items = {{"date", launch::utc_now_or_source_date()},
                 {"tool", "planner calibrate --from-nccl-tests"},
                 {"nccl_tests_file", a.nccl_tests},
                 {"base_profile", fmt::format("{} (content hash {})", base->parsed.name, base->parsed.content_hash)}};
@@ -145,156 +128,159 @@ int run_nccl(const CalibrateArgs& a) {
   return kExitOk;
 }
 
-int run_cpu(const CalibrateArgs& a) {
-  auto session = runtime::MpiSession::init(nullptr, nullptr);
-  if (!session) return fail("calibrate", session.error().message);
-  const bool root = (*session)->world_rank() == 0;
-  auto world = (*session)->world();
-  if (!world) {
-    if (root) fail("calibrate", world.error().message);
-    (*session)->abort_job(kExitBadInput);
+// The MPI world of --backend cpu|cuda. Rank 0 reports; a collective that
+// fails ends the whole job.
+struct World {
+  std::unique_ptr<runtime::MpiSession> session;
+  std::unique_ptr<runtime::Communicator> comm;
+  bool root = false;
+
+  [[noreturn]] void end_job(std::string_view message) {
+    launch::abort_job(*session, root, "calibrate", message, kExitBadInput);
   }
-  runtime::Communicator& comm = **world;
-  // Every rank checks the arguments alike; rank 0 reports.
-  std::optional<calibrate::BaseProfile> base;
-  std::string problem = check_output_and_base(a, base);
-  if (!problem.empty()) {
-    if (root) fail("calibrate", problem);
-    return kExitBadInput;
+  // Every rank exits with rank 0's status.
+  int finish(float status) {
+    if (auto st = comm->broadcast(&status, 1, runtime::DType::f32, 0); !st) end_job(st.error().message);
+    return static_cast<int>(status);
   }
+};
+
+// Starts MPI and the world communicator; error: MPI did not start (the
+// world's failure ends the job).
+Result<World> open_world() {
+  World w;
+  PLANNER_TRY(w.session, runtime::MpiSession::init(nullptr, nullptr));
+  w.root = w.session->world_rank() == 0;
+  auto world = w.session->world();
+  if (!world) w.end_job(world.error().message);
+  w.comm = std::move(*world);
+  return w;
+}
+
+calibrate::MeasureOptions measure_options(const CalibrateArgs& a, bool root) {
   calibrate::MeasureOptions opts;
   opts.quick = a.quick;
   if (root && isatty(STDERR_FILENO))
     opts.progress = [](std::string_view what) { fmt::print(stderr, "calibrate: {}\n", what); };
-  auto m = calibrate::measure_cpu(comm, opts);
-  if (!m) {
-    if (root) fail("calibrate", m.error().message);
-    (*session)->abort_job(kExitBadInput);
+  return opts;
+}
+
+// The provenance items of a measured profile that both backends record.
+std::vector<std::pair<std::string, std::string>> measured_provenance(const CalibrateArgs& a, std::string_view backend,
+                                                                     const std::string& host) {
+  std::string command;
+  for (const auto& s : a.argv) command += (command.empty() ? "" : " ") + s;
+  return {{"date", launch::utc_now_or_source_date()},
+          {"tool", fmt::format("planner calibrate --backend {}", backend)},
+          {"command", command},
+          {"sweep", a.quick ? "quick" : "full"},
+          {"host", host}};
+}
+
+std::pair<std::string, std::string> base_provenance(const calibrate::BaseProfile& base) {
+  return {"base_profile", fmt::format("{} (content hash {})", base.parsed.name, base.parsed.content_hash)};
+}
+
+int run_cpu(const CalibrateArgs& a) {
+  auto world = open_world();
+  if (!world) return fail("calibrate", world.error().message);
+  World& w = *world;
+  // Every rank checks the arguments alike; rank 0 reports.
+  std::optional<calibrate::BaseProfile> base;
+  std::string problem = check_output_and_base(a, base);
+  if (!problem.empty()) {
+    if (w.root) fail("calibrate", problem);
+    return kExitBadInput;
   }
+  auto m = calibrate::measure_cpu(*w.comm, measure_options(a, w.root));
+  if (!m) w.end_job(m.error().message);
   float status = 0;
-  if (root) {
-    std::string command;
-    for (const auto& s : a.argv) command += (command.empty() ? "" : " ") + s;
+  if (w.root) {
     calibrate::Provenance prov;
-    prov.items = {{"date", utc_now()},
-                  {"tool", "planner calibrate --backend cpu"},
-                  {"command", command},
-                  {"sweep", a.quick ? "quick" : "full"},
-                  {"host", m->host},
-                  {"cpu_model", m->cpu_model},
-                  {"ranks", fmt::format("{}", m->ranks)},
-                  {"mpi_library", runtime::MpiSession::library_version()},
-                  {"openblas_config", m->openblas_config},
-                  {"openblas_threads", fmt::format("{}", m->openblas_threads)}};
-    if (base) prov.items.push_back({"base_profile", fmt::format("{} (content hash {})", base->parsed.name, base->parsed.content_hash)});
-    auto w = calibrate::cpu_profile(*m, prov, profile_name(a.output), base);
-    Status st = w ? write(a, *w) : Status(w.error());
+    prov.items = measured_provenance(a, "cpu", m->host);
+    prov.items.insert(prov.items.end(), {{"cpu_model", m->cpu_model},
+                                         {"ranks", fmt::format("{}", m->ranks)},
+                                         {"mpi_library", runtime::MpiSession::library_version()},
+                                         {"openblas_config", m->openblas_config},
+                                         {"openblas_threads", fmt::format("{}", m->openblas_threads)}});
+    if (base) prov.items.push_back(base_provenance(*base));
+    auto pw = calibrate::cpu_profile(*m, prov, profile_name(a.output), base);
+    Status st = pw ? write(a, *pw) : Status(pw.error());
     if (!st) {
       fail("calibrate", st.error().message);
       status = kExitBadInput;
     } else {
-      const auto& d = w->parsed.device;
+      const auto& d = pw->parsed.device;
       fmt::print("wrote {} (profile '{}', {} rank(s) on {}): fp32 peak {:.4g} GFLOP/s, triad {:.4g} GB/s, "
                  "rank-to-rank {:.4g} GB/s\n",
-                 a.output, w->parsed.name, m->ranks, m->host, d.peak_by_precision[0]->value / 1e9,
-                 d.hbm_bandwidth.value / 1e9, w->parsed.interconnect.levels.front().bandwidth.value / 1e9);
-      print_checks(*w);
+                 a.output, pw->parsed.name, m->ranks, m->host, d.peak_by_precision[0]->value / 1e9,
+                 d.hbm_bandwidth.value / 1e9, pw->parsed.interconnect.levels.front().bandwidth.value / 1e9);
+      print_checks(*pw);
       std::fflush(stdout);
     }
   }
-  if (auto st = comm.broadcast(&status, 1, runtime::DType::f32, 0); !st) {
-    if (root) fail("calibrate", st.error().message);
-    (*session)->abort_job(kExitBadInput);
-  }
-  return static_cast<int>(status);
+  return w.finish(status);
 }
 
 // --backend cuda: the CUDA device's GEMMs and traffic kernels, the NCCL
 // communicator's collectives (docs/calibrate.md). One GPU per rank.
 int run_cuda(const CalibrateArgs& a) {
 #ifndef PLANNER_WITH_CUDA
-  return fail("calibrate", "--backend cuda: this planner was built without CUDA (configure with `cmake --preset cuda` "
-                           "where the CUDA toolkit, cuBLAS and NCCL are installed)");
+  return fail("calibrate", launch::kNoCudaBuild);
 #else
-  auto session = runtime::MpiSession::init(nullptr, nullptr);
-  if (!session) return fail("calibrate", session.error().message);
-  const bool root = (*session)->world_rank() == 0;
-  auto world = (*session)->world();
-  if (!world) {
-    if (root) fail("calibrate", world.error().message);
-    (*session)->abort_job(kExitBadInput);
-  }
-  runtime::Communicator& comm = **world;
+  auto world = open_world();
+  if (!world) return fail("calibrate", world.error().message);
+  World& w = *world;
   std::optional<calibrate::BaseProfile> base;
   std::string problem = check_output_and_base(a, base);
   // Every rank needs a GPU; any rank without one fails the whole job alike.
-  auto device_index = runtime::local_cuda_device((*session)->world_rank());
-  std::unique_ptr<runtime::Device> dev;
-  if (problem.empty() && !device_index) problem = "--backend cuda: " + device_index.error().message;
+  launch::RankGpu gpu;
   if (problem.empty()) {
-    auto d = runtime::make_cuda_device(*device_index);
-    if (d) dev = std::move(*d);
-    else problem = "--backend cuda: " + d.error().message;
+    auto g = launch::open_rank_gpu(w.session->world_rank());
+    if (g) gpu = std::move(*g);
+    else problem = g.error().message;
   }
   // The highest failing rank, or -1; rank 0 prints one line.
-  float bad = problem.empty() ? -1.0f : static_cast<float>((*session)->world_rank());
-  if (auto st = comm.all_reduce(&bad, 1, runtime::DType::f32, runtime::ReduceOp::max); !st) {
-    if (root) fail("calibrate", st.error().message);
-    (*session)->abort_job(kExitBadInput);
-  }
-  if (bad >= 0) {
-    if (root) fail("calibrate", problem.empty() ? fmt::format("--backend cuda: rank {} has no usable GPU", bad) : problem);
+  auto bad = launch::highest_failing_rank(*w.comm, !problem.empty());
+  if (!bad) w.end_job(bad.error().message);
+  if (*bad >= 0) {
+    if (w.root) fail("calibrate", launch::no_gpu_message(*bad, problem));
     return kExitBadInput;
   }
-  calibrate::MeasureOptions opts;
-  opts.quick = a.quick;
-  if (root && isatty(STDERR_FILENO))
-    opts.progress = [](std::string_view what) { fmt::print(stderr, "calibrate: {}\n", what); };
-  const int index = *device_index;
+  runtime::Communicator& comm = *w.comm;
+  const int index = gpu.index;
   auto m = calibrate::measure_device(
-      *dev, comm, [&] { return runtime::make_nccl_communicator(comm, index, comm.timeout()); }, opts);
-  if (!m) {
-    if (root) fail("calibrate", m.error().message);
-    (*session)->abort_job(kExitBadInput);
-  }
+      *gpu.device, comm, [&] { return runtime::make_nccl_communicator(comm, index, comm.timeout()); },
+      measure_options(a, w.root));
+  if (!m) w.end_job(m.error().message);
   float status = 0;
-  if (root) {
-    std::string command;
-    for (const auto& s : a.argv) command += (command.empty() ? "" : " ") + s;
+  if (w.root) {
     calibrate::Provenance prov;
-    prov.items = {{"date", utc_now()},
-                  {"tool", "planner calibrate --backend cuda"},
-                  {"command", command},
-                  {"sweep", a.quick ? "quick" : "full"},
-                  {"host", m->host},
-                  {"device", m->device},
-                  {"ranks", fmt::format("{}", m->ranks)}};
+    prov.items = measured_provenance(a, "cuda", m->host);
+    prov.items.insert(prov.items.end(), {{"device", m->device}, {"ranks", fmt::format("{}", m->ranks)}});
     for (const auto& v : m->versions) prov.items.push_back(v);
     prov.items.push_back({"mpi_library", runtime::MpiSession::library_version()});
-    if (base) prov.items.push_back({"base_profile", fmt::format("{} (content hash {})", base->parsed.name, base->parsed.content_hash)});
-    auto w = calibrate::device_profile(*m, prov, profile_name(a.output), base);
-    Status st = w ? write(a, *w) : Status(w.error());
+    if (base) prov.items.push_back(base_provenance(*base));
+    auto pw = calibrate::device_profile(*m, prov, profile_name(a.output), base);
+    Status st = pw ? write(a, *pw) : Status(pw.error());
     if (!st) {
       fail("calibrate", st.error().message);
       status = kExitBadInput;
     } else {
-      const auto& d = w->parsed.device;
+      const auto& d = pw->parsed.device;
       auto tflops = [&](cluster::Precision p) { return d.peak_by_precision[static_cast<std::size_t>(p)]->value / 1e12; };
       fmt::print("wrote {} (profile '{}', {} rank(s) on {}, {}): bf16 {:.4g} TFLOP/s, tf32 {:.4g}, fp32 {:.4g}, "
                  "copy {:.4g} GB/s, launch + sync {:.3g} us\n",
-                 a.output, w->parsed.name, m->ranks, m->host, m->device, tflops(cluster::Precision::bf16),
+                 a.output, pw->parsed.name, m->ranks, m->host, m->device, tflops(cluster::Precision::bf16),
                  tflops(cluster::Precision::tf32), tflops(cluster::Precision::fp32), d.hbm_bandwidth.value / 1e9,
                  d.launch_overhead.value * 1e6);
-      print_checks(*w);
+      print_checks(*pw);
       std::fflush(stdout);
     }
   }
-  if (auto st = comm.broadcast(&status, 1, runtime::DType::f32, 0); !st) {
-    if (root) fail("calibrate", st.error().message);
-    (*session)->abort_job(kExitBadInput);
-  }
-  dev.reset();
-  return static_cast<int>(status);
+  const int rc = w.finish(status);
+  gpu.device.reset();
+  return rc;
 #endif
 }
 

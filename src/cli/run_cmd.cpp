@@ -35,8 +35,8 @@
 #include "planner/runtime/device.hpp"
 #include "planner/runtime/fault.hpp"
 #include "planner/runtime_mpi/mpi_session.hpp"
+#include "launch.hpp"
 #ifdef PLANNER_WITH_CUDA
-#include "planner/runtime_cuda/cuda_device.hpp"
 #include "planner/runtime_cuda/gpu_train.hpp"
 #include "planner/runtime_cuda/nccl_communicator.hpp"
 #endif
@@ -71,24 +71,16 @@ struct CudaRun {
 // rank calls it). Every rank fails alike when any rank has no GPU.
 Result<CudaRun> open_cuda(runtime::Communicator& host, Seconds timeout) {
 #ifndef PLANNER_WITH_CUDA
-  return make_error("--backend cuda: this planner was built without CUDA (configure with `cmake --preset cuda` where "
-                    "the CUDA toolkit, cuBLAS and NCCL are installed)");
+  return make_error("{}", launch::kNoCudaBuild);
 #else
   CudaRun out;
   std::string problem;
-  auto index = runtime::local_cuda_device(host.rank());
-  if (!index) {
-    problem = index.error().message;
-  } else if (auto d = runtime::make_cuda_device(*index); !d) {
-    problem = d.error().message;
-  } else {
-    out.device = std::move(*d);
-  }
-  float bad[1] = {problem.empty() ? -1.0f : static_cast<float>(host.rank())};
-  PLANNER_TRY_STATUS(host.all_reduce(bad, 1, runtime::DType::f32, runtime::ReduceOp::max));
-  if (bad[0] >= 0)
-    return make_error("--backend cuda: {}", problem.empty() ? fmt::format("rank {} has no usable GPU", bad[0]) : problem);
-  PLANNER_TRY(out.world, runtime::make_nccl_communicator(host, *index, timeout));
+  auto gpu = launch::open_rank_gpu(host.rank());
+  if (!gpu) problem = gpu.error().message;
+  else out.device = std::move(gpu->device);
+  PLANNER_TRY(const float bad, launch::highest_failing_rank(host, !problem.empty()));
+  if (bad >= 0) return make_error("{}", launch::no_gpu_message(bad, problem));
+  PLANNER_TRY(out.world, runtime::make_nccl_communicator(host, gpu->index, timeout));
   return out;
 #endif
 }
@@ -110,21 +102,6 @@ int ranks_on_this_host(int world) {
     if (n > 0) return n;
   }
   return world;
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string hostname() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
 }
 
 // The model file: --model, else the plan's model.path as given (from the
@@ -237,8 +214,7 @@ int run_real_mode(const RunArgs& a, runtime::MpiSession& s, runtime::Communicato
   ro.check = a.check;
   auto res = executor::run_real(pr.plan, pr.program, *pr.graph, world_comm, ro);
   if (!res) {
-    fmt::print(stderr, "planner run: error: {}\n", res.error().message);
-    s.abort_job(3);
+    launch::abort_job(s, true, "run", res.error().message, 3);
   }
   if (!res->check_failure.empty()) {
     if (rank == 0) fail("run", res->check_failure);
@@ -258,8 +234,8 @@ int run_real_mode(const RunArgs& a, runtime::MpiSession& s, runtime::Communicato
     // The real mode times whole steps; it does not split them into components
     // (components_s stays empty; compare shows those rows unmeasured).
     m.peak_memory_bytes = res->peak_rss_bytes;
-    m.host = hostname();
-    m.date = utc_now();
+    m.host = launch::hostname();
+    m.date = launch::utc_now();
     m.versions = {{"planner", "0.1.0"},
                   {"mpi", runtime::MpiSession::library_version()},
                   {"openblas", executor::blas_config()}};
@@ -329,11 +305,10 @@ int run_real_cuda(const RunArgs& a, int rank, int world_size, const Prepared& pr
   o.tolerance = runtime::gpu_check_tolerance(o.storage);
   o.interpreter = executor::real_interpreter_options(p);
   o.optimizer = executor::real_optimizer(p);
-  auto index = runtime::local_cuda_device(0);
-  if (!index) return fail("run", fmt::format("--backend cuda: {}", index.error().message));
-  o.device = *index;
-  auto device = runtime::make_cuda_device(*index);
-  if (!device) return fail("run", fmt::format("--backend cuda: {}", device.error().message));
+  auto gpu = launch::open_rank_gpu(0);
+  if (!gpu) return fail("run", gpu.error().message);
+  o.device = gpu->index;
+  auto& device = gpu->device;
   auto res = runtime::train_on_gpu(*pr.graph, o);
   if (!res) {
     fmt::print(stderr, "planner run: error: {}\n", res.error().message);
@@ -355,10 +330,10 @@ int run_real_cuda(const RunArgs& a, int rank, int world_size, const Prepared& pr
   m.step_times_s = res->step_times_s;
   m.step_time_s = executor::median(res->step_times_s);
   m.peak_memory_bytes = {res->peak_device_bytes};
-  m.host = hostname();
-  m.date = utc_now();
-  m.versions = {{"planner", "0.1.0"}, {"device", (*device)->name()}, {"storage", storage}};
-  for (const auto& [k, v] : (*device)->versions()) m.versions[k] = v;
+  m.host = launch::hostname();
+  m.date = launch::utc_now();
+  m.versions = {{"planner", "0.1.0"}, {"device", device->name()}, {"storage", storage}};
+  for (const auto& [k, v] : device->versions()) m.versions[k] = v;
   const std::string text = executor::to_json(m);
   int rc = kExitOk;
   if (!a.output.empty()) {
@@ -370,7 +345,7 @@ int run_real_cuda(const RunArgs& a, int rank, int world_size, const Prepared& pr
     return rc;
   }
   fmt::print("planner run: mode real, backend cuda, {} (1 rank on {}, {} storage, {})\n", a.plan_file,
-             (*device)->name(), storage, p.training.optimizer.name);
+             device->name(), storage, p.training.optimizer.name);
   for (std::size_t i = 0; i < res->losses.size(); ++i)
     fmt::print("step {}{}: loss {:.6f}\n", i + 1, static_cast<int>(i) < a.warmup ? " (warm-up)" : "", res->losses[i]);
   for (const auto& c : res->checked)
@@ -387,9 +362,7 @@ int run_replay(const RunArgs& a) {
   if (a.backend != "cpu" && a.backend != "cuda")
     return fail("run", fmt::format("--backend '{}' is not cpu or cuda", a.backend));
 #ifndef PLANNER_WITH_CUDA
-  if (a.backend == "cuda")
-    return fail("run", "--backend cuda: this planner was built without CUDA (configure with `cmake --preset cuda` "
-                       "where the CUDA toolkit, cuBLAS and NCCL are installed)");
+  if (a.backend == "cuda") return fail("run", launch::kNoCudaBuild);
 #endif
   auto session = runtime::MpiSession::init(nullptr, nullptr);
   if (!session) return fail("run", session.error().message);
@@ -444,8 +417,7 @@ int run_replay(const RunArgs& a) {
   float need[2] = {static_cast<float>(pr.program.memory_bytes()), static_cast<float>(rank)};
   std::vector<float> needs(static_cast<std::size_t>(2 * world_size));
   if (auto st = world_comm.all_gather(need, needs.data(), 2, runtime::DType::f32); !st) {
-    fmt::print(stderr, "planner run: error: {}\n", st.error().message);
-    s.abort_job(3);
+    launch::abort_job(s, true, "run", st.error().message, 3);
   }
   for (int r = 0; r < world_size; ++r) {
     const double n = needs[static_cast<std::size_t>(2 * r)];
@@ -470,8 +442,7 @@ int run_replay(const RunArgs& a) {
   ro.device_world = cuda.world.get();
   auto res = executor::replay(pr.program, pr.plan, world_comm, ro);
   if (!res) {
-    fmt::print(stderr, "planner run: error: {}\n", res.error().message);
-    s.abort_job(3);
+    launch::abort_job(s, true, "run", res.error().message, 3);
   }
   int rc = kExitOk;
   if (rank == 0) {
@@ -487,8 +458,8 @@ int run_replay(const RunArgs& a) {
       m.components_s[std::string(executor::component_name(static_cast<executor::Component>(c)))] =
           res->components_s[static_cast<std::size_t>(c)];
     m.peak_memory_bytes = res->peak_rss_bytes;
-    m.host = hostname();
-    m.date = utc_now();
+    m.host = launch::hostname();
+    m.date = launch::utc_now();
     m.versions = {{"planner", "0.1.0"},
                   {"mpi", runtime::MpiSession::library_version()},
                   {"openblas", executor::blas_config()}};

@@ -171,15 +171,16 @@ std::vector<Entry> collect(const graph::OpGraph& g, const ActivationOptions& o, 
       return in_ops(p->ops, g.tensor(*e.raw.tensor).producer);
     });
   } else if (policy == RecomputePolicy::full) {
-    std::erase_if(entries, [&](const Entry& e) { return g.op(e.saver).layer.has_value(); });
+    // A recomputed layer keeps only what enters it from outside.
+    std::erase_if(entries, [&](const Entry& e) { return recomputed(g.op(e.saver), policy); });
     for (std::uint32_t i = 0; i < g.num_ops(); ++i) {
-      const auto& op = g.op(OpId{i});
-      if (!op.layer) continue;
-      for (const auto& in : op.inputs) {
+      const auto group = ops::recompute_group(g.op(OpId{i}), policy);
+      if (!group) continue;
+      for (const auto& in : g.op(OpId{i}).inputs) {
         if (!in) continue;
         const auto& t = g.tensor(*in);
         if (t.role != graph::TensorRole::activation && t.role != graph::TensorRole::input) continue;
-        if (t.producer && g.op(*t.producer).layer == op.layer) continue;
+        if (t.producer && ops::recompute_group(g.op(*t.producer), policy) == group) continue;
         entries.push_back({{SavedKind::tensor, in, Bytes(0)}, OpId{i}});
       }
     }

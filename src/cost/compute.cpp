@@ -154,15 +154,6 @@ std::string_view attention_mode_name(AttentionMode m) {
   return m == AttentionMode::flash ? "flash" : "unfused";
 }
 
-std::string_view recompute_name(RecomputePolicy r) {
-  switch (r) {
-    case RecomputePolicy::none: return "none";
-    case RecomputePolicy::selective: return "selective";
-    case RecomputePolicy::full: return "full";
-  }
-  return "none";
-}
-
 OpTime& OpTime::operator+=(const OpTime& o) {
   forward += o.forward;
   backward += o.backward;
@@ -212,18 +203,6 @@ Result<ComputeContext> ComputeContext::create(cluster::DeviceProfile device, Pre
 }
 
 FlopsPerSecond ComputeContext::peak(Precision p) const { return peaks_[static_cast<std::size_t>(p)]; }
-
-bool recomputed(const graph::Op& op, RecomputePolicy policy) {
-  switch (policy) {
-    case RecomputePolicy::none: return false;
-    case RecomputePolicy::full: return op.layer.has_value();
-    // Korthikanti's core attention: the unfused ops, or the flash kernel's
-    // forward (Megatron-Core checkpoints core attention under selective
-    // recompute with Transformer Engine's flash attention too).
-    case RecomputePolicy::selective: return op.fused_group.has_value();
-  }
-  return false;
-}
 
 std::optional<GemmShape> gemm_shape(const graph::Op& op, const graph::OpGraph& g) {
   const auto *a = g.input(op, 0), *b = g.input(op, 1), *y = g.output(op, 0);

@@ -5,21 +5,20 @@
 #include <algorithm>
 #include <map>
 
+#include "planner/ops/recompute.hpp"
+
 namespace planner::executor::real_detail {
 
 Result<RecomputePlan> plan_recompute(const graph::OpGraph& g, const std::string& policy,
                                      const std::vector<std::vector<graph::OpId>>& chunk_ops) {
-  if (policy != "none" && policy != "selective" && policy != "full")
-    return make_error("training.recompute '{}' is none of none, selective, full", policy);
+  const auto rc = ops::parse_recompute(policy);
+  if (!rc) return make_error("training.recompute '{}' is none of none, selective, full", policy);
   RecomputePlan out;
   out.group_of.assign(g.num_ops(), -1);
-  if (policy == "none") return out;
-  const bool full = policy == "full";
   for (std::size_t c = 0; c < chunk_ops.size(); ++c) {
     std::map<int, int> index;  // layer (or pattern) -> group, in this chunk
     for (graph::OpId o : chunk_ops[c]) {
-      const auto& op = g.op(o);
-      const std::optional<int> key = full ? op.layer : op.fused_group;
+      const std::optional<int> key = ops::recompute_group(g.op(o), *rc);
       if (!key) continue;
       auto [it, fresh] = index.emplace(*key, static_cast<int>(out.groups.size()));
       if (fresh) out.groups.push_back({static_cast<int>(c), {}, {}});

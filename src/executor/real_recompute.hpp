@@ -3,8 +3,9 @@
 // which ops a micro-batch runs forward again inside its backward, and which
 // of their outputs it drops after the forward. Private to the executor module.
 //
-// The ops are those the cost model prices as recomputed (cost::recomputed,
-// src/cost/compute.cpp; what they keep: src/cost/activations.cpp):
+// The ops and their groups are ops::recompute_group's, the derivation the
+// cost model prices with (cost::recomputed; what they keep:
+// src/cost/activations.cpp):
 //   full       every op of a layer (op.layer): a layer keeps only what enters
 //              it from outside (its input), Megatron's full recompute per layer;
 //   selective  every op of an attention pattern (op.fused_group): the scores,

@@ -135,86 +135,108 @@ void put_add(Tensor& full, int dim, std::span<const std::int64_t> idx, const Ten
     }
 }
 
-Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g,
-                                           const std::vector<std::optional<TpView>>& in,
-                                           const std::vector<TpView>& declared, int t) {
-  std::vector<TpView> out(op.outputs.size());
-  bool any = false;
-  for (const auto& v : in) any = any || (v && v->kind != TpView::Kind::replicated);
-  if (!any || out.empty()) return out;
-  const auto in_shape = [&](std::size_t i) -> const Shape& { return g.tensor(*op.inputs[i]).shape; };
+namespace {
+
+/// derive_outputs' rules for one op whose inputs are not all replicated:
+/// its inputs' views and shapes, the outputs' views being derived.
+struct OutputRules {
+  const graph::Op& op;
+  const OpGraph& g;
+  const std::vector<std::optional<TpView>>& in;
+  const std::vector<TpView>& declared;
+  const int t;
+  const std::string& type = op.type;
   const Shape& os = g.tensor(*op.outputs[0]).shape;
   const int ro = rank_of(os);
-  const auto split_in = [&](std::size_t i) { return i < in.size() && in[i] && in[i]->is_split() ? in[i]->dim : -1; };
+  std::vector<TpView> out = std::vector<TpView>(op.outputs.size());
+
+  const Shape& in_shape(std::size_t i) const { return g.tensor(*op.inputs[i]).shape; }
+  int split_in(std::size_t i) const { return i < in.size() && in[i] && in[i]->is_split() ? in[i]->dim : -1; }
   // A replicated input broadcast along output dim `o` (absent or of size 1 there).
-  const auto broadcast_along = [&](std::size_t i, int o) {
+  bool broadcast_along(std::size_t i, int o) const {
     const int d = o - (ro - rank_of(in_shape(i)));
     return d < 0 || in_shape(i)[static_cast<std::size_t>(d)] == 1;
-  };
-  const std::string& type = op.type;
-  if (elementwise(type)) {
-    int a = -1;
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      if (split_in(i) < 0) continue;
-      const int ai = split_in(i) + ro - rank_of(in_shape(i));
-      if (a >= 0 && ai != a) return make_error("its inputs are split along different dims");
-      a = ai;
-    }
-    for (std::size_t i = 0; i < in.size(); ++i)
-      if (in[i] && !in[i]->is_split() && !broadcast_along(i, a))
-        return make_error("input {} is whole along the split dim {}", i, a);
-    out[0] = TpView::split_at(a);
-    return out;
   }
-  if (type == "MatMul" || type == "Gemm") {
-    const bool gemm = type == "Gemm";
-    if (gemm && op.attr_int("transA").value_or(0) != 0) return make_error("a split Gemm with transA");
-    const bool tb = gemm && op.attr_int("transB").value_or(0) != 0;
-    const int ra = rank_of(in_shape(0)), rb = rank_of(in_shape(1));
-    if (ra < 2 || rb < 2) return make_error("a split matrix-vector product");
-    const int a = split_in(0), b = split_in(1);
-    const int kb = gemm ? (tb ? 1 : 0) : rb - 2, nb = gemm ? (tb ? 0 : 1) : rb - 1;
-    TpView res;
-    if (a == ra - 1 && b == kb) {
-      res = TpView::part();  // row-parallel: contraction split
-    } else if (a < 0 && b == nb) {
-      res = TpView::split_at(ro - 1);  // column-parallel
-    } else if (a == ra - 2 && b < 0) {
-      res = TpView::split_at(ro - 2);  // rows
-    } else if (!gemm && ((a >= 0 && a < ra - 2) || (b >= 0 && b < rb - 2))) {
-      const int oa = a >= 0 ? a + ro - ra : -1, ob = b >= 0 ? b + ro - rb : -1;
-      if ((a >= 0 && oa < 0) || (b >= 0 && ob < 0) || (oa >= 0 && ob >= 0 && oa != ob) ||
-          (a >= ra - 2) || (b >= rb - 2))
-        return make_error("its inputs are split along different dims");
-      const int o = std::max(oa, ob);
-      if (a < 0 && !broadcast_along(0, o)) return make_error("input 0 is whole along the split batch dim {}", o);
-      if (b < 0 && !broadcast_along(1, o)) return make_error("input 1 is whole along the split batch dim {}", o);
-      res = TpView::split_at(o);  // batch (attention heads)
-    } else {
-      return make_error("inputs split as {} and {} are none of the column, row, contraction or batch splits",
-                        in[0] ? view_name(*in[0]) : "absent", in[1] ? view_name(*in[1]) : "absent");
-    }
-    if (gemm && in.size() > 2 && in[2]) {
-      const Shape& cs = in_shape(2);
-      const int rc = rank_of(cs);
-      if (res.kind == TpView::Kind::partial) {
-        // Row-parallel with a bias: tp rank 0 adds it (TpRank::forward), as
-        // Megatron adds it once after the all-reduce.
-        if (split_in(2) >= 0) return make_error("a split bias added to a partial sum");
-        out[0] = res;
-        return out;
-      }
-      if (res.dim == 1) {
-        const bool needs = rc >= 1 && cs.back() != 1;
-        if (needs != (split_in(2) == rc - 1) || (!needs && split_in(2) >= 0))
-          return make_error("the bias is not split as the output columns");
-      } else if (split_in(2) >= 0 || !broadcast_along(2, 0)) {
-        return make_error("the bias is not split as the output rows");
-      }
-    }
-    out[0] = res;
-    return out;
+
+  Result<std::vector<TpView>> elementwise_outputs();
+  Result<std::vector<TpView>> matmul_outputs();
+  Result<std::vector<TpView>> outputs_by_type();
+  Result<std::vector<TpView>> split_data_outputs(int d);
+  Result<std::vector<TpView>> slice_outputs(int d);
+  Result<std::vector<TpView>> reshape_outputs(int d);
+  Result<std::vector<TpView>> reduce_outputs(int d);
+};
+
+// Elementwise ops: every split input along one output dim, the others
+// broadcast along it.
+Result<std::vector<TpView>> OutputRules::elementwise_outputs() {
+  int a = -1;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (split_in(i) < 0) continue;
+    const int ai = split_in(i) + ro - rank_of(in_shape(i));
+    if (a >= 0 && ai != a) return make_error("its inputs are split along different dims");
+    a = ai;
   }
+  for (std::size_t i = 0; i < in.size(); ++i)
+    if (in[i] && !in[i]->is_split() && !broadcast_along(i, a))
+      return make_error("input {} is whole along the split dim {}", i, a);
+  out[0] = TpView::split_at(a);
+  return out;
+}
+
+// MatMul and Gemm: column, row (contraction), row-block or batch splits.
+Result<std::vector<TpView>> OutputRules::matmul_outputs() {
+  const bool gemm = type == "Gemm";
+  if (gemm && op.attr_int("transA").value_or(0) != 0) return make_error("a split Gemm with transA");
+  const bool tb = gemm && op.attr_int("transB").value_or(0) != 0;
+  const int ra = rank_of(in_shape(0)), rb = rank_of(in_shape(1));
+  if (ra < 2 || rb < 2) return make_error("a split matrix-vector product");
+  const int a = split_in(0), b = split_in(1);
+  const int kb = gemm ? (tb ? 1 : 0) : rb - 2, nb = gemm ? (tb ? 0 : 1) : rb - 1;
+  TpView res;
+  if (a == ra - 1 && b == kb) {
+    res = TpView::part();  // row-parallel: contraction split
+  } else if (a < 0 && b == nb) {
+    res = TpView::split_at(ro - 1);  // column-parallel
+  } else if (a == ra - 2 && b < 0) {
+    res = TpView::split_at(ro - 2);  // rows
+  } else if (!gemm && ((a >= 0 && a < ra - 2) || (b >= 0 && b < rb - 2))) {
+    const int oa = a >= 0 ? a + ro - ra : -1, ob = b >= 0 ? b + ro - rb : -1;
+    if ((a >= 0 && oa < 0) || (b >= 0 && ob < 0) || (oa >= 0 && ob >= 0 && oa != ob) ||
+        (a >= ra - 2) || (b >= rb - 2))
+      return make_error("its inputs are split along different dims");
+    const int o = std::max(oa, ob);
+    if (a < 0 && !broadcast_along(0, o)) return make_error("input 0 is whole along the split batch dim {}", o);
+    if (b < 0 && !broadcast_along(1, o)) return make_error("input 1 is whole along the split batch dim {}", o);
+    res = TpView::split_at(o);  // batch (attention heads)
+  } else {
+    return make_error("inputs split as {} and {} are none of the column, row, contraction or batch splits",
+                      in[0] ? view_name(*in[0]) : "absent", in[1] ? view_name(*in[1]) : "absent");
+  }
+  if (gemm && in.size() > 2 && in[2]) {
+    const Shape& cs = in_shape(2);
+    const int rc = rank_of(cs);
+    if (res.kind == TpView::Kind::partial) {
+      // Row-parallel with a bias: tp rank 0 adds it (TpRank::forward), as
+      // Megatron adds it once after the all-reduce.
+      if (split_in(2) >= 0) return make_error("a split bias added to a partial sum");
+      out[0] = res;
+      return out;
+    }
+    if (res.dim == 1) {
+      const bool needs = rc >= 1 && cs.back() != 1;
+      if (needs != (split_in(2) == rc - 1) || (!needs && split_in(2) >= 0))
+        return make_error("the bias is not split as the output columns");
+    } else if (split_in(2) >= 0 || !broadcast_along(2, 0)) {
+      return make_error("the bias is not split as the output rows");
+    }
+  }
+  out[0] = res;
+  return out;
+}
+
+// Lookups, losses and joins, then the ops of one split data input.
+Result<std::vector<TpView>> OutputRules::outputs_by_type() {
   const int d = split_in(0);
   if (type == "Gather" && d >= 0 && split_in(1) < 0) {
     // A table split along a dim it is not indexed by (tp:h): each rank looks
@@ -258,20 +280,12 @@ Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g
   }
   for (std::size_t i = 1; i < in.size(); ++i)
     if (split_in(i) >= 0 && type != "Split") return make_error("input {} (not the data) is split", i);
-  if (type == "Slice") {  // a slice along other dims than the split one (RoPE halves)
-    std::vector<std::int64_t> axes;
-    if (op.inputs.size() > 3 && op.inputs[3]) {
-      const auto& v = g.tensor(*op.inputs[3]).values;
-      if (!v || v->is_float) return make_error("its axes are not a known constant");
-      axes = v->ints;
-    } else if (op.inputs.size() > 1 && op.inputs[1]) {
-      for (std::int64_t a = 0; a < g.tensor(*op.inputs[1]).numel(); ++a) axes.push_back(a);
-    }
-    for (auto a : axes)
-      if ((a < 0 ? a + ro : a) == d) return make_error("it slices the split dim {}", d);
-    out[0] = TpView::split_at(d);
-    return out;
-  }
+  return split_data_outputs(d);
+}
+
+// Ops whose data (input 0) is split and whose other inputs are whole.
+Result<std::vector<TpView>> OutputRules::split_data_outputs(int d) {
+  if (type == "Slice") return slice_outputs(d);
   if (in[0] && in[0]->kind == TpView::Kind::partial) return make_error("input 0 is a partial sum");
   if (type == "Expand") {  // a broadcast along other dims than the split one (GQA's repeated kv heads)
     const int o = d + ro - rank_of(in_shape(0));
@@ -288,21 +302,7 @@ Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g
       if (perm[static_cast<std::size_t>(j)] == d) out[0] = TpView::split_at(j);
     return out;
   }
-  if (reshape_like(type)) {
-    const Shape& is = in_shape(0);
-    if (!declared.empty() && declared[0].is_split()) {
-      if (!reshape_keeps_blocks(is, d, os, declared[0].dim, t))
-        return make_error("the reshape moves elements between the shares of split dim {}", d);
-      out[0] = declared[0];
-      return out;
-    }
-    for (int b = 0; b < ro; ++b)
-      if (os[static_cast<std::size_t>(b)] != 1 && reshape_keeps_blocks(is, d, os, b, t)) {
-        out[0] = TpView::split_at(b);
-        return out;
-      }
-    return make_error("the reshape moves elements between the shares of split dim {}", d);
-  }
+  if (reshape_like(type)) return reshape_outputs(d);
   if (type == "Split") {
     const int axis = axis_attr(op, "axis", 0, rank_of(in_shape(0)));
     for (std::size_t k = 0; k < out.size(); ++k) {
@@ -317,25 +317,7 @@ Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g
     out[0] = TpView::split_at(d);
     return out;
   }
-  if (type.rfind("Reduce", 0) == 0) {  // a reduction over other dims (RMSNorm's mean over the hidden dim)
-    std::vector<std::int64_t> axes = op.attr_ints("axes").value_or(std::vector<std::int64_t>{});
-    if (axes.empty() && op.inputs.size() > 1 && op.inputs[1]) {
-      const auto& v = g.tensor(*op.inputs[1]).values;
-      if (!v || v->is_float) return make_error("its axes are not a known constant");
-      axes = v->ints;
-    }
-    if (axes.empty()) return make_error("it reduces every dim, the split dim {} among them", d);
-    const int ri = rank_of(in_shape(0));
-    const bool keep = op.attr_int("keepdims").value_or(1) != 0;
-    int below = 0;
-    for (auto a : axes) {
-      const auto ax = a < 0 ? a + ri : a;
-      if (ax == d) return make_error("it reduces the split dim {}", d);
-      if (ax < d) ++below;
-    }
-    out[0] = TpView::split_at(keep ? d : d - below);
-    return out;
-  }
+  if (type.rfind("Reduce", 0) == 0) return reduce_outputs(d);
   if (type == "LayerNormalization" || type == "RMSNormalization") {
     const int axis = axis_attr(op, "axis", -1, ro);
     if (d >= axis) return make_error("its normalised axis {} is split", d);
@@ -344,6 +326,74 @@ Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g
     return out;
   }
   return make_error("a {} op cannot run on the shares of a split input", type);
+}
+
+// A slice along other dims than the split one (RoPE halves).
+Result<std::vector<TpView>> OutputRules::slice_outputs(int d) {
+  std::vector<std::int64_t> axes;
+  if (op.inputs.size() > 3 && op.inputs[3]) {
+    const auto& v = g.tensor(*op.inputs[3]).values;
+    if (!v || v->is_float) return make_error("its axes are not a known constant");
+    axes = v->ints;
+  } else if (op.inputs.size() > 1 && op.inputs[1]) {
+    for (std::int64_t a = 0; a < g.tensor(*op.inputs[1]).numel(); ++a) axes.push_back(a);
+  }
+  for (auto a : axes)
+    if ((a < 0 ? a + ro : a) == d) return make_error("it slices the split dim {}", d);
+  out[0] = TpView::split_at(d);
+  return out;
+}
+
+Result<std::vector<TpView>> OutputRules::reshape_outputs(int d) {
+  const Shape& is = in_shape(0);
+  if (!declared.empty() && declared[0].is_split()) {
+    if (!reshape_keeps_blocks(is, d, os, declared[0].dim, t))
+      return make_error("the reshape moves elements between the shares of split dim {}", d);
+    out[0] = declared[0];
+    return out;
+  }
+  for (int b = 0; b < ro; ++b)
+    if (os[static_cast<std::size_t>(b)] != 1 && reshape_keeps_blocks(is, d, os, b, t)) {
+      out[0] = TpView::split_at(b);
+      return out;
+    }
+  return make_error("the reshape moves elements between the shares of split dim {}", d);
+}
+
+// A reduction over other dims (RMSNorm's mean over the hidden dim).
+Result<std::vector<TpView>> OutputRules::reduce_outputs(int d) {
+  std::vector<std::int64_t> axes = op.attr_ints("axes").value_or(std::vector<std::int64_t>{});
+  if (axes.empty() && op.inputs.size() > 1 && op.inputs[1]) {
+    const auto& v = g.tensor(*op.inputs[1]).values;
+    if (!v || v->is_float) return make_error("its axes are not a known constant");
+    axes = v->ints;
+  }
+  if (axes.empty()) return make_error("it reduces every dim, the split dim {} among them", d);
+  const int ri = rank_of(in_shape(0));
+  const bool keep = op.attr_int("keepdims").value_or(1) != 0;
+  int below = 0;
+  for (auto a : axes) {
+    const auto ax = a < 0 ? a + ri : a;
+    if (ax == d) return make_error("it reduces the split dim {}", d);
+    if (ax < d) ++below;
+  }
+  out[0] = TpView::split_at(keep ? d : d - below);
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<TpView>> derive_outputs(const graph::Op& op, const OpGraph& g,
+                                           const std::vector<std::optional<TpView>>& in,
+                                           const std::vector<TpView>& declared, int t) {
+  std::vector<TpView> out(op.outputs.size());
+  bool any = false;
+  for (const auto& v : in) any = any || (v && v->kind != TpView::Kind::replicated);
+  if (!any || out.empty()) return out;
+  OutputRules r{op, g, in, declared, t};
+  if (elementwise(op.type)) return r.elementwise_outputs();
+  if (op.type == "MatMul" || op.type == "Gemm") return r.matmul_outputs();
+  return r.outputs_by_type();
 }
 
 namespace {

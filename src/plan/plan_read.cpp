@@ -10,11 +10,13 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fields.hpp"
 #include "internal.hpp"
 
 namespace planner::plan {
@@ -125,24 +127,10 @@ Status read(const Reader& r, const json& v, const std::string& path, std::vector
 template <typename T>
 Status read(const Reader& r, const json& v, const std::string& path, std::map<std::string, T>& out);
 
-// --- objects ------------------------------------------------------------------
+// --- objects: every struct with a field list (fields.hpp) ----------------------
 
-Status read(const Reader& r, const json& v, const std::string& path, Producer& out);
-Status read(const Reader& r, const json& v, const std::string& path, ModelIdentity& out);
-Status read(const Reader& r, const json& v, const std::string& path, Cluster& out);
-Status read(const Reader& r, const json& v, const std::string& path, OptimizerSettings& out);
-Status read(const Reader& r, const json& v, const std::string& path, Training& out);
-Status read(const Reader& r, const json& v, const std::string& path, MeshAxis& out);
-Status read(const Reader& r, const json& v, const std::string& path, Chunk& out);
-Status read(const Reader& r, const json& v, const std::string& path, Collective& out);
-Status read(const Reader& r, const json& v, const std::string& path, OpStrategy& out);
-Status read(const Reader& r, const json& v, const std::string& path, Layout& out);
-Status read(const Reader& r, const json& v, const std::string& path, MemoryItem& out);
-Status read(const Reader& r, const json& v, const std::string& path, StageMemory& out);
-Status read(const Reader& r, const json& v, const std::string& path, Alternative& out);
-Status read(const Reader& r, const json& v, const std::string& path, Prediction& out);
-Status read(const Reader& r, const json& v, const std::string& path, TimelineSpan& out);
-Status read(const Reader& r, const json& v, const std::string& path, StageTimeline& out);
+template <detail::HasFields T>
+Status read(const Reader& r, const json& v, const std::string& path, T& out);
 
 /// One JSON object being read: unknown keys are checked up front, then
 /// fields are read required or optional.
@@ -151,7 +139,7 @@ class Obj {
   Obj(const Reader& r, const json& j, std::string path) : r_(r), j_(j), path_(std::move(path)) {}
 
   /// The value is an object whose keys are all in `allowed`.
-  Status check(std::initializer_list<std::string_view> allowed) const {
+  Status check(const std::vector<std::string_view>& allowed) const {
     if (!j_.is_object()) return r_.expected(path_, "an object", j_);
     for (const auto& [key, value] : j_.items()) {
       bool ok = false;
@@ -196,215 +184,47 @@ class Obj {
   std::string path_;
 };
 
-Status read(const Reader& r, const json& v, const std::string& path, Producer& out) {
-  Obj o(r, v, path);
-  PLANNER_TRY_STATUS(o.check({"tool", "version", "command", "search_time_s", "layouts_scored"}));
-  PLANNER_TRY_STATUS(o.req("tool", out.tool));
-  PLANNER_TRY_STATUS(o.req("version", out.version));
-  PLANNER_TRY_STATUS(o.req("command", out.command));
-  PLANNER_TRY_STATUS(o.opt("search_time_s", out.search_time_s));
-  return o.opt("layouts_scored", out.layouts_scored);
-}
+/// Reads a field list (fields.hpp) from one object, up to the first error.
+class FieldReader {
+ public:
+  FieldReader(const Reader& r, const Obj& o, const std::string& path) : r_(r), o_(o), path_(path) {}
 
-Status read(const Reader& r, const json& v, const std::string& path, ModelIdentity& out) {
-  Obj o(r, v, path);
-  PLANNER_TRY_STATUS(o.check({"path", "sha256", "parameters", "dims", "batch", "params_from_inputs"}));
-  PLANNER_TRY_STATUS(o.req("path", out.path));
-  PLANNER_TRY_STATUS(o.req("sha256", out.sha256));
-  PLANNER_TRY_STATUS(o.req("parameters", out.parameters));
-  PLANNER_TRY_STATUS(o.opt("dims", out.dims));
-  PLANNER_TRY_STATUS(o.opt("batch", out.batch));
-  return o.opt("params_from_inputs", out.params_from_inputs);
-}
+  template <typename T>
+  void req(std::string_view key, T& out) {
+    if (st_) st_ = o_.req(key, out);
+  }
+  template <typename T>
+  void opt(std::string_view key, T& out, bool /*written*/ = true) {
+    if (st_) st_ = o_.opt(key, out);
+  }
+  void devices(std::string_view key, Chunk& c) {
+    if (!st_) return;
+    std::optional<std::vector<int>> devices;  // optional: plans before it (filled from the mesh)
+    st_ = o_.opt(key, devices);
+    if (!st_) return;
+    if (devices && devices->empty())
+      st_ = r_.fail(join(path_, key), "is empty (list the stage's ranks, or leave the field out)");
+    else if (devices)
+      c.devices = std::move(*devices);
+  }
+  const Status& status() const { return st_; }
 
-Status read(const Reader& r, const json& v, const std::string& path, Cluster& out) {
-  Obj o(r, v, path);
-  PLANNER_TRY_STATUS(o.check({"profile", "profile_hash", "devices", "devices_per_node", "overrides"}));
-  PLANNER_TRY_STATUS(o.req("profile", out.profile));
-  PLANNER_TRY_STATUS(o.req("profile_hash", out.profile_hash));
-  PLANNER_TRY_STATUS(o.req("devices", out.devices));
-  PLANNER_TRY_STATUS(o.req("devices_per_node", out.devices_per_node));
-  return o.opt("overrides", out.overrides);
-}
+ private:
+  const Reader& r_;
+  const Obj& o_;
+  const std::string& path_;
+  Status st_;
+};
 
-Status read(const Reader& r, const json& v, const std::string& path, OptimizerSettings& out) {
+template <detail::HasFields T>
+Status read(const Reader& r, const json& v, const std::string& path, T& out) {
+  detail::KeyList keys;
+  detail::fields(keys, std::as_const(out));
   Obj o(r, v, path);
-  PLANNER_TRY_STATUS(
-      o.check({"name", "learning_rate", "beta1", "beta2", "epsilon", "weight_decay", "momentum", "state_dtype",
-               "master_weights"}));
-  PLANNER_TRY_STATUS(o.req("name", out.name));
-  PLANNER_TRY_STATUS(o.req("learning_rate", out.learning_rate));
-  PLANNER_TRY_STATUS(o.req("beta1", out.beta1));
-  PLANNER_TRY_STATUS(o.req("beta2", out.beta2));
-  PLANNER_TRY_STATUS(o.req("epsilon", out.epsilon));
-  PLANNER_TRY_STATUS(o.req("weight_decay", out.weight_decay));
-  PLANNER_TRY_STATUS(o.req("momentum", out.momentum));
-  PLANNER_TRY_STATUS(o.opt("state_dtype", out.state_dtype));
-  return o.opt("master_weights", out.master_weights);
-}
-
-Status read(const Reader& r, const json& v, const std::string& path, Training& out) {
-  Obj o(r, v, path);
-  PLANNER_TRY_STATUS(o.check({"global_batch", "micro_batch", "micro_batches", "optimizer", "precision",
-                              "precision_by_class", "recompute", "attention", "framework", "seed",
-                              "fused_loss", "grad_reduce_bytes", "memory_format"}));
-  PLANNER_TRY_STATUS(o.req("global_batch", out.global_batch));
-  PLANNER_TRY_STATUS(o.req("micro_batch", out.micro_batch));
-  PLANNER_TRY_STATUS(o.req("micro_batches", out.micro_batches));
-  PLANNER_TRY_STATUS(o.req("optimizer", out.optimizer));
-  PLANNER_TRY_STATUS(o.req("precision", out.precision));
-  PLANNER_TRY_STATUS(o.opt("precision_by_class", out.precision_by_class));
-  PLANNER_TRY_STATUS(o.req("recompute", out.recompute));
-  PLANNER_TRY_STATUS(o.req("attention", out.attention));
-  PLANNER_TRY_STATUS(o.req("framework", out.framework));
-  PLANNER_TRY_STATUS(o.req("seed", out.seed));
-  PLANNER_TRY_STATUS(o.opt("fused_loss", out.fused_loss));
-  PLANNER_TRY_STATUS(o.opt("grad_reduce_bytes", out.grad_reduce_bytes));
-  return o.opt("memory_format", out.memory_format);
-}
-
-Status read(const Reader& r, const json& v, const std::string& path, MeshAxis& out) {
-  Obj o(r, v, path);
-  PLANNER_TRY_STATUS(o.check({"name", "size", "stride"}));
-  PLANNER_TRY_STATUS(o.req("name", out.name));
-  PLANNER_TRY_STATUS(o.req("size", out.size));
-  return o.req("stride", out.stride);
-}
-
-Status read(const Reader& r, const json& v, const std::string& path, Chunk& out) {
-  Obj o(r, v, path);
-  PLANNER_TRY_STATUS(
-      o.check({"index", "pipeline_rank", "devices", "first_layer", "last_layer", "embedding", "head", "ops"}));
-  PLANNER_TRY_STATUS(o.req("index", out.index));
-  PLANNER_TRY_STATUS(o.req("pipeline_rank", out.pipeline_rank));
-  std::optional<std::vector<int>> devices;  // optional: plans before it (filled from the mesh)
-  PLANNER_TRY_STATUS(o.opt("devices", devices));
-  if (devices && devices->empty())
-    return r.fail(join(path, "devices"), "is empty (list the stage's ranks, or leave the field out)");
-  if (devices) out.devices = std::move(*devices);
-  PLANNER_TRY_STATUS(o.req("first_layer", out.first_layer));
-  PLANNER_TRY_STATUS(o.req("last_layer", out.last_layer));
-  PLANNER_TRY_STATUS(o.req("embedding", out.embedding));
-  PLANNER_TRY_STATUS(o.req("head", out.head));
-  return o.req("ops", out.ops);
-}
-
-Status read(const Reader& r, const json& v, const std::string& path, Collective& out) {
-  Obj o(r, v, path);
-  PLANNER_TRY_STATUS(o.check({"kind", "axis", "group_size", "bytes", "count", "backward", "per_step", "where"}));
-  PLANNER_TRY_STATUS(o.req("kind", out.kind));
-  PLANNER_TRY_STATUS(o.req("axis", out.axis));
-  PLANNER_TRY_STATUS(o.req("group_size", out.group_size));
-  PLANNER_TRY_STATUS(o.req("bytes", out.bytes));
-  PLANNER_TRY_STATUS(o.req("count", out.count));
-  PLANNER_TRY_STATUS(o.req("backward", out.backward));
-  PLANNER_TRY_STATUS(o.req("per_step", out.per_step));
-  return o.opt("where", out.where);
-}
-
-Status read(const Reader& r, const json& v, const std::string& path, OpStrategy& out) {
-  Obj o(r, v, path);
-  PLANNER_TRY_STATUS(o.check(
-      {"unit", "instances", "ops", "family", "strategy", "assignment", "inputs", "outputs", "collectives"}));
-  PLANNER_TRY_STATUS(o.req("unit", out.unit));
-  PLANNER_TRY_STATUS(o.req("instances", out.instances));
-  PLANNER_TRY_STATUS(o.req("ops", out.ops));
-  PLANNER_TRY_STATUS(o.req("family", out.family));
-  PLANNER_TRY_STATUS(o.req("strategy", out.strategy));
-  PLANNER_TRY_STATUS(o.req("assignment", out.assignment));
-  PLANNER_TRY_STATUS(o.req("inputs", out.inputs));
-  PLANNER_TRY_STATUS(o.req("outputs", out.outputs));
-  return o.opt("collectives", out.collectives);
-}
-
-Status read(const Reader& r, const json& v, const std::string& path, Layout& out) {
-  Obj o(r, v, path);
-  PLANNER_TRY_STATUS(o.check({"dp", "tp", "pp", "cp", "ep", "vp", "sequence_parallel", "zero",
-                              "distributed_optimizer", "tp_comm_overlap", "tp_splits_batch", "schedule", "mesh", "chunks",
-                              "schedule_steps", "strategies"}));
-  PLANNER_TRY_STATUS(o.req("dp", out.dp));
-  PLANNER_TRY_STATUS(o.req("tp", out.tp));
-  PLANNER_TRY_STATUS(o.req("pp", out.pp));
-  PLANNER_TRY_STATUS(o.req("cp", out.cp));
-  PLANNER_TRY_STATUS(o.req("ep", out.ep));
-  PLANNER_TRY_STATUS(o.req("vp", out.vp));
-  PLANNER_TRY_STATUS(o.req("sequence_parallel", out.sequence_parallel));
-  PLANNER_TRY_STATUS(o.req("zero", out.zero));
-  PLANNER_TRY_STATUS(o.req("distributed_optimizer", out.distributed_optimizer));
-  PLANNER_TRY_STATUS(o.req("tp_comm_overlap", out.tp_comm_overlap));
-  PLANNER_TRY_STATUS(o.opt("tp_splits_batch", out.tp_splits_batch));
-  PLANNER_TRY_STATUS(o.req("schedule", out.schedule));
-  PLANNER_TRY_STATUS(o.req("mesh", out.mesh));
-  PLANNER_TRY_STATUS(o.req("chunks", out.chunks));
-  PLANNER_TRY_STATUS(o.req("schedule_steps", out.schedule_steps));
-  return o.req("strategies", out.strategies);
-}
-
-Status read(const Reader& r, const json& v, const std::string& path, MemoryItem& out) {
-  Obj o(r, v, path);
-  PLANNER_TRY_STATUS(o.check({"kind", "bytes", "label"}));
-  PLANNER_TRY_STATUS(o.req("kind", out.kind));
-  PLANNER_TRY_STATUS(o.req("bytes", out.bytes));
-  return o.opt("label", out.label);
-}
-
-Status read(const Reader& r, const json& v, const std::string& path, StageMemory& out) {
-  Obj o(r, v, path);
-  PLANNER_TRY_STATUS(o.check({"stage", "peak_bytes", "fits", "parameters", "micro_batches_in_flight", "items"}));
-  PLANNER_TRY_STATUS(o.req("stage", out.stage));
-  PLANNER_TRY_STATUS(o.req("peak_bytes", out.peak_bytes));
-  PLANNER_TRY_STATUS(o.req("fits", out.fits));
-  PLANNER_TRY_STATUS(o.req("parameters", out.parameters));
-  PLANNER_TRY_STATUS(o.req("micro_batches_in_flight", out.micro_batches_in_flight));
-  return o.opt("items", out.items);
-}
-
-Status read(const Reader& r, const json& v, const std::string& path, Alternative& out) {
-  Obj o(r, v, path);
-  PLANNER_TRY_STATUS(o.check({"layout", "step_time_s", "fits", "why"}));
-  PLANNER_TRY_STATUS(o.req("layout", out.layout));
-  PLANNER_TRY_STATUS(o.req("step_time_s", out.step_time_s));
-  PLANNER_TRY_STATUS(o.req("fits", out.fits));
-  return o.opt("why", out.why);
-}
-
-Status read(const Reader& r, const json& v, const std::string& path, TimelineSpan& out) {
-  Obj o(r, v, path);
-  PLANNER_TRY_STATUS(o.check({"stream", "kind", "micro_batch", "chunk", "peer", "start_s", "end_s"}));
-  PLANNER_TRY_STATUS(o.req("stream", out.stream));
-  PLANNER_TRY_STATUS(o.req("kind", out.kind));
-  PLANNER_TRY_STATUS(o.opt("micro_batch", out.micro_batch));
-  PLANNER_TRY_STATUS(o.opt("chunk", out.chunk));
-  PLANNER_TRY_STATUS(o.opt("peer", out.peer));
-  PLANNER_TRY_STATUS(o.req("start_s", out.start_s));
-  return o.req("end_s", out.end_s);
-}
-
-Status read(const Reader& r, const json& v, const std::string& path, StageTimeline& out) {
-  Obj o(r, v, path);
-  PLANNER_TRY_STATUS(o.check({"stage", "spans"}));
-  PLANNER_TRY_STATUS(o.req("stage", out.stage));
-  return o.req("spans", out.spans);
-}
-
-Status read(const Reader& r, const json& v, const std::string& path, Prediction& out) {
-  Obj o(r, v, path);
-  PLANNER_TRY_STATUS(o.check({"step_time_s", "breakdown_s", "model_tflops_per_device", "hardware_tflops_per_device",
-                              "mfu", "hfu", "capacity_bytes", "fits", "stages", "lower_bound_s", "gap",
-                              "alternatives", "timeline"}));
-  PLANNER_TRY_STATUS(o.req("step_time_s", out.step_time_s));
-  PLANNER_TRY_STATUS(o.opt("breakdown_s", out.breakdown_s));
-  PLANNER_TRY_STATUS(o.req("model_tflops_per_device", out.model_tflops_per_device));
-  PLANNER_TRY_STATUS(o.req("hardware_tflops_per_device", out.hardware_tflops_per_device));
-  PLANNER_TRY_STATUS(o.req("mfu", out.mfu));
-  PLANNER_TRY_STATUS(o.req("hfu", out.hfu));
-  PLANNER_TRY_STATUS(o.req("capacity_bytes", out.capacity_bytes));
-  PLANNER_TRY_STATUS(o.req("fits", out.fits));
-  PLANNER_TRY_STATUS(o.opt("stages", out.stages));
-  PLANNER_TRY_STATUS(o.opt("lower_bound_s", out.lower_bound_s));
-  PLANNER_TRY_STATUS(o.opt("gap", out.gap));
-  PLANNER_TRY_STATUS(o.opt("alternatives", out.alternatives));
-  return o.opt("timeline", out.timeline);
+  PLANNER_TRY_STATUS(o.check(keys.keys));
+  FieldReader fields(r, o, path);
+  detail::fields(fields, out);
+  return fields.status();
 }
 
 template <typename T>
@@ -531,14 +351,7 @@ Result<Plan> from_json(std::string_view text, std::string_view source) {
     return Error{one_line(fmt::format("{}: format '{}' is not supported (this planner reads {})", source, p.format,
                                       kFormat))};
 
-  Obj o(r, j, "");
-  PLANNER_TRY_STATUS(o.check({"format", "producer", "model", "cluster", "training", "layout", "prediction"}));
-  PLANNER_TRY_STATUS(o.req("producer", p.producer));
-  PLANNER_TRY_STATUS(o.req("model", p.model));
-  PLANNER_TRY_STATUS(o.req("cluster", p.cluster));
-  PLANNER_TRY_STATUS(o.req("training", p.training));
-  PLANNER_TRY_STATUS(o.req("layout", p.layout));
-  PLANNER_TRY_STATUS(o.req("prediction", p.prediction));
+  PLANNER_TRY_STATUS(read(r, j, "", p));
 
   if (auto s = validate(p); !s) return Error{one_line(fmt::format("{}: {}", source, s.error().message))};
   // Plans written before chunks listed their devices: from the mesh.

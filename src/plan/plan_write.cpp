@@ -7,10 +7,15 @@
 // program (an array of "F3@c1" steps) is written on one line, so a
 // 1024-device plan stays small. Same plan, same bytes.
 
+#include <map>
+#include <optional>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "fields.hpp"
 #include "internal.hpp"
 
 namespace planner::plan {
@@ -22,212 +27,62 @@ using ojson = nlohmann::ordered_json;
 /// would write them as null, which from_json rejects).
 double canonical(double x) { return x == 0 ? 0.0 : x; }
 
-ojson strings(const std::vector<std::string>& v) {
-  ojson a = ojson::array();
-  for (const auto& s : v) a.push_back(s);
-  return a;
-}
-
-ojson write(const Producer& p) {
-  ojson o;
-  o["tool"] = p.tool;
-  o["version"] = p.version;
-  o["command"] = p.command;
-  o["search_time_s"] = canonical(p.search_time_s);
-  o["layouts_scored"] = p.layouts_scored;
-  return o;
-}
-
-ojson write(const ModelIdentity& m) {
-  ojson o;
-  o["path"] = m.path;
-  o["sha256"] = m.sha256;
-  o["parameters"] = m.parameters;
-  ojson dims = ojson::object();
-  for (const auto& [k, v] : m.dims) dims[k] = v;
-  o["dims"] = std::move(dims);
-  if (m.batch) o["batch"] = *m.batch;
-  o["params_from_inputs"] = strings(m.params_from_inputs);
-  return o;
-}
-
-ojson write(const Cluster& c) {
-  ojson o;
-  o["profile"] = c.profile;
-  o["profile_hash"] = c.profile_hash;
-  o["devices"] = c.devices;
-  o["devices_per_node"] = c.devices_per_node;
-  o["overrides"] = c.overrides;
-  return o;
-}
-
-ojson write(const OptimizerSettings& s) {
-  ojson o;
-  o["name"] = s.name;
-  o["learning_rate"] = canonical(s.learning_rate);
-  o["beta1"] = canonical(s.beta1);
-  o["beta2"] = canonical(s.beta2);
-  o["epsilon"] = canonical(s.epsilon);
-  o["weight_decay"] = canonical(s.weight_decay);
-  o["momentum"] = canonical(s.momentum);
-  // Written only when not the default, so plans without them stay as they were.
-  if (s.state_dtype != "fp32") o["state_dtype"] = s.state_dtype;
-  if (s.master_weights != "fp32") o["master_weights"] = s.master_weights;
-  return o;
-}
-
-ojson write(const Training& t) {
-  ojson o;
-  o["global_batch"] = t.global_batch;
-  o["micro_batch"] = t.micro_batch;
-  o["micro_batches"] = t.micro_batches;
-  o["optimizer"] = write(t.optimizer);
-  o["precision"] = t.precision;
-  ojson by_class = ojson::object();
-  for (const auto& [k, v] : t.precision_by_class) by_class[k] = v;
-  o["precision_by_class"] = std::move(by_class);
-  o["recompute"] = t.recompute;
-  o["attention"] = t.attention;
-  o["framework"] = t.framework;
-  o["seed"] = t.seed;
-  o["fused_loss"] = t.fused_loss;
-  o["grad_reduce_bytes"] = t.grad_reduce_bytes;
-  o["memory_format"] = t.memory_format;
-  return o;
-}
-
-ojson write(const Chunk& c, const Layout& l) {
-  ojson o;
-  o["index"] = c.index;
-  o["pipeline_rank"] = c.pipeline_rank;
-  o["devices"] = c.devices.empty() ? stage_devices(l, c.pipeline_rank) : c.devices;
-  o["first_layer"] = c.first_layer;
-  o["last_layer"] = c.last_layer;
-  o["embedding"] = c.embedding;
-  o["head"] = c.head;
-  o["ops"] = strings(c.ops);
-  return o;
-}
-
-ojson write(const Collective& c) {
-  ojson o;
-  o["kind"] = c.kind;
-  o["axis"] = c.axis;
-  o["group_size"] = c.group_size;
-  o["bytes"] = canonical(c.bytes);
-  o["count"] = c.count;
-  o["backward"] = c.backward;
-  o["per_step"] = c.per_step;
-  o["where"] = c.where;
-  return o;
-}
-
-ojson write(const OpStrategy& s) {
-  ojson o;
-  o["unit"] = s.unit;
-  o["instances"] = strings(s.instances);
-  o["ops"] = strings(s.ops);
-  o["family"] = s.family;
-  o["strategy"] = s.strategy;
-  o["assignment"] = s.assignment;
-  o["inputs"] = strings(s.inputs);
-  o["outputs"] = strings(s.outputs);
-  ojson cs = ojson::array();
-  for (const auto& c : s.collectives) cs.push_back(write(c));
-  o["collectives"] = std::move(cs);
-  return o;
-}
-
-ojson write(const Layout& l) {
-  ojson o;
-  o["dp"] = l.dp;
-  o["tp"] = l.tp;
-  o["pp"] = l.pp;
-  o["cp"] = l.cp;
-  o["ep"] = l.ep;
-  o["vp"] = l.vp;
-  o["sequence_parallel"] = l.sequence_parallel;
-  o["zero"] = l.zero;
-  o["distributed_optimizer"] = l.distributed_optimizer;
-  o["tp_comm_overlap"] = l.tp_comm_overlap;
-  o["tp_splits_batch"] = l.tp_splits_batch;
-  o["schedule"] = l.schedule;
-  ojson mesh = ojson::array();
-  for (const auto& a : l.mesh) mesh.push_back(ojson{{"name", a.name}, {"size", a.size}, {"stride", a.stride}});
-  o["mesh"] = std::move(mesh);
-  ojson chunks = ojson::array();
-  for (const auto& c : l.chunks) chunks.push_back(write(c, l));
-  o["chunks"] = std::move(chunks);
-  ojson programs = ojson::array();
-  for (const auto& program : l.schedule_steps) {
-    ojson steps = ojson::array();
-    for (const auto& s : program) steps.push_back(detail::step_text(s));
-    programs.push_back(std::move(steps));
+/// The JSON of a plan value: structs through their field lists
+/// (fields.hpp), doubles canonical, maps sorted by key, steps as "F3@c1".
+class Writer {
+ public:
+  template <typename T>
+    requires std::is_arithmetic_v<T>
+  ojson value(T x) {
+    if constexpr (std::is_floating_point_v<T>) return canonical(x);
+    else return x;
   }
-  o["schedule_steps"] = std::move(programs);
-  ojson strategies = ojson::array();
-  for (const auto& s : l.strategies) strategies.push_back(write(s));
-  o["strategies"] = std::move(strategies);
-  return o;
-}
+  ojson value(const std::string& s) { return s; }
+  ojson value(const ScheduleStep& s) { return detail::step_text(s); }
+  template <typename T>
+  ojson value(const std::vector<T>& v) {
+    ojson a = ojson::array();
+    for (const auto& x : v) a.push_back(value(x));
+    return a;
+  }
+  template <typename T>
+  ojson value(const std::map<std::string, T>& m) {
+    ojson o = ojson::object();
+    for (const auto& [k, x] : m) o[k] = value(x);
+    return o;
+  }
+  template <detail::HasFields T>
+  ojson value(const T& s) {
+    if constexpr (std::is_same_v<T, Layout>) layout_ = &s;  // chunks list the ranks of its mesh
+    Fields f{*this, ojson()};
+    detail::fields(f, s);
+    return std::move(f.o);
+  }
 
-ojson write(const StageMemory& s) {
-  ojson o;
-  o["stage"] = s.stage;
-  o["peak_bytes"] = canonical(s.peak_bytes);
-  o["fits"] = s.fits;
-  o["parameters"] = canonical(s.parameters);
-  o["micro_batches_in_flight"] = canonical(s.micro_batches_in_flight);
-  ojson items = ojson::array();
-  for (const auto& i : s.items)
-    items.push_back(ojson{{"kind", i.kind}, {"bytes", canonical(i.bytes)}, {"label", i.label}});
-  o["items"] = std::move(items);
-  return o;
-}
-
-ojson write(const Prediction& p) {
-  ojson o;
-  o["step_time_s"] = canonical(p.step_time_s);
-  ojson breakdown = ojson::object();
-  for (const auto& [k, v] : p.breakdown_s) breakdown[k] = canonical(v);
-  o["breakdown_s"] = std::move(breakdown);
-  o["model_tflops_per_device"] = canonical(p.model_tflops_per_device);
-  o["hardware_tflops_per_device"] = canonical(p.hardware_tflops_per_device);
-  o["mfu"] = canonical(p.mfu);
-  o["hfu"] = canonical(p.hfu);
-  o["capacity_bytes"] = canonical(p.capacity_bytes);
-  o["fits"] = p.fits;
-  ojson stages = ojson::array();
-  for (const auto& s : p.stages) stages.push_back(write(s));
-  o["stages"] = std::move(stages);
-  o["lower_bound_s"] = canonical(p.lower_bound_s);
-  o["gap"] = canonical(p.gap);
-  ojson alternatives = ojson::array();
-  for (const auto& a : p.alternatives)
-    alternatives.push_back(
-        ojson{{"layout", a.layout}, {"step_time_s", canonical(a.step_time_s)}, {"fits", a.fits}, {"why", a.why}});
-  o["alternatives"] = std::move(alternatives);
-  if (!p.timeline.empty()) {
-    ojson stages = ojson::array();
-    for (const auto& st : p.timeline) {
-      ojson spans = ojson::array();
-      for (const auto& sp : st.spans) {
-        ojson x;
-        x["stream"] = sp.stream;
-        x["kind"] = sp.kind;
-        if (sp.micro_batch) x["micro_batch"] = *sp.micro_batch;
-        if (sp.chunk) x["chunk"] = *sp.chunk;
-        if (sp.peer) x["peer"] = *sp.peer;
-        x["start_s"] = canonical(sp.start_s);
-        x["end_s"] = canonical(sp.end_s);
-        spans.push_back(std::move(x));
-      }
-      stages.push_back(ojson{{"stage", st.stage}, {"spans", std::move(spans)}});
+ private:
+  // Writes a field list into one object.
+  struct Fields {
+    Writer& w;
+    ojson o;
+    template <typename T>
+    void req(std::string_view key, const T& x) {
+      o[std::string(key)] = w.value(x);
     }
-    o["timeline"] = std::move(stages);
-  }
-  return o;
-}
+    template <typename T>
+    void opt(std::string_view key, const T& x, bool written = true) {
+      if (written) o[std::string(key)] = w.value(x);
+    }
+    template <typename T>
+    void opt(std::string_view key, const std::optional<T>& x) {
+      if (x) o[std::string(key)] = w.value(*x);
+    }
+    void devices(std::string_view key, const Chunk& c) {
+      o[std::string(key)] = w.value(c.devices.empty() ? stage_devices(*w.layout_, c.pipeline_rank) : c.devices);
+    }
+  };
+
+  const Layout* layout_ = nullptr;
+};
 
 /// A scalar exactly as nlohmann's dump writes it (invalid UTF-8 in strings
 /// becomes U+FFFD instead of throwing).
@@ -302,14 +157,7 @@ void emit(const ojson& v, int indent, bool compact_children, std::string& out) {
 }  // namespace
 
 std::string to_json(const Plan& p) {
-  ojson o;
-  o["format"] = p.format;
-  o["producer"] = write(p.producer);
-  o["model"] = write(p.model);
-  o["cluster"] = write(p.cluster);
-  o["training"] = write(p.training);
-  o["layout"] = write(p.layout);
-  o["prediction"] = write(p.prediction);
+  const ojson o = Writer().value(p);
   std::string out;
   emit(o, 0, false, out);
   out += '\n';

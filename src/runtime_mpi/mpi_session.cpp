@@ -120,7 +120,13 @@ void MpiSession::abort_job(int code) {
   std::fflush(nullptr);
   std::this_thread::sleep_for(std::chrono::duration<double>(kAbortGrace.value));
   MPI_Abort(MPI_COMM_WORLD, code);
-  _exit(code);  // MPI_Abort does not return; in case it does, still never finalize
+  // The one exit outside main (ARCHITECTURE.md, "Only main exits"): the job
+  // must end here, not through an error value. MPI_Abort ends every rank
+  // and does not return; if an MPI library's abort ever did, returning to
+  // main would run ~MpiSession's MPI_Finalize, which waits for the peers
+  // that failed or stalled, forever. tests/architecture/invariants.sh allows
+  // this line and src/cli/main.cpp only.
+  _exit(code);
 }
 
 }  // namespace planner::runtime

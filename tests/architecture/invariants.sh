@@ -82,7 +82,8 @@ no "calibrate reads no model or plan" "$(inc 'planner/(graph|onnx|plan|estimate|
 # Only main exits. runtime_mpi's abort_job is the one exception: after a rank
 # detected a failure, MPI_Abort is the only way to end the other ranks, and
 # _exit (never reached when MPI_Abort works) keeps the rank from running
-# MPI_Finalize with peers gone (docs/reliability.md).
+# MPI_Finalize with peers gone (ARCHITECTURE.md, "Only main exits";
+# docs/reliability.md).
 checks=$((checks + 1))
 exits=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.cu' '(^|[^a-z_.>])(std::)?(_exit|exit|quick_exit|abort)\s*\(' src include |
   grep -v '^src/cli/main\.cpp:' | grep -vE '^src/runtime_mpi/mpi_session\.cpp:[0-9]+:  _exit\(code\);')

@@ -36,6 +36,7 @@
 #include "planner/core/units.hpp"
 #include "planner/cost/precision.hpp"
 #include "planner/graph/graph.hpp"
+#include "planner/ops/recompute.hpp"
 
 namespace planner::cost {
 
@@ -45,17 +46,13 @@ enum class AttentionMode : std::uint8_t {
   unfused,  ///< the pattern's ops one by one: scores and probabilities kept
 };
 
-/// Activation recomputation (Korthikanti et al. 2022).
-enum class RecomputePolicy : std::uint8_t {
-  none,       ///< keep every tensor a backward needs
-  selective,  ///< drop the s x s attention tensors, recompute the attention core
-  full,       ///< keep each layer's input only, recompute the whole layer
-};
+/// Activation recomputation (Korthikanti et al. 2022; ops/recompute.hpp).
+using ops::RecomputePolicy;
 
 /// "flash" or "unfused".
 std::string_view attention_mode_name(AttentionMode m);
 /// "none", "selective" or "full".
-std::string_view recompute_name(RecomputePolicy r);
+using ops::recompute_name;
 
 /// Local shape of a GEMM for the efficiency lookup: [m, k] x [k, n], with
 /// batch dimensions folded into m.
@@ -203,7 +200,8 @@ bool feeds_only_flash_masks(const graph::Op& op, const graph::OpGraph& g);
 /// True when the op's forward is executed again in backward under `policy`
 /// (full: every op of a layer; selective: the ops of attention patterns,
 /// unfused, or the flash kernel's forward, which Megatron-Core reruns when
-/// it checkpoints core attention).
-bool recomputed(const graph::Op& op, RecomputePolicy policy);
+/// it checkpoints core attention): ops::recomputed, the derivation the
+/// executor's real mode shares.
+using ops::recomputed;
 
 }  // namespace planner::cost
