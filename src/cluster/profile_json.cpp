@@ -363,11 +363,11 @@ Result<Level> read_level(const Reader& r, const json& l, const std::string& path
   }
   // Per-collective tables (written by planner calibrate): optional, one per
   // collective name; absent ones fall back to the ring table.
-  for (std::size_t i = 0; i < kCollectiveCount; ++i) {
-    auto name = collective_name(static_cast<Collective>(i));  // the JSON key of its own table
+  for (core::Collective c : core::kCollectives) {
+    auto name = core::to_string(c);  // the JSON key of its own table
     if (!eff->contains(name)) continue;
     PLANNER_TRY(CollectiveOverride t, r.collective_table(*eff, ep, name));
-    level.per_collective[i] = std::move(t);
+    level.per_collective[static_cast<std::size_t>(c)] = std::move(t);
   }
   return level;
 }
