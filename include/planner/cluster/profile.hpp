@@ -71,7 +71,7 @@ struct CollectiveTable {
 
 // The collectives the cost model prices are core::Collective
 // (collective.hpp gives their formulas and message-size conventions).
-/// transitional: remove after merge (calibrate still spells core::Collective
+/// transitional: remove after merge (calibrate still spells cluster::Collective
 /// and cluster::kCollectiveCount; everything else uses core's).
 using Collective = core::Collective;
 using core::kCollectiveCount;
