@@ -30,8 +30,8 @@ struct Stage {
 
   /// Efficiency and latency of collective `kind` here (its own table where
   /// the level has one, else the ring table and the level's latency).
-  double eff(Collective kind, double s) const { return level->table_for(kind).interpolate(s); }
-  Seconds alpha(Collective kind) const { return level->latency_for(kind); }
+  double eff(core::Collective kind, double s) const { return level->table_for(kind).interpolate(s); }
+  Seconds alpha(core::Collective kind) const { return level->latency_for(kind); }
 };
 
 Result<std::vector<Stage>> make_stages(const Interconnect& net, Placement where) {
@@ -71,7 +71,7 @@ Result<std::vector<Stage>> make_stages(const Interconnect& net, Placement where)
 
 /// Ring all-reduce (c = 2) or all-gather/reduce-scatter (c = 1) inside one
 /// stage, with the table and latency of `kind`.
-Seconds ring_level(const Stage& s, Collective kind, double bytes, double c) {
+Seconds ring_level(const Stage& s, core::Collective kind, double bytes, double c) {
   const double p = s.p;
   return Seconds(c * (p - 1) / p * bytes / (s.per_rank.value * s.eff(kind, bytes))) + s.alpha(kind) * (c * (p - 1));
 }
@@ -95,7 +95,7 @@ std::optional<Seconds> nvls_level(const Stage& s, double bytes) {
 /// Flat ring across all stages for `kind`: c = 2 all-reduce, 1 otherwise;
 /// `factor` is the bytes factor (2(n-1)/n, (n-1)/n or 1). `single_ring`:
 /// one ring, so across nodes one rank's share of the NICs (Placement).
-Seconds flat_ring(const std::vector<Stage>& stages, Collective kind, double bytes, double c, double factor,
+Seconds flat_ring(const std::vector<Stage>& stages, core::Collective kind, double bytes, double c, double factor,
                   bool single_ring = false) {
   double bw = 0;
   Seconds latency(0);
@@ -119,37 +119,17 @@ struct Timed {
 Timed hier_all_reduce(const std::vector<Stage>& st, std::size_t i, double bytes) {
   const Stage& s = st[i];
   if (i + 1 == st.size()) {
-    Timed best{ring_level(s, Collective::all_reduce, bytes, 2), Algorithm::hierarchical_ring};
+    Timed best{ring_level(s, core::Collective::all_reduce, bytes, 2), Algorithm::hierarchical_ring};
     if (auto t = tree_level(s, bytes); t && *t < best.time) best = {*t, Algorithm::hierarchical_tree};
     return best;
   }
   Timed outer = hier_all_reduce(st, i + 1, bytes / s.p);
-  return {ring_level(s, Collective::reduce_scatter, bytes, 1) + outer.time +
-              ring_level(s, Collective::all_gather, bytes, 1),
+  return {ring_level(s, core::Collective::reduce_scatter, bytes, 1) + outer.time +
+              ring_level(s, core::Collective::all_gather, bytes, 1),
           outer.algorithm};
 }
 
 }  // namespace
-
-std::string_view collective_name(Collective c) {
-  switch (c) {
-    case Collective::all_reduce: return "all_reduce";
-    case Collective::all_gather: return "all_gather";
-    case Collective::reduce_scatter: return "reduce_scatter";
-    case Collective::all_to_all: return "all_to_all";
-    case Collective::send_recv: return "send_recv";
-    case Collective::broadcast: return "broadcast";
-  }
-  return "?";
-}
-
-std::optional<Collective> parse_collective(std::string_view name) {
-  for (std::size_t i = 0; i < kCollectiveCount; ++i) {
-    auto c = static_cast<Collective>(i);
-    if (collective_name(c) == name) return c;
-  }
-  return std::nullopt;
-}
 
 std::string_view algorithm_name(Algorithm a) {
   switch (a) {
@@ -165,12 +145,12 @@ std::string_view algorithm_name(Algorithm a) {
   return "?";
 }
 
-Result<CollectiveCost> collective_time(const Interconnect& net, Collective kind, Bytes message, Placement where) {
+Result<CollectiveCost> collective_time(const Interconnect& net, core::Collective kind, Bytes message, Placement where) {
   const double bytes = message.value;
   if (!std::isfinite(bytes) || bytes < 0)
-    return make_error("{}: message size must be a finite number of bytes >= 0, got {}", collective_name(kind), bytes);
-  if (where.ranks < 1) return make_error("{}: ranks must be >= 1, got {}", collective_name(kind), where.ranks);
-  if (kind == Collective::send_recv && where.ranks != 2)
+    return make_error("{}: message size must be a finite number of bytes >= 0, got {}", core::to_string(kind), bytes);
+  if (where.ranks < 1) return make_error("{}: ranks must be >= 1, got {}", core::to_string(kind), where.ranks);
+  if (kind == core::Collective::send_recv && where.ranks != 2)
     return make_error("send_recv: needs ranks = 2 (ranks_per_node 2: same node, 1: different nodes), got {}",
                       where.ranks);
   if (where.ranks == 1) return CollectiveCost{Seconds(0), Algorithm::local};
@@ -179,7 +159,7 @@ Result<CollectiveCost> collective_time(const Interconnect& net, Collective kind,
   const double n = where.ranks;
 
   switch (kind) {
-    case Collective::all_reduce: {
+    case core::Collective::all_reduce: {
       if (st.size() == 1) {
         CollectiveCost best{ring_level(st[0], kind, bytes, 2), Algorithm::ring};
         if (auto t = tree_level(st[0], bytes); t && *t < best.time) best = {*t, Algorithm::tree};
@@ -191,8 +171,8 @@ Result<CollectiveCost> collective_time(const Interconnect& net, Collective kind,
       if (h.time < best.time) best = {h.time, h.algorithm};
       return best;
     }
-    case Collective::all_gather:
-    case Collective::reduce_scatter: {
+    case core::Collective::all_gather:
+    case core::Collective::reduce_scatter: {
       // NCCL runs all-gather and reduce-scatter as rings over every rank
       // (one ring per NIC across nodes): (n-1) steps, each paying the latency
       // of the levels it crosses. It has no hierarchical variant (its PAT
@@ -200,9 +180,9 @@ Result<CollectiveCost> collective_time(const Interconnect& net, Collective kind,
       if (st.size() == 1) return CollectiveCost{ring_level(st[0], kind, bytes, 1), Algorithm::ring};
       return CollectiveCost{flat_ring(st, kind, bytes, 1, (n - 1) / n, where.single_ring), Algorithm::ring};
     }
-    case Collective::broadcast:
+    case core::Collective::broadcast:
       return CollectiveCost{flat_ring(st, kind, bytes, 1, 1.0), Algorithm::ring};
-    case Collective::all_to_all: {
+    case core::Collective::all_to_all: {
       // Each rank sends S/n to every rank; the bytes that leave a unit of the
       // previous stage but stay inside this stage's group cross this level.
       Seconds slowest(0), alpha(0);
@@ -215,7 +195,7 @@ Result<CollectiveCost> collective_time(const Interconnect& net, Collective kind,
       }
       return CollectiveCost{slowest + alpha, Algorithm::pairwise};
     }
-    case Collective::send_recv: {
+    case core::Collective::send_recv: {
       const Stage& s = st.front();
       return CollectiveCost{Seconds(bytes / (s.per_rank.value * s.eff(kind, bytes))) + s.alpha(kind),
                             Algorithm::point_to_point};
@@ -224,17 +204,17 @@ Result<CollectiveCost> collective_time(const Interconnect& net, Collective kind,
   return make_error("unknown collective");
 }
 
-BytesPerSecond bus_bandwidth(Collective kind, Bytes message, int ranks, Seconds time) {
+BytesPerSecond bus_bandwidth(core::Collective kind, Bytes message, int ranks, Seconds time) {
   if (!(time.value > 0) || ranks < 1) return BytesPerSecond(0);
   const double n = ranks;
   double factor = 1;
   switch (kind) {
-    case Collective::all_reduce: factor = 2 * (n - 1) / n; break;
-    case Collective::all_gather:
-    case Collective::reduce_scatter:
-    case Collective::all_to_all: factor = (n - 1) / n; break;
-    case Collective::broadcast:
-    case Collective::send_recv: factor = 1; break;
+    case core::Collective::all_reduce: factor = 2 * (n - 1) / n; break;
+    case core::Collective::all_gather:
+    case core::Collective::reduce_scatter:
+    case core::Collective::all_to_all: factor = (n - 1) / n; break;
+    case core::Collective::broadcast:
+    case core::Collective::send_recv: factor = 1; break;
   }
   return BytesPerSecond(message.value / time.value * factor);
 }

@@ -87,12 +87,12 @@ std::optional<double> DeviceProfile::attention_efficiency(std::int64_t seq_len, 
 
 Bytes DeviceProfile::usable_memory() const { return visible_memory - context_memory; }
 
-const EfficiencyTable& Level::table_for(Collective kind) const {
+const EfficiencyTable& Level::table_for(core::Collective kind) const {
   const auto& own = per_collective[static_cast<std::size_t>(kind)];
   return own ? own->efficiency : ring.efficiency;
 }
 
-Seconds Level::latency_for(Collective kind) const {
+Seconds Level::latency_for(core::Collective kind) const {
   const auto& own = per_collective[static_cast<std::size_t>(kind)];
   return own && own->latency ? *own->latency : latency;
 }

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "planner/core/json_path.hpp"
 #include "planner/cluster/collective.hpp"
 #include "planner/cluster/profile.hpp"
 #include "internal.hpp"
@@ -31,11 +32,6 @@ constexpr double kMicro = 1e-6;
 
 /// Which values a number may take.
 enum class Domain { positive, fraction, non_negative };
-
-std::string join(std::string_view path, std::string_view key) {
-  if (path.empty()) return std::string(key);
-  return fmt::format("{}.{}", path, key);
-}
 
 std::string describe(const json& v) {
   switch (v.type()) {
@@ -61,7 +57,7 @@ class Reader {
   /// Control characters from keys and strings are escaped: one line always.
   Error fail(std::string_view path, std::string_view msg) const {
     std::string out;
-    for (char ch : fmt::format("{}: {}: {}", origin_, path.empty() ? "(top level)" : path, msg)) {
+    for (char ch : fmt::format("{}: {}: {}", origin_, core::describe_json_path(path), msg)) {
       const auto c = static_cast<unsigned char>(ch);
       if (c < 0x20 || c == 0x7F) out += fmt::format("\\x{:02x}", c);
       else out += ch;
@@ -78,13 +74,13 @@ class Reader {
   Status keys(const json& obj, std::string_view path, std::initializer_list<std::string_view> allowed) const {
     for (const auto& [key, value] : obj.items()) {
       if (key == "notes" && !value.is_string())
-        return fail(join(path, key), fmt::format("expected a string, got {}", describe(value)));
+        return fail(core::json_path(path, key), fmt::format("expected a string, got {}", describe(value)));
       bool ok = false;
       for (auto a : allowed) ok = ok || key == a;
       if (!ok) {
         std::string list;
         for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        return fail(join(path, key), fmt::format("unknown key (expected one of: {})", list));
+        return fail(core::json_path(path, key), fmt::format("unknown key (expected one of: {})", list));
       }
     }
     return Status::success();
@@ -92,7 +88,7 @@ class Reader {
 
   Result<const json*> member(const json& obj, std::string_view path, std::string_view key) const {
     auto it = obj.find(std::string(key));
-    if (it == obj.end()) return fail(join(path, key), "missing key");
+    if (it == obj.end()) return fail(core::json_path(path, key), "missing key");
     return &*it;
   }
 
@@ -117,16 +113,16 @@ class Reader {
 
   Result<std::string> source_of(const json& obj, std::string_view path) const {
     auto it = obj.find("source");
-    if (it == obj.end()) return fail(join(path, "source"), "missing: every number needs a source");
-    if (!it->is_string()) return fail(join(path, "source"), fmt::format("expected a string, got {}", describe(*it)));
+    if (it == obj.end()) return fail(core::json_path(path, "source"), "missing: every number needs a source");
+    if (!it->is_string()) return fail(core::json_path(path, "source"), fmt::format("expected a string, got {}", describe(*it)));
     auto s = it->get<std::string>();
-    if (s.find_first_not_of(" \t\r\n") == std::string::npos) return fail(join(path, "source"), "empty source");
+    if (s.find_first_not_of(" \t\r\n") == std::string::npos) return fail(core::json_path(path, "source"), "empty source");
     return s;
   }
 
   /// {"value": N, "source": "..."} at obj[key].
   Result<double> sourced(const json& obj, std::string_view path, std::string_view key, Domain d) const {
-    auto p = join(path, key);
+    auto p = core::json_path(path, key);
     PLANNER_TRY(const json* v, member(obj, path, key));
     return sourced_value(*v, p, d);
   }
@@ -140,7 +136,7 @@ class Reader {
     PLANNER_TRY_STATUS(keys(v, p, {"value", "source"}));
     PLANNER_TRY(const json* value, member(v, p, "value"));
     PLANNER_TRY(std::string src, source_of(v, p));
-    PLANNER_TRY(double x, number(*value, join(p, "value"), d));
+    PLANNER_TRY(double x, number(*value, core::json_path(p, "value"), d));
     sources_[p] = std::move(src);
     return x;
   }
@@ -150,33 +146,33 @@ class Reader {
                                                  Domain d) const {
     auto it = obj.find(std::string(key));
     if (it == obj.end() || it->is_null()) return std::optional<double>{};
-    PLANNER_TRY(double x, sourced_value(*it, join(path, key), d));
+    PLANNER_TRY(double x, sourced_value(*it, core::json_path(path, key), d));
     return std::optional<double>{x};
   }
 
   Result<int> sourced_int(const json& obj, std::string_view path, std::string_view key) const {
     PLANNER_TRY(double x, sourced(obj, path, key, Domain::positive));
     if (x != std::floor(x) || x > 1e6)
-      return fail(join(join(path, key), "value"), fmt::format("must be a whole number, got {}", fmt_number(x)));
+      return fail(core::json_path(core::json_path(path, key), "value"), fmt::format("must be a whole number, got {}", fmt_number(x)));
     return static_cast<int>(x);
   }
 
   Result<std::string> string(const json& obj, std::string_view path, std::string_view key, bool required) const {
     auto it = obj.find(std::string(key));
     if (it == obj.end()) {
-      if (required) return fail(join(path, key), "missing key");
+      if (required) return fail(core::json_path(path, key), "missing key");
       return std::string();
     }
-    if (!it->is_string()) return fail(join(path, key), fmt::format("expected a string, got {}", describe(*it)));
+    if (!it->is_string()) return fail(core::json_path(path, key), fmt::format("expected a string, got {}", describe(*it)));
     auto s = it->get<std::string>();
-    if (required && s.empty()) return fail(join(path, key), "empty string");
+    if (required && s.empty()) return fail(core::json_path(path, key), "empty string");
     return s;
   }
 
   /// {"x": expected_x, "source": "...", "rows": [[x, y], ...]} at obj[key].
   Result<CollectiveTable> table(const json& obj, std::string_view path, std::string_view key,
                                 std::string_view expected_x, bool conditions = false) const {
-    auto p = join(path, key);
+    auto p = core::json_path(path, key);
     PLANNER_TRY(const json* tp, member(obj, path, key));
     const json& t = *tp;
     if (!t.is_object())
@@ -189,9 +185,9 @@ class Reader {
     PLANNER_TRY(std::string src, source_of(t, p));
     PLANNER_TRY(std::string x_name, string(t, p, "x", true));
     if (x_name != expected_x)
-      return fail(join(p, "x"), fmt::format("table is over '{}', expected '{}'", x_name, expected_x));
+      return fail(core::json_path(p, "x"), fmt::format("table is over '{}', expected '{}'", x_name, expected_x));
     PLANNER_TRY(const json* rows, member(t, p, "rows"));
-    auto rp = join(p, "rows");
+    auto rp = core::json_path(p, "rows");
     if (!rows->is_array()) return fail(rp, fmt::format("expected an array of [x, y] rows, got {}", describe(*rows)));
     if (rows->empty()) return fail(rp, "table has no rows");
     CollectiveTable out;
@@ -209,13 +205,13 @@ class Reader {
     }
     if (conditions) {
       if (auto it = t.find("min_ranks"); it != t.end()) {
-        PLANNER_TRY(double n, number(*it, join(p, "min_ranks"), Domain::positive));
+        PLANNER_TRY(double n, number(*it, core::json_path(p, "min_ranks"), Domain::positive));
         if (n != std::floor(n) || n < 2 || n > 1e6)
-          return fail(join(p, "min_ranks"), fmt::format("must be a whole number >= 2, got {}", fmt_number(n)));
+          return fail(core::json_path(p, "min_ranks"), fmt::format("must be a whole number >= 2, got {}", fmt_number(n)));
         out.min_ranks = static_cast<int>(n);
       }
       if (auto it = t.find("min_bytes"); it != t.end()) {
-        PLANNER_TRY(double b, number(*it, join(p, "min_bytes"), Domain::non_negative));
+        PLANNER_TRY(double b, number(*it, core::json_path(p, "min_bytes"), Domain::non_negative));
         out.min_bytes = Bytes(b);
       }
     }
@@ -226,7 +222,7 @@ class Reader {
   /// A per-collective table: a table over message_bytes that may also hold
   /// "latency_us" (microseconds, >= 0), covered by the table's source.
   Result<CollectiveOverride> collective_table(const json& obj, std::string_view path, std::string_view key) const {
-    auto p = join(path, key);
+    auto p = core::json_path(path, key);
     PLANNER_TRY(const json* tp, member(obj, path, key));
     if (!tp->is_object())
       return fail(p, fmt::format("expected a table {{\"x\", \"source\", \"rows\"}}, got {}", describe(*tp)));
@@ -236,7 +232,7 @@ class Reader {
     PLANNER_TRY(CollectiveTable t, table(json{{std::string(key), without}}, path, key, "message_bytes"));
     CollectiveOverride out{std::move(t.efficiency), std::nullopt};
     if (auto it = tp->find("latency_us"); it != tp->end()) {
-      PLANNER_TRY(double us, number(*it, join(p, "latency_us"), Domain::non_negative));
+      PLANNER_TRY(double us, number(*it, core::json_path(p, "latency_us"), Domain::non_negative));
       out.latency = Seconds(us * kMicro);
     }
     return out;
@@ -265,7 +261,7 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
   PLANNER_TRY(dev.name, r.string(d, path, "name", true));
 
   PLANNER_TRY(const json* peaks, r.member(d, path, "peak_tflops"));
-  const std::string pp = join(path, "peak_tflops");
+  const std::string pp = core::json_path(path, "peak_tflops");
   PLANNER_TRY_STATUS(r.object(*peaks, pp));
   PLANNER_TRY_STATUS(r.keys(*peaks, pp, {"fp32", "tf32", "fp16", "bf16", "fp8"}));
   bool any = false;
@@ -282,7 +278,7 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
   PLANNER_TRY(double context, r.sourced(d, path, "cuda_context_GiB", Domain::non_negative));
   PLANNER_TRY(double comm, r.sourced(d, path, "communicator_GiB", Domain::non_negative));
   if (context >= visible)
-    return r.fail(join(path, "cuda_context_GiB"),
+    return r.fail(core::json_path(path, "cuda_context_GiB"),
                   fmt::format("{} GiB leaves nothing of visible_GiB = {}", fmt_number(context), fmt_number(visible)));
   dev.visible_memory = Bytes(visible * kGiB);
   dev.context_memory = Bytes(context * kGiB);
@@ -299,18 +295,18 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
   PLANNER_TRY(dev.gemm_alignment_bytes, r.sourced_int(d, path, "gemm_alignment_bytes"));
 
   if (auto it = d.find("gemm_precision_factor"); it != d.end()) {
-    const std::string fp = join(path, "gemm_precision_factor");
+    const std::string fp = core::json_path(path, "gemm_precision_factor");
     PLANNER_TRY_STATUS(r.object(*it, fp));
     PLANNER_TRY_STATUS(r.keys(*it, fp, {"fp32", "tf32", "fp16", "bf16", "fp8"}));
     for (std::size_t i = 0; i < kPrecisionCount; ++i) {
       auto name = precision_name(static_cast<Precision>(i));
       PLANNER_TRY(std::optional<double> f, r.optional_sourced(*it, fp, name, Domain::positive));
-      if (f && *f > 2) return r.fail(join(join(fp, name), "value"), fmt::format("must be <= 2, got {}", *f));
+      if (f && *f > 2) return r.fail(core::json_path(core::json_path(fp, name), "value"), fmt::format("must be <= 2, got {}", *f));
       dev.gemm_precision_factor[i] = f;
     }
   }
   if (auto it = d.find("attention_efficiency"); it != d.end() && !it->is_null()) {
-    const std::string ap = join(path, "attention_efficiency");
+    const std::string ap = core::json_path(path, "attention_efficiency");
     PLANNER_TRY_STATUS(r.object(*it, ap));
     PLANNER_TRY_STATUS(r.keys(*it, ap, {"causal", "full", "notes"}));
     AttentionEfficiency att;
@@ -346,7 +342,7 @@ Result<Level> read_level(const Reader& r, const json& l, const std::string& path
   level.latency = Seconds(lat * kMicro);
 
   PLANNER_TRY(const json* eff, r.member(l, path, "efficiency"));
-  const std::string ep = join(path, "efficiency");
+  const std::string ep = core::json_path(path, "efficiency");
   PLANNER_TRY_STATUS(r.object(*eff, ep));
   PLANNER_TRY_STATUS(r.keys(*eff, ep,
                             {"ring", "tree", "nvls", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
@@ -357,17 +353,17 @@ Result<Level> read_level(const Reader& r, const json& l, const std::string& path
     level.tree = std::move(t);
   }
   if (eff->contains("nvls")) {
-    if (level.inter_node) return r.fail(join(ep, "nvls"), "NVLS exists only inside a node");
+    if (level.inter_node) return r.fail(core::json_path(ep, "nvls"), "NVLS exists only inside a node");
     PLANNER_TRY(CollectiveTable t, r.table(*eff, ep, "nvls", "message_bytes", true));
     level.nvls = std::move(t);
   }
   // Per-collective tables (written by planner calibrate): optional, one per
   // collective name; absent ones fall back to the ring table.
-  for (std::size_t i = 0; i < kCollectiveCount; ++i) {
-    auto name = collective_name(static_cast<Collective>(i));  // the JSON key of its own table
+  for (core::Collective c : core::kCollectives) {
+    auto name = core::to_string(c);  // the JSON key of its own table
     if (!eff->contains(name)) continue;
     PLANNER_TRY(CollectiveOverride t, r.collective_table(*eff, ep, name));
-    level.per_collective[i] = std::move(t);
+    level.per_collective[static_cast<std::size_t>(c)] = std::move(t);
   }
   return level;
 }
@@ -377,7 +373,7 @@ Result<Interconnect> read_interconnect(const Reader& r, const json& ic) {
   PLANNER_TRY_STATUS(r.object(ic, path));
   PLANNER_TRY_STATUS(r.keys(ic, path, {"levels", "notes"}));
   PLANNER_TRY(const json* levels, r.member(ic, path, "levels"));
-  const std::string lp = join(path, "levels");
+  const std::string lp = core::json_path(path, "levels");
   if (!levels->is_array()) return r.fail(lp, fmt::format("expected an array of levels, got {}", describe(*levels)));
   if (levels->size() < 2)
     return r.fail(lp, "need at least one intra-node level and the inter-node level");
@@ -388,7 +384,7 @@ Result<Interconnect> read_interconnect(const Reader& r, const json& ic) {
     if (!level.inter_node && !out.levels.empty()) {
       int inner = out.levels.back().devices_per_group;
       if (level.devices_per_group < inner || level.devices_per_group % inner != 0)
-        return r.fail(join(p, "devices_per_group"),
+        return r.fail(core::json_path(p, "devices_per_group"),
                       fmt::format("{} must be a multiple of the inner level's group size {}",
                                   level.devices_per_group, inner));
     }
@@ -419,7 +415,7 @@ class PathTracker : public nlohmann::json_sax<json> {
     error_id_ = ex.id;
     message_ = ex.what();
     for (const auto& f : frames_)
-      path_ += f.array ? fmt::format("[{}]", f.index) : (path_.empty() ? f.key : "." + f.key);
+      path_ = f.array ? path_ + fmt::format("[{}]", f.index) : core::json_path(path_, f.key);
     return false;
   }
   const std::string& path() const { return path_; }
@@ -460,7 +456,7 @@ Result<ClusterProfile> parse_profile(std::string_view text, std::string_view ori
   if (j.is_discarded()) {
     PathTracker where;
     json::sax_parse(text.begin(), text.end(), &where, nlohmann::detail::input_format_t::json, /*strict=*/true);
-    std::string path = where.path().empty() ? "(top level)" : where.path();
+    std::string path(core::describe_json_path(where.path()));
     // The path holds keys as written and the parser's message the bytes it
     // last read: escape control characters, so the error stays one line.
     auto one_line = [](const std::string& m) {
@@ -487,7 +483,7 @@ Result<ClusterProfile> parse_profile(std::string_view text, std::string_view ori
     PLANNER_TRY_STATUS(r.object(*it, "provenance"));
     for (const auto& [key, value] : it->items())
       if (!value.is_string())
-        return r.fail(join("provenance", key), fmt::format("expected a string, got {}", describe(value)));
+        return r.fail(core::json_path("provenance", key), fmt::format("expected a string, got {}", describe(value)));
   }
   PLANNER_TRY(const json* version, r.member(j, "", "schema_version"));
   if (!version->is_number_integer() || version->get<long long>() != 1)

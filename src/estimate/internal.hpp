@@ -15,9 +15,6 @@
 
 namespace planner::estimate::detail {
 
-/// The cluster collective of a layout step kind (send_recv for local ones).
-cluster::Collective to_cluster(layout::CollectiveKind k);
-
 /// Bytes on the wire per byte of a graph tensor: exporters write f32, a
 /// 16-bit policy moves 2-byte activations (0.5); 1 when they agree.
 double wire_scale(const graph::OpGraph& g, const cost::CostModel& model);

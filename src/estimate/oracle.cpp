@@ -9,19 +9,6 @@
 namespace planner::estimate {
 namespace detail {
 
-cluster::Collective to_cluster(layout::CollectiveKind k) {
-  switch (k) {
-    case layout::CollectiveKind::all_reduce: return cluster::Collective::all_reduce;
-    case layout::CollectiveKind::all_gather: return cluster::Collective::all_gather;
-    case layout::CollectiveKind::reduce_scatter: return cluster::Collective::reduce_scatter;
-    case layout::CollectiveKind::all_to_all: return cluster::Collective::all_to_all;
-    case layout::CollectiveKind::broadcast: return cluster::Collective::broadcast;
-    case layout::CollectiveKind::send_recv:
-    case layout::CollectiveKind::local_slice: break;
-  }
-  return cluster::Collective::send_recv;
-}
-
 double wire_scale(const graph::OpGraph& g, const cost::CostModel& model) {
   const auto p = model.context().precision().default_precision();
   const double wire = (p == cost::Precision::fp32 || p == cost::Precision::tf32) ? 4.0 : 2.0;
@@ -35,7 +22,7 @@ Seconds step_time(const cost::CostModel& model, const layout::CommStep& step, co
                   double scale) {
   if (layout::is_local(step.kind) || step.group_size <= 1) return Seconds(0);
   const cluster::Placement where{step.group_size, std::min(step.group_size, mesh.ranks_per_node(step.axis))};
-  auto t = model.collective(to_cluster(step.kind), step.bytes * scale, where);
+  auto t = model.collective(*step.kind, step.bytes * scale, where);
   // The mesh guarantees a valid placement; a profile that cannot price it
   // (no inter-node level) makes the step free rather than the search fail:
   // estimate() checks the data-parallel and pipeline placements itself.

@@ -34,7 +34,7 @@ Status add_model_parallel_comm(StepWork& s) {
                       static_cast<double>(pc.count);
     const auto& inst = L.lowered.nodes[pc.node].instances;
     const double share = 1.0 / static_cast<double>(inst.size());
-    const std::string kind(layout::collective_kind_name(pc.step.kind));
+    const std::string kind(layout::comm_kind_name(pc.step.kind));
     for (const auto& ops : inst) {
       const auto ch = static_cast<std::size_t>(L.chunk_of_op[ops.front().value]);
       const Seconds ti = t * share;
@@ -87,9 +87,9 @@ Status add_model_parallel_comm(StepWork& s) {
       const auto& x = traffic[static_cast<std::size_t>(ch)];
       if (x.moe_layers == 0) continue;
       const double per = 1.0 / x.moe_layers;
-      PLANNER_TRY(Seconds d, dp_collective(model, L, c, cluster::Collective::all_to_all, x.dispatch * per, false,
+      PLANNER_TRY(Seconds d, dp_collective(model, L, c, core::Collective::all_to_all, x.dispatch * per, false,
                                            detail::DataGroup::expert));
-      PLANNER_TRY(Seconds k, dp_collective(model, L, c, cluster::Collective::all_to_all, x.combine * per, false,
+      PLANNER_TRY(Seconds k, dp_collective(model, L, c, core::Collective::all_to_all, x.combine * per, false,
                                            detail::DataGroup::expert));
       const Seconds t = (d + k) * static_cast<double>(x.moe_layers);
       auto& w = work[static_cast<std::size_t>(ch)];

@@ -58,11 +58,11 @@ Status add_data_parallel(StepWork& s) {
                                        std::pair{expert_params, detail::DataGroup::expert_data}}) {
       const Bytes grads(elems * grad_bytes);
       if (c.zero == 0 && !c.distributed_optimizer) {
-        PLANNER_TRY(Seconds ar, dp_collective(model, L, c, cluster::Collective::all_reduce, grads, false, group));
+        PLANNER_TRY(Seconds ar, dp_collective(model, L, c, core::Collective::all_reduce, grads, false, group));
         reduce += ar;
       } else {
-        PLANNER_TRY(Seconds rs, dp_collective(model, L, c, cluster::Collective::reduce_scatter, grads, false, group));
-        PLANNER_TRY(Seconds ag, dp_collective(model, L, c, cluster::Collective::all_gather, Bytes(elems * param_bytes),
+        PLANNER_TRY(Seconds rs, dp_collective(model, L, c, core::Collective::reduce_scatter, grads, false, group));
+        PLANNER_TRY(Seconds ag, dp_collective(model, L, c, core::Collective::all_gather, Bytes(elems * param_bytes),
                                               false, group));
         reduce += rs;
         gather += ag;

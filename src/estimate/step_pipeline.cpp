@@ -77,7 +77,7 @@ Status add_pipeline(StepWork& s) {
     for (int k = 0; k + 1 < C; ++k) {
       Seconds t;
       if (crossing[static_cast<std::size_t>(k)].value > 0) {
-        auto r = model.collective(cluster::Collective::send_recv, crossing[static_cast<std::size_t>(k)],
+        auto r = model.collective(core::Collective::send_recv, crossing[static_cast<std::size_t>(k)],
                                   cluster::Placement{2, same_node});
         if (!r.ok()) return Error{fmt::format("pipeline transfer: {}", r.error().message)};
         t = *r;

@@ -80,17 +80,17 @@ Status add_sharded_fetches(StepWork& s) {
       // ring over the data-parallel ranks: (n-1) steps).
       Seconds gather, scatter;
       for (const auto& [unit, elems] : w.gather_units) {
-        PLANNER_TRY(Seconds ga, dp_collective(model, L, c, cluster::Collective::all_gather, Bytes(elems * param_bytes),
+        PLANNER_TRY(Seconds ga, dp_collective(model, L, c, core::Collective::all_gather, Bytes(elems * param_bytes),
                                               ds_flat));
-        PLANNER_TRY(Seconds rs, dp_collective(model, L, c, cluster::Collective::reduce_scatter,
+        PLANNER_TRY(Seconds rs, dp_collective(model, L, c, core::Collective::reduce_scatter,
                                               Bytes(elems * grad_bytes), ds_flat));
         gather += ga;
         scatter += rs;
       }
       for (const auto& [unit, elems] : w.expert_gather_units) {
-        PLANNER_TRY(Seconds ga, dp_collective(model, L, c, cluster::Collective::all_gather, Bytes(elems * param_bytes),
+        PLANNER_TRY(Seconds ga, dp_collective(model, L, c, core::Collective::all_gather, Bytes(elems * param_bytes),
                                               ds_flat, detail::DataGroup::expert_data));
-        PLANNER_TRY(Seconds rs, dp_collective(model, L, c, cluster::Collective::reduce_scatter,
+        PLANNER_TRY(Seconds rs, dp_collective(model, L, c, core::Collective::reduce_scatter,
                                               Bytes(elems * grad_bytes), ds_flat, detail::DataGroup::expert_data));
         gather += ga;
         scatter += rs;

@@ -57,7 +57,7 @@ void add_memory_and_units(StepWork& s) {
         if (pc.node != n) continue;
         const bool per_step = pc.source == sharding::CostTerm::grad_sync;
         UnitCollective uc;
-        uc.kind = std::string(layout::collective_kind_name(pc.step.kind));
+        uc.kind = std::string(layout::comm_kind_name(pc.step.kind));
         uc.axis = L.mp.name(pc.step.axis);
         uc.group_size = pc.step.group_size;
         uc.bytes = pc.step.bytes * (pc.source == sharding::CostTerm::reshard ? wire : 1.0);

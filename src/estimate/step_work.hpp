@@ -41,7 +41,7 @@ double gathered_param_bytes(const cost::ComputeContext& ctx);
 /// A collective over one of the data-parallel groups (0 for one rank or no
 /// bytes); errors name the group.
 Result<Seconds> dp_collective(const cost::CostModel& model, const Layout& L, const ParallelConfig& c,
-                              cluster::Collective kind, Bytes bytes, bool single_ring = false,
+                              core::Collective kind, Bytes bytes, bool single_ring = false,
                               DataGroup group = DataGroup::data);
 
 /// What one pipeline chunk does per micro-batch beyond its ops' compute.

@@ -3,6 +3,8 @@
 
 #include "planner/executor/measured.hpp"
 
+#include "planner/core/json_path.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -50,7 +52,7 @@ class Reader {
  public:
   explicit Reader(std::string_view source) : source_(source) {}
   Error fail(std::string_view path, std::string_view msg) const {
-    return Error{fmt::format("{}: {}: {}", source_, path.empty() ? "(top level)" : path, msg)};
+    return Error{fmt::format("{}: {}: {}", source_, core::describe_json_path(path), msg)};
   }
 
   Status keys(const ordered_json& o, std::string_view path, std::initializer_list<std::string_view> allowed) const {
@@ -60,21 +62,18 @@ class Reader {
         return fail(path, fmt::format("unknown key '{}'", k));
     }
     for (auto k : allowed)
-      if (!o.contains(std::string(k))) return fail(join(path, k), "missing required field");
+      if (!o.contains(std::string(k))) return fail(core::json_path(path, k), "missing required field");
     return {};
-  }
-  static std::string join(std::string_view path, std::string_view k) {
-    return path.empty() ? std::string(k) : fmt::format("{}.{}", path, k);
   }
   Result<std::string> str(const ordered_json& o, std::string_view path, std::string_view k) const {
     const auto& v = o.at(std::string(k));
-    if (!v.is_string()) return fail(join(path, k), "expected a string");
+    if (!v.is_string()) return fail(core::json_path(path, k), "expected a string");
     return v.get<std::string>();
   }
   Result<int> integer(const ordered_json& o, std::string_view path, std::string_view k, int min) const {
     const auto& v = o.at(std::string(k));
     if (!v.is_number_integer() || v.get<std::int64_t>() < min || v.get<std::int64_t>() > 1 << 30)
-      return fail(join(path, k), fmt::format("expected an integer >= {}", min));
+      return fail(core::json_path(path, k), fmt::format("expected an integer >= {}", min));
     return static_cast<int>(v.get<std::int64_t>());
   }
   Result<double> number(const ordered_json& v, std::string_view path) const {
@@ -84,10 +83,10 @@ class Reader {
   }
   Result<std::vector<double>> numbers(const ordered_json& o, std::string_view path, std::string_view k) const {
     const auto& v = o.at(std::string(k));
-    if (!v.is_array()) return fail(join(path, k), "expected an array of numbers");
+    if (!v.is_array()) return fail(core::json_path(path, k), "expected an array of numbers");
     std::vector<double> out;
     for (std::size_t i = 0; i < v.size(); ++i) {
-      PLANNER_TRY(double x, number(v[i], fmt::format("{}[{}]", join(path, k), i)));
+      PLANNER_TRY(double x, number(v[i], fmt::format("{}[{}]", core::json_path(path, k), i)));
       out.push_back(x);
     }
     return out;

@@ -26,22 +26,8 @@ std::string_view component_name(Component c) {
   return "?";
 }
 
-std::string_view coll_kind_name(CollKind k) {
-  switch (k) {
-    case CollKind::all_reduce: return "all_reduce";
-    case CollKind::all_gather: return "all_gather";
-    case CollKind::reduce_scatter: return "reduce_scatter";
-    case CollKind::all_to_all: return "all_to_all";
-    case CollKind::broadcast: return "broadcast";
-    case CollKind::send_recv: return "send_recv";
-  }
-  return "?";
-}
-
-Result<CollKind> parse_coll_kind(std::string_view s) {
-  for (auto k : {CollKind::all_reduce, CollKind::all_gather, CollKind::reduce_scatter, CollKind::all_to_all,
-                 CollKind::broadcast, CollKind::send_recv})
-    if (coll_kind_name(k) == s) return k;
+Result<core::Collective> parse_coll_kind(std::string_view s) {
+  if (auto k = core::parse_collective(s)) return *k;
   return make_error("unknown collective kind '{}'", s);
 }
 
@@ -483,7 +469,7 @@ class Deriver {
         return make_error("layout.schedule_steps[{}]: chunk {} does not belong to pipeline rank {}", pp_rank, st.chunk,
                           pp_rank);
       const std::int64_t cparams = chunk_params[static_cast<std::size_t>(st.chunk)];
-      auto gather = [&](CollKind kind, std::int64_t bytes) {
+      auto gather = [&](core::Collective kind, std::int64_t bytes) {
         Task t;
         t.kind = TaskKind::collective;
         t.component = Component::dp_comm;
@@ -497,14 +483,14 @@ class Deriver {
       };
       if (st.kind == 'F') {
         if (st.chunk > 0) sp.tasks.push_back(transfer(TaskKind::recv, st.chunk - 1, 0, boundary[static_cast<std::size_t>(st.chunk - 1)]));
-        if (zero3) sp.tasks.push_back(gather(CollKind::all_gather, cparams * act_bytes_));
+        if (zero3) sp.tasks.push_back(gather(core::Collective::all_gather, cparams * act_bytes_));
         sp.tasks.insert(sp.tasks.end(), it->second.first.begin(), it->second.first.end());
         if (st.chunk < C - 1) sp.tasks.push_back(transfer(TaskKind::send, st.chunk + 1, 0, boundary[static_cast<std::size_t>(st.chunk)]));
       } else {
         if (st.chunk < C - 1) sp.tasks.push_back(transfer(TaskKind::recv, st.chunk + 1, 1, boundary[static_cast<std::size_t>(st.chunk)]));
-        if (zero3) sp.tasks.push_back(gather(CollKind::all_gather, cparams * act_bytes_));
+        if (zero3) sp.tasks.push_back(gather(core::Collective::all_gather, cparams * act_bytes_));
         sp.tasks.insert(sp.tasks.end(), it->second.second.begin(), it->second.second.end());
-        if (zero3) sp.tasks.push_back(gather(CollKind::reduce_scatter, cparams * grad_bytes()));
+        if (zero3) sp.tasks.push_back(gather(core::Collective::reduce_scatter, cparams * grad_bytes()));
         if (st.chunk > 0) sp.tasks.push_back(transfer(TaskKind::send, st.chunk - 1, 1, boundary[static_cast<std::size_t>(st.chunk - 1)]));
       }
       prog_.steps.push_back(std::move(sp));
@@ -519,7 +505,7 @@ class Deriver {
     prog_.finish = pending_finish_;
     const int G = dp_group_size();
     const bool sharded = G > 1 && (l.zero >= 1 || l.distributed_optimizer);
-    auto coll = [&](CollKind kind, std::int64_t bytes) {
+    auto coll = [&](core::Collective kind, std::int64_t bytes) {
       Task t;
       t.kind = TaskKind::collective;
       t.component = Component::dp_comm;
@@ -531,8 +517,8 @@ class Deriver {
       prog_.max_comm_bytes = std::max(prog_.max_comm_bytes, bytes);
       return t;
     };
-    if (G > 1 && !sharded) prog_.finish.push_back(coll(CollKind::all_reduce, prog_.parameters * grad_bytes()));
-    if (sharded && l.zero < 3) prog_.finish.push_back(coll(CollKind::reduce_scatter, prog_.parameters * grad_bytes()));
+    if (G > 1 && !sharded) prog_.finish.push_back(coll(core::Collective::all_reduce, prog_.parameters * grad_bytes()));
+    if (sharded && l.zero < 3) prog_.finish.push_back(coll(core::Collective::reduce_scatter, prog_.parameters * grad_bytes()));
     const auto& opt = p_.training.optimizer.name;
     prog_.optimizer_states = opt == "adam" ? 2 : opt == "sgd_momentum" ? 1 : 0;
     prog_.optimizer_elements = sharded ? ceil_div(prog_.parameters, G) : prog_.parameters;
@@ -546,7 +532,7 @@ class Deriver {
     o.read_bytes = per * (2 + prog_.optimizer_states);
     o.write_bytes = per * (1 + prog_.optimizer_states);
     prog_.finish.push_back(o);
-    if (sharded && l.zero < 3) prog_.finish.push_back(coll(CollKind::all_gather, prog_.parameters * act_bytes_));
+    if (sharded && l.zero < 3) prog_.finish.push_back(coll(core::Collective::all_gather, prog_.parameters * act_bytes_));
   }
 
   const plan::Plan& p_;

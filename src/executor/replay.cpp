@@ -202,12 +202,12 @@ class Replayer {
     void* a = k_->comm_a();
     void* b = k_->comm_b();
     switch (task.coll) {
-      case CollKind::all_reduce: return c.all_reduce(a, n, DType::f32);
-      case CollKind::all_gather: return c.all_gather(a, b, per, DType::f32);
-      case CollKind::reduce_scatter: return c.reduce_scatter(b, a, per, DType::f32);
-      case CollKind::all_to_all: return c.all_to_all(a, b, per, DType::f32);
-      case CollKind::broadcast: return c.broadcast(a, n, DType::f32, 0);
-      case CollKind::send_recv: {
+      case core::Collective::all_reduce: return c.all_reduce(a, n, DType::f32);
+      case core::Collective::all_gather: return c.all_gather(a, b, per, DType::f32);
+      case core::Collective::reduce_scatter: return c.reduce_scatter(b, a, per, DType::f32);
+      case core::Collective::all_to_all: return c.all_to_all(a, b, per, DType::f32);
+      case core::Collective::broadcast: return c.broadcast(a, n, DType::f32, 0);
+      case core::Collective::send_recv: {
         // A ring shift: rank 0 receives first, the others send first, so the
         // blocking calls cannot wait on each other in a circle.
         const int r = c.rank(), size = c.size();

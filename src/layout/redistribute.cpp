@@ -5,20 +5,7 @@
 
 namespace planner::layout {
 
-std::string_view collective_kind_name(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::all_reduce: return "all_reduce";
-    case CollectiveKind::all_gather: return "all_gather";
-    case CollectiveKind::reduce_scatter: return "reduce_scatter";
-    case CollectiveKind::all_to_all: return "all_to_all";
-    case CollectiveKind::local_slice: return "local_slice";
-    case CollectiveKind::send_recv: return "send_recv";
-    case CollectiveKind::broadcast: return "broadcast";
-  }
-  return "?";
-}
-
-bool is_local(CollectiveKind kind) { return kind == CollectiveKind::local_slice; }
+std::string_view comm_kind_name(CommKind kind) { return kind ? core::to_string(*kind) : "local_slice"; }
 
 namespace {
 
@@ -68,7 +55,7 @@ class Planner {
   }
 
   // Records a step (unless the axis has size 1) and moves to `next`.
-  void emit(CollectiveKind kind, MeshAxis a, Bytes bytes, std::optional<int> gather, std::optional<int> scatter,
+  void emit(CommKind kind, MeshAxis a, Bytes bytes, std::optional<int> gather, std::optional<int> scatter,
             TensorLayout next) {
     cur_ = std::move(next);
     if (mesh_.size(a) == 1) return;
@@ -80,7 +67,7 @@ class Planner {
     for (int d = 0; d < rank(); ++d) {
       auto a = next_target(d);
       if (!a || !is_replicated_axis(*a)) continue;
-      emit(CollectiveKind::local_slice, *a, Bytes(0), std::nullopt, d, cur_.with_split(d, *a));
+      emit(kLocalSlice, *a, Bytes(0), std::nullopt, d, cur_.with_split(d, *a));
       return true;
     }
     return false;
@@ -89,7 +76,7 @@ class Planner {
     for (int d = 0; d < rank(); ++d) {
       auto a = next_target(d);
       if (!a || !cur_.is_partial(*a)) continue;
-      emit(CollectiveKind::reduce_scatter, *a, local_bytes(), std::nullopt, d, cur_.without(*a).with_split(d, *a));
+      emit(core::Collective::reduce_scatter, *a, local_bytes(), std::nullopt, d, cur_.without(*a).with_split(d, *a));
       return true;
     }
     return false;
@@ -100,7 +87,7 @@ class Planner {
       if (!a) continue;
       auto target = to_.split_dim(*a);
       if (!target || *target == d || next_target(*target) != a) continue;
-      emit(CollectiveKind::all_to_all, *a, local_bytes(), d, *target, cur_.without(*a).with_split(*target, *a));
+      emit(core::Collective::all_to_all, *a, local_bytes(), d, *target, cur_.without(*a).with_split(*target, *a));
       return true;
     }
     return false;
@@ -108,7 +95,7 @@ class Planner {
   bool all_reduce() {
     for (MeshAxis a : cur_.partial_axes()) {
       if (to_.is_partial(a) || to_.split_dim(a)) continue;
-      emit(CollectiveKind::all_reduce, a, local_bytes(), std::nullopt, std::nullopt, cur_.without(a));
+      emit(core::Collective::all_reduce, a, local_bytes(), std::nullopt, std::nullopt, cur_.without(a));
       return true;
     }
     return false;
@@ -120,7 +107,7 @@ class Planner {
       for (int d = 0; d < rank(); ++d) {
         auto a = leaving(d);
         if (!a || (!any && to_.split_dim(*a))) continue;
-        emit(CollectiveKind::all_gather, *a, local_bytes() * group(*a), d, std::nullopt, cur_.without(*a));
+        emit(core::Collective::all_gather, *a, local_bytes() * group(*a), d, std::nullopt, cur_.without(*a));
         return true;
       }
     }
@@ -130,7 +117,7 @@ class Planner {
     for (MeshAxis a : to_.partial_axes()) {
       if (cur_.is_partial(a)) continue;
       assert(is_replicated_axis(a));
-      emit(CollectiveKind::local_slice, a, Bytes(0), std::nullopt, std::nullopt, cur_.with_partial(a));
+      emit(kLocalSlice, a, Bytes(0), std::nullopt, std::nullopt, cur_.with_partial(a));
       return true;
     }
     return false;
@@ -168,9 +155,9 @@ std::string to_string(const CommStep& step, const DeviceMesh& mesh) {
     where = fmt::format(" dim {}", *step.gather_dim);
   else if (step.scatter_dim)
     where = fmt::format(" dim {}", *step.scatter_dim);
-  else if (step.kind == CollectiveKind::local_slice)
+  else if (step.kind == kLocalSlice)
     where = " partial";
-  return fmt::format("{}({} x{}){}: {:.0f} B -> {}", collective_kind_name(step.kind), mesh.name(step.axis),
+  return fmt::format("{}({} x{}){}: {:.0f} B -> {}", comm_kind_name(step.kind), mesh.name(step.axis),
                      step.group_size, where, step.bytes.value, to_string(step.result, mesh));
 }
 

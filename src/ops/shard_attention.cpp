@@ -143,9 +143,9 @@ void gather_kv(const ShardSpec& spec, const graph::OpGraph& g, const layout::Dev
     st.axis = layout::MeshAxis(static_cast<int>(a));
     st.group_size = mesh.size(st.axis);
     st.bytes = Bytes(elems * elem);
-    st.kind = layout::CollectiveKind::all_gather;
+    st.kind = core::Collective::all_gather;
     s.forward_comm.push_back(st);
-    st.kind = layout::CollectiveKind::reduce_scatter;
+    st.kind = core::Collective::reduce_scatter;
     s.backward_comm.push_back(st);
   }
 }

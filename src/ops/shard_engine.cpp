@@ -272,7 +272,7 @@ class Enumerator {
       }
       auto step = [&](int n) {
         CommStep st;
-        st.kind = layout::CollectiveKind::all_reduce;
+        st.kind = core::Collective::all_reduce;
         st.axis = axes_[i];
         st.group_size = mesh_.size(axes_[i]);
         st.bytes = Bytes(rows * 4.0 * n);

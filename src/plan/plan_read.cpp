@@ -18,17 +18,13 @@
 
 #include "fields.hpp"
 #include "internal.hpp"
+#include "planner/core/json_path.hpp"
 
 namespace planner::plan {
 namespace {
 
 using nlohmann::json;
 using detail::one_line;
-
-std::string join(std::string_view path, std::string_view key) {
-  if (path.empty()) return std::string(key);
-  return fmt::format("{}.{}", path, key);
-}
 
 std::string describe(const json& v) {
   switch (v.type()) {
@@ -53,7 +49,7 @@ class Reader {
   explicit Reader(std::string_view source) : source_(source) {}
 
   Error fail(std::string_view path, std::string_view msg) const {
-    return Error{one_line(fmt::format("{}: {}: {}", source_, path.empty() ? "(top level)" : path, msg))};
+    return Error{one_line(fmt::format("{}: {}: {}", source_, core::describe_json_path(path), msg))};
   }
   Error expected(std::string_view path, std::string_view what, const json& got) const {
     return fail(path, fmt::format("expected {}, got {}", what, describe(got)));
@@ -156,8 +152,8 @@ class Obj {
   template <typename T>
   Status req(std::string_view key, T& out) const {
     auto it = j_.find(std::string(key));
-    if (it == j_.end()) return r_.fail(join(path_, key), "missing required field");
-    return read(r_, *it, join(path_, key), out);
+    if (it == j_.end()) return r_.fail(core::json_path(path_, key), "missing required field");
+    return read(r_, *it, core::json_path(path_, key), out);
   }
 
   /// Absent: `out` keeps its default.
@@ -165,7 +161,7 @@ class Obj {
   Status opt(std::string_view key, T& out) const {
     auto it = j_.find(std::string(key));
     if (it == j_.end()) return {};
-    return read(r_, *it, join(path_, key), out);
+    return read(r_, *it, core::json_path(path_, key), out);
   }
 
   template <typename T>
@@ -173,7 +169,7 @@ class Obj {
     auto it = j_.find(std::string(key));
     if (it == j_.end()) return {};
     T v{};
-    PLANNER_TRY_STATUS(read(r_, *it, join(path_, key), v));
+    PLANNER_TRY_STATUS(read(r_, *it, core::json_path(path_, key), v));
     out = v;
     return {};
   }
@@ -203,7 +199,7 @@ class FieldReader {
     st_ = o_.opt(key, devices);
     if (!st_) return;
     if (devices && devices->empty())
-      st_ = r_.fail(join(path_, key), "is empty (list the stage's ranks, or leave the field out)");
+      st_ = r_.fail(core::json_path(path_, key), "is empty (list the stage's ranks, or leave the field out)");
     else if (devices)
       c.devices = std::move(*devices);
   }
@@ -246,7 +242,7 @@ Status read(const Reader& r, const json& v, const std::string& path, std::map<st
   out.clear();
   for (const auto& [key, value] : v.items()) {
     T x{};
-    PLANNER_TRY_STATUS(read(r, value, join(path, key), x));
+    PLANNER_TRY_STATUS(read(r, value, core::json_path(path, key), x));
     out.emplace(key, std::move(x));
   }
   return {};
@@ -286,8 +282,8 @@ class DuplicateKeys {
   /// before a value exists, such as a number overflowing a double).
   std::string current_path() const {
     std::string p;
-    for (const auto& f : frames_) p += f.array ? fmt::format("[{}]", f.index) : (p.empty() ? f.key : "." + f.key);
-    return p.empty() ? "(top level)" : p;
+    for (const auto& f : frames_) p = f.array ? p + fmt::format("[{}]", f.index) : core::json_path(p, f.key);
+    return std::string(core::describe_json_path(p));
   }
 
  private:
@@ -302,9 +298,9 @@ class DuplicateKeys {
     std::string p;
     for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
       const auto& f = frames_[i];
-      p += f.array ? fmt::format("[{}]", f.index) : (p.empty() ? f.key : "." + f.key);
+      p = f.array ? p + fmt::format("[{}]", f.index) : core::json_path(p, f.key);
     }
-    return p.empty() ? "(top level)" : p;
+    return std::string(core::describe_json_path(p));
   }
   std::vector<Frame> frames_;
   std::optional<std::string> found_;

@@ -79,6 +79,16 @@ no "runtime_cpu reads no ONNX" "$(inc "$ONNX")" $(mod runtime_cpu)
 no "runtime_cpu's headers hold no BLAS type" "$(inc 'cblas|openblas')" include/planner/runtime_cpu
 # calibrate: times kernels and collectives, never a model or a plan.
 no "calibrate reads no model or plan" "$(inc 'planner/(graph|onnx|plan|estimate|search|executor)/')" $(mod calibrate)
+# One vocabulary: the collectives (and, below, element types and
+# precisions) are defined once, in core; no module brings back its own enum.
+checks=$((checks + 1))
+vocab=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.cu' --include='*.h' \
+  'enum class (Collective|CollectiveKind|CollKind)\b' src include | grep -vE '^include/planner/core/')
+if [ -n "$vocab" ]; then
+  echo "FAIL collectives are core::Collective (include/planner/core/collective.hpp) only:"
+  echo "$vocab"
+  failures=$((failures + 1))
+fi
 # Only main exits. runtime_mpi's abort_job is the one exception: after a rank
 # detected a failure, MPI_Abort is the only way to end the other ranks, and
 # _exit (never reached when MPI_Abort works) keeps the rank from running

@@ -40,7 +40,7 @@ struct Check {
   double predicted;  // GB/s from the profile
 };
 
-double busbw_GBps(const Interconnect& net, Collective kind, double bytes, int ranks, int per_node) {
+double busbw_GBps(const Interconnect& net, core::Collective kind, double bytes, int ranks, int per_node) {
   auto r = collective_time(net, kind, Bytes(bytes), Placement{ranks, per_node});
   if (!r.ok()) FAIL(r.error().message);
   return bus_bandwidth(kind, Bytes(bytes), ranks, r->time).value / 1e9;
@@ -76,7 +76,7 @@ TEST_CASE("profiles reproduce the calibration set's nccl-tests points within 10%
     for (const auto& pt : entry("a100-node-allreduce-sweep")["points"]) {
       double s = pt["bytes"].get<double>();
       checks.push_back({std::string(name) + " a100 sweep " + std::to_string(static_cast<long long>(s)),
-                        pt["busbw_gbs"].get<double>(), busbw_GBps(p.interconnect, Collective::all_reduce, s, 8, 8)});
+                        pt["busbw_gbs"].get<double>(), busbw_GBps(p.interconnect, core::Collective::all_reduce, s, 8, 8)});
     }
   }
   auto h200 = cluster_test::load("h200-sxm-141gb");
@@ -85,14 +85,14 @@ TEST_CASE("profiles reproduce the calibration set's nccl-tests points within 10%
   for (const auto& pt : entry("h200-node-allreduce-sweep-nvls")["points"]) {
     double s = pt["bytes"].get<double>();
     checks.push_back({"h200 sweep " + std::to_string(static_cast<long long>(s)), pt["busbw_gbs"].get<double>(),
-                      busbw_GBps(h200.interconnect, Collective::all_reduce, s, 8, 8)});
+                      busbw_GBps(h200.interconnect, core::Collective::all_reduce, s, 8, 8)});
   }
   // 16 GiB: NVLS all-reduce, ring all-reduce with NVLS disabled, ring AG and RS.
   for (const auto& pt : entry("h200-node-collectives-16GiB")["points"]) {
     double s = pt["bytes"].get<double>();
     std::string coll = pt["collective"], alg = pt["algorithm"];
-    Collective kind = coll == "all_gather" ? Collective::all_gather
-                      : coll == "reduce_scatter" ? Collective::reduce_scatter : Collective::all_reduce;
+    core::Collective kind = coll == "all_gather" ? core::Collective::all_gather
+                      : coll == "reduce_scatter" ? core::Collective::reduce_scatter : core::Collective::all_reduce;
     bool ring_only = alg.find("Ring") != std::string::npos;
     auto net = ring_only ? without_nvls(h200.interconnect) : h200.interconnect;
     checks.push_back({"h200 16GiB " + coll + " " + alg, pt["busbw_gbs"].get<double>(), busbw_GBps(net, kind, s, 8, 8)});
@@ -102,15 +102,15 @@ TEST_CASE("profiles reproduce the calibration set's nccl-tests points within 10%
     int n = pt["num_gpus"].get<int>();
     double s = 8589934592.0;
     checks.push_back({"h200 " + std::to_string(n) + " GPUs", pt["busbw_gbs"].get<double>(),
-                      busbw_GBps(h200.interconnect, Collective::all_reduce, s, n, n)});
+                      busbw_GBps(h200.interconnect, core::Collective::all_reduce, s, n, n)});
     checks.push_back({"h200 " + std::to_string(n) + " GPUs NVLS off", pt["busbw_nvls_off_gbs"].get<double>(),
-                      busbw_GBps(without_nvls(h200.interconnect), Collective::all_reduce, s, n, n)});
+                      busbw_GBps(without_nvls(h200.interconnect), core::Collective::all_reduce, s, n, n)});
   }
   // H100 NVLS (points with a size).
   for (const auto& pt : entry("h100-node-allreduce-nvls")["points"]) {
     if (!pt["bytes"].is_number()) continue;
     checks.push_back({"h100 nvls", pt["busbw_gbs"].get<double>(),
-                      busbw_GBps(h100.interconnect, Collective::all_reduce, pt["bytes"].get<double>(), 8, 8)});
+                      busbw_GBps(h100.interconnect, core::Collective::all_reduce, pt["bytes"].get<double>(), 8, 8)});
   }
   // AWS p5en (H200, EFA 3200 Gb/s = 400 GB/s per node), 4 nodes, ring.
   {
@@ -120,20 +120,20 @@ TEST_CASE("profiles reproduce the calibration set's nccl-tests points within 10%
       std::string alg = pt["algorithm"];
       if (alg.find("NVLSTree") != std::string::npos) continue;  // not modelled
       checks.push_back({"h200 4 nodes EFA " + alg, pt["busbw_gbs"].get<double>(),
-                        busbw_GBps(efa->interconnect, Collective::all_reduce, pt["bytes"].get<double>(), 32, 8)});
+                        busbw_GBps(efa->interconnect, core::Collective::all_reduce, pt["bytes"].get<double>(), 32, 8)});
     }
   }
   auto a100 = cluster_test::load("a100-sxm4-80gb");
   // DGX A100 multi-node (">2 nodes", "large"): 4 nodes, 8 GiB.
   checks.push_back({"dgx-a100 4 nodes ring", entry("dgx-a100-multinode-allreduce")["points"][0]["busbw_gbs"].get<double>(),
-                    busbw_GBps(a100.interconnect, Collective::all_reduce, 8589934592.0, 32, 8)});
+                    busbw_GBps(a100.interconnect, core::Collective::all_reduce, 8589934592.0, 32, 8)});
   // Per-NIC references: one rank per node sends through one NIC.
   checks.push_back({"HDR per NIC", entry("hdr-per-nic-reference")["points"][0]["per_nic_busbw_gbs"].get<double>(),
-                    busbw_GBps(a100.interconnect, Collective::send_recv, 1073741824.0, 2, 1)});
+                    busbw_GBps(a100.interconnect, core::Collective::send_recv, 1073741824.0, 2, 1)});
   {
     const auto& range = entry("ndr-per-nic-reference")["points"][0]["per_nic_busbw_gbs_range"];
     double mid = (range[0].get<double>() + range[1].get<double>()) / 2;
-    checks.push_back({"NDR per NIC", mid, busbw_GBps(h100.interconnect, Collective::send_recv, 1073741824.0, 2, 1)});
+    checks.push_back({"NDR per NIC", mid, busbw_GBps(h100.interconnect, core::Collective::send_recv, 1073741824.0, 2, 1)});
   }
   // 3 nodes of A100 40GB with only 4 HDR NICs (100 GB/s per node): nccl-tests
   // -b 8 -e 128M in 1 MiB steps, average and peak busbw.
@@ -144,7 +144,7 @@ TEST_CASE("profiles reproduce the calibration set's nccl-tests points within 10%
     double sum = 0, peak = 0;
     const int count = 128;
     for (int i = 0; i < count; ++i) {
-      double b = busbw_GBps(four_hdr->interconnect, Collective::all_reduce, 8.0 + i * 1048576.0, 24, 8);
+      double b = busbw_GBps(four_hdr->interconnect, core::Collective::all_reduce, 8.0 + i * 1048576.0, 24, 8);
       sum += b;
       peak = std::max(peak, b);
     }

@@ -37,13 +37,13 @@ Interconnect dgx() {
   return Interconnect{{intra("nvlink", 8, 300, 2.5, 0.8), x}};
 }
 
-double seconds(const Interconnect& net, Collective c, double bytes, int ranks, int per_node) {
+double seconds(const Interconnect& net, core::Collective c, double bytes, int ranks, int per_node) {
   auto r = collective_time(net, c, Bytes(bytes), Placement{ranks, per_node});
   if (!r.ok()) FAIL(r.error().message);
   return r->time.value;
 }
 
-Algorithm algorithm(const Interconnect& net, Collective c, double bytes, int ranks, int per_node) {
+Algorithm algorithm(const Interconnect& net, core::Collective c, double bytes, int ranks, int per_node) {
   auto r = collective_time(net, c, Bytes(bytes), Placement{ranks, per_node});
   REQUIRE(r.ok());
   return r->algorithm;
@@ -55,31 +55,31 @@ TEST_CASE("one node: ring formulas with busbw 240 GB/s", "[cluster]") {
   auto net = dgx();
   // all-reduce 1 GB on 8 GPUs: 2*7/8 * 1e9 / 240e9 + 2*7 * 2.5e-6
   //   = 7.291667e-3 + 35e-6 = 7.326667e-3 s
-  CHECK(seconds(net, Collective::all_reduce, 1e9, 8, 8) == Approx(7.326667e-3).epsilon(1e-6));
-  CHECK(algorithm(net, Collective::all_reduce, 1e9, 8, 8) == Algorithm::ring);
+  CHECK(seconds(net, core::Collective::all_reduce, 1e9, 8, 8) == Approx(7.326667e-3).epsilon(1e-6));
+  CHECK(algorithm(net, core::Collective::all_reduce, 1e9, 8, 8) == Algorithm::ring);
   // all-gather / reduce-scatter: 7/8 * 1e9/240e9 + 7 * 2.5e-6 = 3.645833e-3 + 17.5e-6
-  CHECK(seconds(net, Collective::all_gather, 1e9, 8, 8) == Approx(3.663333e-3).epsilon(1e-6));
-  CHECK(seconds(net, Collective::reduce_scatter, 1e9, 8, 8) == Approx(3.663333e-3).epsilon(1e-6));
+  CHECK(seconds(net, core::Collective::all_gather, 1e9, 8, 8) == Approx(3.663333e-3).epsilon(1e-6));
+  CHECK(seconds(net, core::Collective::reduce_scatter, 1e9, 8, 8) == Approx(3.663333e-3).epsilon(1e-6));
   // broadcast: 1e9/240e9 + 7 * 2.5e-6 = 4.166667e-3 + 17.5e-6
-  CHECK(seconds(net, Collective::broadcast, 1e9, 8, 8) == Approx(4.184167e-3).epsilon(1e-6));
+  CHECK(seconds(net, core::Collective::broadcast, 1e9, 8, 8) == Approx(4.184167e-3).epsilon(1e-6));
   // all-to-all: 7/8 * 1e9/240e9 + 2.5e-6
-  CHECK(seconds(net, Collective::all_to_all, 1e9, 8, 8) == Approx(3.648333e-3).epsilon(1e-6));
+  CHECK(seconds(net, core::Collective::all_to_all, 1e9, 8, 8) == Approx(3.648333e-3).epsilon(1e-6));
   // 2 GPUs: 2*1/2 * 1e9/240e9 + 2 * 2.5e-6 = 4.166667e-3 + 5e-6
-  CHECK(seconds(net, Collective::all_reduce, 1e9, 2, 2) == Approx(4.171667e-3).epsilon(1e-6));
+  CHECK(seconds(net, core::Collective::all_reduce, 1e9, 2, 2) == Approx(4.171667e-3).epsilon(1e-6));
   // one rank: nothing to do
-  CHECK(seconds(net, Collective::all_reduce, 1e9, 1, 1) == 0);
-  CHECK(algorithm(net, Collective::all_reduce, 1e9, 1, 1) == Algorithm::local);
+  CHECK(seconds(net, core::Collective::all_reduce, 1e9, 1, 1) == 0);
+  CHECK(algorithm(net, core::Collective::all_reduce, 1e9, 1, 1) == Algorithm::local);
   // bus bandwidth of the 8-GPU all-reduce without latency: exactly 240 GB/s
-  CHECK(bus_bandwidth(Collective::all_reduce, Bytes(1e9), 8, Seconds(7.291667e-3)).value == Approx(240e9).epsilon(1e-6));
+  CHECK(bus_bandwidth(core::Collective::all_reduce, Bytes(1e9), 8, Seconds(7.291667e-3)).value == Approx(240e9).epsilon(1e-6));
 }
 
 TEST_CASE("send/recv inside and across nodes", "[cluster]") {
   auto net = dgx();
   // same node: 1e9 / 240e9 + 2.5e-6
-  CHECK(seconds(net, Collective::send_recv, 1e9, 2, 2) == Approx(4.169167e-3).epsilon(1e-6));
+  CHECK(seconds(net, core::Collective::send_recv, 1e9, 2, 2) == Approx(4.169167e-3).epsilon(1e-6));
   // across nodes, one rank per node: one NIC, 1e9 / (25e9 * 0.96) + 4e-6 = 41.666667e-3 + 4e-6
-  CHECK(seconds(net, Collective::send_recv, 1e9, 2, 1) == Approx(41.670667e-3).epsilon(1e-6));
-  CHECK(algorithm(net, Collective::send_recv, 1e9, 2, 1) == Algorithm::point_to_point);
+  CHECK(seconds(net, core::Collective::send_recv, 1e9, 2, 1) == Approx(41.670667e-3).epsilon(1e-6));
+  CHECK(algorithm(net, core::Collective::send_recv, 1e9, 2, 1) == Algorithm::point_to_point);
 }
 
 TEST_CASE("two nodes: the flat ring is limited by the NICs", "[cluster]") {
@@ -91,18 +91,18 @@ TEST_CASE("two nodes: the flat ring is limited by the NICs", "[cluster]") {
   // Hierarchical: RS in node 3.663333e-3, all-reduce of 1e9/8 over 2 nodes at one
   //   NIC per rank: 2*1/2 * 1.25e8/(25e9*0.96) + 2*4e-6 = 5.216333e-3, AG 3.663333e-3:
   //   12.543e-3 -> slower, so the ring is chosen.
-  CHECK(seconds(net, Collective::all_reduce, 1e9, 16, 8) == Approx(9.843625e-3).epsilon(1e-6));
-  CHECK(algorithm(net, Collective::all_reduce, 1e9, 16, 8) == Algorithm::ring);
+  CHECK(seconds(net, core::Collective::all_reduce, 1e9, 16, 8) == Approx(9.843625e-3).epsilon(1e-6));
+  CHECK(algorithm(net, core::Collective::all_reduce, 1e9, 16, 8) == Algorithm::ring);
   // All-gather on the same placement: flat 15/16 * 1e9/192e9 + (14*2.5 + 1*4) us
   //   = 4.8828125e-3 + 39e-6 = 4.9218125e-3; hierarchical 1.25e8 ring over 2 nodes
   //   (1/2 * 1.25e8/24e9 + 4e-6 = 2.608333e-3) + 3.663333e-3 = 6.271667e-3.
-  CHECK(seconds(net, Collective::all_gather, 1e9, 16, 8) == Approx(4.9218125e-3).epsilon(1e-6));
+  CHECK(seconds(net, core::Collective::all_gather, 1e9, 16, 8) == Approx(4.9218125e-3).epsilon(1e-6));
   // A single ring (Placement::single_ring) crosses each node through one NIC:
   //   min(240e9, 1 * 25e9 * 0.96) = 24e9; 15/16 * 1e9/24e9 + 39e-6 = 39.1015e-3.
-  auto single = collective_time(net, Collective::all_gather, Bytes(1e9), Placement{16, 8, true});
+  auto single = collective_time(net, core::Collective::all_gather, Bytes(1e9), Placement{16, 8, true});
   REQUIRE(single.ok());
   CHECK(single->time.value == Approx(39.1015e-3).epsilon(1e-6));
-  auto rs = collective_time(net, Collective::reduce_scatter, Bytes(1e9), Placement{16, 8, true});
+  auto rs = collective_time(net, core::Collective::reduce_scatter, Bytes(1e9), Placement{16, 8, true});
   REQUIRE(rs.ok());
   CHECK(rs->time.value == Approx(39.1015e-3).epsilon(1e-6));
 }
@@ -114,34 +114,34 @@ TEST_CASE("many nodes, small message: hierarchical tree wins on latency", "[clus
   //   = 17.739e-6; tree all-reduce of 8192 B over 16 nodes at 25e9 * 0.864:
   //   2*15/16 * 8192/21.6e9 + 2*log2(16)*4e-6 = 0.711e-6 + 32e-6 = 32.711e-6;
   //   AG 17.739e-6. Total 68.189e-6 s.
-  CHECK(seconds(net, Collective::all_reduce, 65536, 128, 8) == Approx(68.189e-6).epsilon(1e-4));
-  CHECK(algorithm(net, Collective::all_reduce, 65536, 128, 8) == Algorithm::hierarchical_tree);
+  CHECK(seconds(net, core::Collective::all_reduce, 65536, 128, 8) == Approx(68.189e-6).epsilon(1e-4));
+  CHECK(algorithm(net, core::Collective::all_reduce, 65536, 128, 8) == Algorithm::hierarchical_tree);
 }
 
 TEST_CASE("one rank per node uses one NIC", "[cluster]") {
   auto net = dgx();
   // 4 nodes x 1 rank, 1 GB: a single inter-node stage. Ring: 2*3/4 * 1e9/(25e9*0.96)
   //   + 2*3*4e-6 = 62.5e-3 + 24e-6; tree: 2*3/4 * 1e9/(25e9*0.864) + 2*2*4e-6 -> slower.
-  CHECK(seconds(net, Collective::all_reduce, 1e9, 4, 1) == Approx(62.524e-3).epsilon(1e-6));
+  CHECK(seconds(net, core::Collective::all_reduce, 1e9, 4, 1) == Approx(62.524e-3).epsilon(1e-6));
   // all-to-all over 2 nodes x 8: 8/16 of the buffer leaves the node at one NIC per
   //   rank (25e9 * 0.96): 0.5e9/24e9 = 20.833e-3; 7/16 stays at 240e9: 1.823e-3;
   //   the slower plus the larger alpha: 20.833333e-3 + 4e-6.
-  CHECK(seconds(net, Collective::all_to_all, 1e9, 16, 8) == Approx(20.837333e-3).epsilon(1e-6));
+  CHECK(seconds(net, core::Collective::all_to_all, 1e9, 16, 8) == Approx(20.837333e-3).epsilon(1e-6));
 }
 
 TEST_CASE("NVLS: algbw table, only from min_ranks and min_bytes", "[cluster]") {
   auto net = dgx();
   net.levels[0].nvls = CollectiveTable{EfficiencyTable{{{1, 0.6}}, "message_bytes"}, 5, Bytes(2097152)};
   // 8 ranks, 1 GB: 1e9/(300e9 * 0.6) + 2 * 2.5e-6 = 5.555556e-3 + 5e-6 (ring: 7.326667e-3)
-  CHECK(seconds(net, Collective::all_reduce, 1e9, 8, 8) == Approx(5.560556e-3).epsilon(1e-6));
-  CHECK(algorithm(net, Collective::all_reduce, 1e9, 8, 8) == Algorithm::nvls);
+  CHECK(seconds(net, core::Collective::all_reduce, 1e9, 8, 8) == Approx(5.560556e-3).epsilon(1e-6));
+  CHECK(algorithm(net, core::Collective::all_reduce, 1e9, 8, 8) == Algorithm::nvls);
   // 4 ranks: NVLS not available -> ring 2*3/4*1e9/240e9 + 6*2.5e-6 = 6.25e-3 + 15e-6
-  CHECK(algorithm(net, Collective::all_reduce, 1e9, 4, 4) == Algorithm::ring);
-  CHECK(seconds(net, Collective::all_reduce, 1e9, 4, 4) == Approx(6.265e-3).epsilon(1e-6));
+  CHECK(algorithm(net, core::Collective::all_reduce, 1e9, 4, 4) == Algorithm::ring);
+  CHECK(seconds(net, core::Collective::all_reduce, 1e9, 4, 4) == Approx(6.265e-3).epsilon(1e-6));
   // 1 MiB: below min_bytes -> ring
-  CHECK(algorithm(net, Collective::all_reduce, 1048576, 8, 8) == Algorithm::ring);
+  CHECK(algorithm(net, core::Collective::all_reduce, 1048576, 8, 8) == Algorithm::ring);
   // NVLS never applies to all-gather
-  CHECK(algorithm(net, Collective::all_gather, 1e9, 8, 8) == Algorithm::ring);
+  CHECK(algorithm(net, core::Collective::all_gather, 1e9, 8, 8) == Algorithm::ring);
 }
 
 TEST_CASE("three levels (Ascend-like HCCS groups of 4 inside a node of 8)", "[cluster]") {
@@ -159,26 +159,26 @@ TEST_CASE("three levels (Ascend-like HCCS groups of 4 inside a node of 8)", "[cl
   //   = 24.305556e-3 + 35e-6 = 24.340556e-3.
   // Hierarchical: RS over 4: 3/4*1e9/72e9 + 7.5e-6 = 10.424167e-3; AR of 2.5e8 over
   //   2 at 25.6e9: 2.5e8/25.6e9 + 5e-6 = 9.770625e-3; AG 10.424167e-3 -> 30.62e-3.
-  CHECK(seconds(net, Collective::all_reduce, 1e9, 8, 8) == Approx(24.340556e-3).epsilon(1e-6));
+  CHECK(seconds(net, core::Collective::all_reduce, 1e9, 8, 8) == Approx(24.340556e-3).epsilon(1e-6));
   // 4 ranks stay inside one HCCS group: 2*3/4 * 1e9/72e9 + 6 * 2.5e-6
-  CHECK(seconds(net, Collective::all_reduce, 1e9, 4, 4) == Approx(20.848333e-3).epsilon(1e-6));
+  CHECK(seconds(net, core::Collective::all_reduce, 1e9, 4, 4) == Approx(20.848333e-3).epsilon(1e-6));
   // 6 ranks per node cannot fill groups of 4 evenly
-  auto six = collective_time(net, Collective::all_reduce, Bytes(1e9), Placement{6, 6});
+  auto six = collective_time(net, core::Collective::all_reduce, Bytes(1e9), Placement{6, 6});
   REQUIRE_FALSE(six.ok());
   CHECK_THAT(six.error().message, Contains("hccs"));
 }
 
 TEST_CASE("impossible placements are errors", "[cluster]") {
   auto net = dgx();
-  auto check = [&](Collective c, double bytes, Placement p, const char* what) {
+  auto check = [&](core::Collective c, double bytes, Placement p, const char* what) {
     auto r = collective_time(net, c, Bytes(bytes), p);
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(r.error().message, Contains(what));
   };
-  check(Collective::all_reduce, 1e9, {16, 9}, "ranks_per_node 9");
-  check(Collective::all_reduce, 1e9, {12, 8}, "not a multiple");
-  check(Collective::all_reduce, 1e9, {4, 8}, "exceeds ranks");
-  check(Collective::all_reduce, 1e9, {0, 1}, "ranks must be >= 1");
-  check(Collective::send_recv, 1e9, {3, 3}, "send_recv");
-  check(Collective::all_gather, -1, {8, 8}, "message size");
+  check(core::Collective::all_reduce, 1e9, {16, 9}, "ranks_per_node 9");
+  check(core::Collective::all_reduce, 1e9, {12, 8}, "not a multiple");
+  check(core::Collective::all_reduce, 1e9, {4, 8}, "exceeds ranks");
+  check(core::Collective::all_reduce, 1e9, {0, 1}, "ranks must be >= 1");
+  check(core::Collective::send_recv, 1e9, {3, 3}, "send_recv");
+  check(core::Collective::all_gather, -1, {8, 8}, "message size");
 }

@@ -29,7 +29,7 @@ ClusterProfile parse(const json& j) {
   return std::move(p).value();
 }
 
-double time_of(const ClusterProfile& p, Collective c, double bytes, int ranks, int per_node) {
+double time_of(const ClusterProfile& p, core::Collective c, double bytes, int ranks, int per_node) {
   auto t = collective_time(p, c, Bytes(bytes), {ranks, per_node});
   REQUIRE(t.ok());
   return t->time.value;
@@ -48,14 +48,14 @@ TEST_CASE("an all_to_all table with its own latency prices all_to_all only", "[c
   const ClusterProfile before = parse(j);
   j["interconnect"]["levels"][0]["efficiency"]["all_to_all"] = table(0.5, 10.0);
   const ClusterProfile p = parse(j);
-  REQUIRE(p.interconnect.levels[0].per_collective[static_cast<int>(Collective::all_to_all)]);
+  REQUIRE(p.interconnect.levels[0].per_collective[static_cast<int>(core::Collective::all_to_all)]);
   CHECK(p.sources.count("interconnect.levels[0].efficiency.all_to_all") == 1);
   // 8 ranks on NVLink (300 GB/s), S = 1e6: (n-1)/n * S / (B e) + alpha
   //   = 0.875e6 / (300e9 * 0.5) + 10 us = 5.8333 us + 10 us = 15.8333 us.
-  CHECK(time_of(p, Collective::all_to_all, 1e6, 8, 8) == Approx(15.8333e-6).epsilon(1e-4));
+  CHECK(time_of(p, core::Collective::all_to_all, 1e6, 8, 8) == Approx(15.8333e-6).epsilon(1e-4));
   // Everything else is unchanged.
-  for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter,
-                       Collective::broadcast})
+  for (core::Collective c : {core::Collective::all_reduce, core::Collective::all_gather, core::Collective::reduce_scatter,
+                       core::Collective::broadcast})
     for (double s : {1e4, 1e6, 1e8}) {
       CHECK(time_of(p, c, s, 8, 8) == time_of(before, c, s, 8, 8));
       CHECK(time_of(p, c, s, 16, 8) == time_of(before, c, s, 16, 8));
@@ -67,7 +67,7 @@ TEST_CASE("a per-collective table without latency keeps the level's latency", "[
   j["interconnect"]["levels"][0]["efficiency"]["all_gather"] = table(0.25, std::nullopt);
   const ClusterProfile p = parse(j);
   // all_gather, 8 ranks: 7/8 * 1e6 / (300e9 * 0.25) + 7 * 2.5 us = 11.6667 + 17.5 = 29.1667 us.
-  CHECK(time_of(p, Collective::all_gather, 1e6, 8, 8) == Approx(29.1667e-6).epsilon(1e-4));
+  CHECK(time_of(p, core::Collective::all_gather, 1e6, 8, 8) == Approx(29.1667e-6).epsilon(1e-4));
 }
 
 TEST_CASE("the hierarchical all-reduce reads the inner reduce_scatter and all_gather tables", "[cluster][collective]") {
@@ -78,11 +78,11 @@ TEST_CASE("the hierarchical all-reduce reads the inner reduce_scatter and all_ga
   j["interconnect"]["levels"][0]["efficiency"]["reduce_scatter"] = table(0.05, std::nullopt);
   j["interconnect"]["levels"][0]["efficiency"]["all_gather"] = table(0.05, std::nullopt);
   const ClusterProfile p = parse(j);
-  CHECK(time_of(p, Collective::all_reduce, 1e6, 8, 8) == time_of(before, Collective::all_reduce, 1e6, 8, 8));
-  auto hier = collective_time(before, Collective::all_reduce, Bytes(1e9), {16, 8});
+  CHECK(time_of(p, core::Collective::all_reduce, 1e6, 8, 8) == time_of(before, core::Collective::all_reduce, 1e6, 8, 8));
+  auto hier = collective_time(before, core::Collective::all_reduce, Bytes(1e9), {16, 8});
   REQUIRE(hier.ok());
   if (hier->algorithm == Algorithm::hierarchical_ring || hier->algorithm == Algorithm::hierarchical_tree)
-    CHECK(time_of(p, Collective::all_reduce, 1e9, 16, 8) > hier->time.value);
+    CHECK(time_of(p, core::Collective::all_reduce, 1e9, 16, 8) > hier->time.value);
 }
 
 TEST_CASE("per-collective tables are checked like every table", "[cluster][collective]") {

@@ -24,7 +24,7 @@ class FakeCostModel final : public cost::CostModel {
     t.forward_kernels = t.backward_kernels = 1;
     return t;
   }
-  Result<Seconds> collective(cluster::Collective, Bytes m, cluster::Placement) const override {
+  Result<Seconds> collective(core::Collective, Bytes m, cluster::Placement) const override {
     return Seconds(m.value / 1e9);
   }
   cost::MemoryBreakdown memory(const graph::OpGraph&, const cost::MemorySetup&) const override { return {}; }
@@ -53,7 +53,7 @@ TEST_CASE("code written against CostModel takes an injected fake", "[cost][model
   const double n = static_cast<double>(g.num_ops());
   CHECK(t.forward.value == Approx(1e-3 * n));
   CHECK(t.backward.value == Approx(2e-3 * n));
-  CHECK(cm.collective(cluster::Collective::all_reduce, Bytes(2e9), {8, 8}).value().value == 2.0);
+  CHECK(cm.collective(core::Collective::all_reduce, Bytes(2e9), {8, 8}).value().value == 2.0);
 }
 
 TEST_CASE("ProfileCostModel answers from its profile", "[cost][model]") {
@@ -64,12 +64,12 @@ TEST_CASE("ProfileCostModel answers from its profile", "[cost][model]") {
   for (const auto& op : g.ops())
     CHECK(pm.op_time(op, g, OpScaling::whole()).total() == cost::time_of(op, g, OpScaling::whole(), ctx).total());
   // Collectives are the cluster module's: 1 GiB all-reduce over 8 GPUs of one node.
-  const auto ar = pm.collective(cluster::Collective::all_reduce, gib(1), {8, 8});
+  const auto ar = pm.collective(core::Collective::all_reduce, gib(1), {8, 8});
   REQUIRE(ar.ok());
-  const auto direct = cluster::collective_time(pm.profile(), cluster::Collective::all_reduce, gib(1), {8, 8});
+  const auto direct = cluster::collective_time(pm.profile(), core::Collective::all_reduce, gib(1), {8, 8});
   CHECK(ar.value() == direct.value().time);
   // A placement the cluster cannot hold is an error, not a number.
-  CHECK_FALSE(pm.collective(cluster::Collective::all_reduce, gib(1), {8, 16}).ok());
+  CHECK_FALSE(pm.collective(core::Collective::all_reduce, gib(1), {8, 16}).ok());
   CHECK(pm.device_memory() == gib(79.21));
   CHECK(pm.peak().value == 312e12);
   cost::MemorySetup setup;

@@ -72,7 +72,7 @@ class FakeCostModel final : public cost::CostModel {
     t.forward_kernels = t.backward_kernels = 1;
     return t;
   }
-  Result<Seconds> collective(cluster::Collective kind, Bytes m, cluster::Placement where) const override {
+  Result<Seconds> collective(core::Collective kind, Bytes m, cluster::Placement where) const override {
     const std::lock_guard<std::mutex> lock(mu_);
     calls_.push_back(Call{kind, m, where});
     return Seconds(m.value * seconds_per_byte);
@@ -88,7 +88,7 @@ class FakeCostModel final : public cost::CostModel {
   const cost::ComputeContext& context() const override { return ctx_; }
 
   struct Call {
-    cluster::Collective kind;
+    core::Collective kind;
     Bytes bytes;
     cluster::Placement where;
   };
@@ -108,7 +108,7 @@ class FakeCostModel final : public cost::CostModel {
 };
 
 // The collectives of one kind the estimate asked the fake to cost, in order.
-inline std::vector<FakeCostModel::Call> calls_of(const FakeCostModel& m, cluster::Collective kind) {
+inline std::vector<FakeCostModel::Call> calls_of(const FakeCostModel& m, core::Collective kind) {
   std::vector<FakeCostModel::Call> out;
   for (const auto& c : m.calls())
     if (c.kind == kind) out.push_back(c);

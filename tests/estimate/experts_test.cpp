@@ -59,7 +59,7 @@ TEST_CASE("estimate ep: all-to-all instead of replicated expert gradients", "[es
     const FakeCostModel fake;
     const auto e = run(g, fake, moe_config(1));
     CHECK(e.step_time.value == rel(0.054 + 4.416e-6 + 4.1952e-8));
-    CHECK(calls_of(fake, cluster::Collective::all_to_all).empty());
+    CHECK(calls_of(fake, core::Collective::all_to_all).empty());
     CHECK(e.stages[0].parameters == 1104);
   }
   // ep = 2: each rank keeps 2 of the 4 experts: 80 dense + 1,024 / 2 = 512
@@ -82,14 +82,14 @@ TEST_CASE("estimate ep: all-to-all instead of replicated expert gradients", "[es
   CHECK((m.weights + m.gradients + m.optimizer_states).value == rel(592.0 * 18));
   // Two all-to-alls (dispatch, combine) in the forward over the ep group of
   // 2 ranks on one node; two all-reduces: dense over 4, experts over 2.
-  const auto a2a = calls_of(fake, cluster::Collective::all_to_all);
+  const auto a2a = calls_of(fake, core::Collective::all_to_all);
   REQUIRE(a2a.size() == 2);
   for (const auto& c : a2a) {
     CHECK(c.bytes.value == 256);
     CHECK(c.where.ranks == 2);
     CHECK(c.where.ranks_per_node == 2);
   }
-  const auto ar = calls_of(fake, cluster::Collective::all_reduce);
+  const auto ar = calls_of(fake, core::Collective::all_reduce);
   REQUIRE(ar.size() == 2);
   CHECK(ar[0].bytes.value == 320);
   CHECK(ar[0].where.ranks == 4);

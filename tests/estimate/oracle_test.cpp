@@ -131,7 +131,7 @@ TEST_CASE("estimate oracle: CostModelOracle: op time, collectives and memory fro
   // Collectives: an all-reduce of 4,096 B over the 4 tp ranks of one node
   // at 1 GB/s; local steps and single ranks are free.
   layout::CommStep ar;
-  ar.kind = layout::CollectiveKind::all_reduce;
+  ar.kind = core::Collective::all_reduce;
   ar.axis = layout::MeshAxis(0);
   ar.group_size = 4;
   ar.bytes = Bytes(4096);
@@ -139,11 +139,11 @@ TEST_CASE("estimate oracle: CostModelOracle: op time, collectives and memory fro
   CHECK(oracle.comm_time(ar, s.mesh).value == Approx(4.096e-6));
   const auto calls = fake.calls();
   REQUIRE(calls.size() == 1);
-  CHECK(calls[0].kind == cluster::Collective::all_reduce);
+  CHECK(calls[0].kind == core::Collective::all_reduce);
   CHECK(calls[0].where.ranks == 4);
   CHECK(calls[0].where.ranks_per_node == 4);
   layout::CommStep local = ar;
-  local.kind = layout::CollectiveKind::local_slice;
+  local.kind = layout::kLocalSlice;
   CHECK(oracle.comm_time(local, s.mesh).value == 0);
   layout::CommStep one = ar;
   one.group_size = 1;

@@ -62,7 +62,7 @@ TEST_CASE("estimate step: dp only, small MLP: m (F + B) + the whole all-reduce +
   CHECK(e.pipeline_p2p.value == 0);
   CHECK(breakdown_sum(e) == rel(e.step_time.value));
   // The one data-parallel collective: 2,704 B over 2 ranks of one node.
-  const auto ar = calls_of(fake, cluster::Collective::all_reduce);
+  const auto ar = calls_of(fake, core::Collective::all_reduce);
   REQUIRE(ar.size() == 1);
   CHECK(ar[0].bytes.value == 2704);
   CHECK(ar[0].where.ranks == 2);
@@ -178,13 +178,13 @@ TEST_CASE("estimate step: dp only with ZeRO-1 or the distributed optimizer: redu
     CHECK(e.optimizer.value == rel(0.00152209019));
     CHECK(e.step_time.value == rel(0.072 + 0.46266006 + 0.00152209019));
     CHECK(breakdown_sum(e) == rel(e.step_time.value));
-    const auto rs = calls_of(fake, cluster::Collective::reduce_scatter);
-    const auto ag = calls_of(fake, cluster::Collective::all_gather);
+    const auto rs = calls_of(fake, core::Collective::reduce_scatter);
+    const auto ag = calls_of(fake, core::Collective::all_gather);
     REQUIRE(rs.size() == 1);
     REQUIRE(ag.size() == 1);
     CHECK(rs[0].bytes.value == rel(4 * kBigP));
     CHECK(ag[0].bytes.value == rel(2 * kBigP));
-    CHECK(calls_of(fake, cluster::Collective::all_reduce).empty());
+    CHECK(calls_of(fake, core::Collective::all_reduce).empty());
   }
 }
 
@@ -196,7 +196,7 @@ TEST_CASE("estimate step: data-parallel groups are placed tp-fastest on the node
   const FakeCostModel fake;
   const auto e = run(g, fake, config_for(8, 2, 1, 2, 8));
   bool found = false;
-  for (const auto& call : calls_of(fake, cluster::Collective::all_reduce)) {
+  for (const auto& call : calls_of(fake, core::Collective::all_reduce)) {
     if (call.where.ranks != 8) continue;
     found = true;
     CHECK(call.where.ranks_per_node == 4);
@@ -235,7 +235,7 @@ TEST_CASE("estimate step: 1F1B over two balanced stages: (m + p - 1)(f + b) plus
   // = 4,096 B, sent between two ranks of one node: t = 4.096 us.
   const double t = 4.096e-6;
   CHECK(e.pipeline_p2p.value == rel(t));
-  const auto sends = calls_of(fake, cluster::Collective::send_recv);
+  const auto sends = calls_of(fake, core::Collective::send_recv);
   REQUIRE(sends.size() == 1);
   CHECK(sends[0].bytes.value == 4096);
   CHECK(sends[0].where.ranks == 2);
@@ -359,7 +359,7 @@ TEST_CASE("estimate step: tensor parallelism: Megatron's all-reduces on the crit
   CHECK(e.chunks[1].model_parallel_comm.value < 37.3e-6);
   // Only all-reduces, priced over 2 ranks of one node.
   for (const auto& [kind, v] : e.model_parallel.by_kind) CHECK(kind == "all_reduce");
-  for (const auto& call : calls_of(fake, cluster::Collective::all_reduce)) {
+  for (const auto& call : calls_of(fake, core::Collective::all_reduce)) {
     CHECK(call.where.ranks == 2);
     CHECK(call.where.ranks_per_node == 2);
   }
@@ -477,11 +477,11 @@ TEST_CASE("estimate step: ZeRO-3: weights gathered and gradients reduce-scattere
   double gathered = 0, scattered = 0;
   int gathers = 0;
   for (const auto& call : fake.calls()) {
-    if (call.kind == cluster::Collective::all_gather) {
+    if (call.kind == core::Collective::all_gather) {
       gathered += call.bytes.value;
       ++gathers;
     }
-    if (call.kind == cluster::Collective::reduce_scatter) scattered += call.bytes.value;
+    if (call.kind == core::Collective::reduce_scatter) scattered += call.bytes.value;
   }
   CHECK(gathered == rel(434'944));
   CHECK(scattered == rel(869'888));
@@ -500,14 +500,14 @@ TEST_CASE("estimate step: ZeRO-3: weights gathered and gradients reduce-scattere
     CHECK(de.chunks[0].zero3_exposed.value == rel(1.08736e-3));
     CHECK(de.zero3_exposed.value == rel(4 * 1.08736e-3));
     CHECK(breakdown_sum(de) == rel(de.step_time.value));
-    for (const auto& call : calls_of(ds, cluster::Collective::all_gather)) CHECK(call.where.single_ring);
-    for (const auto& call : calls_of(fake, cluster::Collective::all_gather)) CHECK_FALSE(call.where.single_ring);
+    for (const auto& call : calls_of(ds, core::Collective::all_gather)) CHECK(call.where.single_ring);
+    for (const auto& call : calls_of(fake, core::Collective::all_gather)) CHECK_FALSE(call.where.single_ring);
   }
   SECTION("FSDP gathers one flat buffer per wrapped block: 4 layers + the root (embeddings and head)") {
     auto f = c;
     f.framework = Framework::fsdp;
     const FakeCostModel fsdp;
     run(g, fsdp, f);
-    CHECK(calls_of(fsdp, cluster::Collective::all_gather).size() == 5);
+    CHECK(calls_of(fsdp, core::Collective::all_gather).size() == 5);
   }
 }

@@ -73,7 +73,7 @@ TEST_CASE("tensor-parallel plan: Megatron GEMM shapes, all-reduces and local par
   CHECK(c.collectives == 32);
   CHECK(of_kind(r0.steps[0].tasks, TaskKind::collective).size() == 8);
   for (const auto& t : of_kind(r0.steps[1].tasks, TaskKind::collective)) {
-    CHECK(t.coll == CollKind::all_reduce);
+    CHECK(t.coll == core::Collective::all_reduce);
     CHECK(t.axes == "tp");
     CHECK(t.bytes == 8192);  // b s h at 2 bytes (bf16) = 64 x 64 x 2
     CHECK(t.component == Component::tp_comm);
@@ -130,7 +130,7 @@ TEST_CASE("data-parallel plans: gradient all-reduce, or ZeRO-1 reduce-scatter an
   {
     const RankProgram r = derive(load_plan("gpt_dp2.json"), 1);
     REQUIRE(r.finish.size() == 2);
-    CHECK(r.finish[0].coll == CollKind::all_reduce);
+    CHECK(r.finish[0].coll == core::Collective::all_reduce);
     CHECK(r.finish[0].axes == "dp");
     CHECK(r.finish[0].bytes == all * 4);  // f32 gradients: 873984 B
     CHECK(r.finish[0].component == Component::dp_comm);
@@ -140,10 +140,10 @@ TEST_CASE("data-parallel plans: gradient all-reduce, or ZeRO-1 reduce-scatter an
   {
     const RankProgram r = derive(load_plan("gpt_dp2_zero1.json"), 1);
     REQUIRE(r.finish.size() == 3);
-    CHECK(r.finish[0].coll == CollKind::reduce_scatter);
+    CHECK(r.finish[0].coll == core::Collective::reduce_scatter);
     CHECK(r.finish[0].bytes == all * 4);
     CHECK(r.finish[1].elements == all / 2);  // each rank updates its half: 109248
-    CHECK(r.finish[2].coll == CollKind::all_gather);
+    CHECK(r.finish[2].coll == core::Collective::all_gather);
     CHECK(r.finish[2].bytes == all * 2);     // bf16 parameters gathered back: 436992 B
     // Memory of the replay: p and g f32 (2 x 218496 x 4) + adam's 2 states on
     // the half (2 x 109248 x 4) + the working buffers.
@@ -227,12 +227,12 @@ TEST_CASE("ZeRO-3 gathers a chunk's parameters around each pass and shards the u
   REQUIRE(r.steps.size() == 2);  // F0 B0
   const auto f = of_kind(r.steps[0].tasks, TaskKind::collective);
   REQUIRE(f.size() == 1);
-  CHECK(f[0].coll == CollKind::all_gather);
+  CHECK(f[0].coll == core::Collective::all_gather);
   CHECK(f[0].bytes == all * 2);  // the chunk's parameters at bf16
   const auto b = of_kind(r.steps[1].tasks, TaskKind::collective);
   REQUIRE(b.size() == 2);
-  CHECK(b[0].coll == CollKind::all_gather);
-  CHECK(b[1].coll == CollKind::reduce_scatter);
+  CHECK(b[0].coll == core::Collective::all_gather);
+  CHECK(b[1].coll == core::Collective::reduce_scatter);
   CHECK(b[1].bytes == all * 4);  // f32 gradients
   REQUIRE(r.finish.size() == 1);  // no step-end sync: the optimizer on its half
   CHECK(r.finish[0].elements == all / 2);

@@ -40,7 +40,7 @@ TEST_CASE("Megatron tensor parallelism: row-parallel output and sequence paralle
   SECTION("row-parallel MatMul output, partial over tp -> replicated: all-reduce of b*s*h*2") {
     auto steps = redistribute(TensorLayout::partial(3, tp), TensorLayout::replicated(3), bsh, DType::bf16, m);
     REQUIRE(steps.size() == 1);
-    CHECK(steps[0].kind == CollectiveKind::all_reduce);
+    CHECK(steps[0].kind == core::Collective::all_reduce);
     CHECK(steps[0].axis == tp);
     CHECK(steps[0].group_size == 4);
     CHECK(steps[0].bytes == Bytes(2 * 8 * 16 * 2));
@@ -51,14 +51,14 @@ TEST_CASE("Megatron tensor parallelism: row-parallel output and sequence paralle
   SECTION("partial -> split on the sequence dim: reduce-scatter of the full input") {
     auto steps = redistribute(TensorLayout::partial(3, tp), TensorLayout::split(3, 1, tp), bsh, DType::bf16, m);
     REQUIRE(steps.size() == 1);
-    CHECK(steps[0].kind == CollectiveKind::reduce_scatter);
+    CHECK(steps[0].kind == core::Collective::reduce_scatter);
     CHECK(steps[0].scatter_dim == 1);
     CHECK(steps[0].bytes == Bytes(512));
   }
   SECTION("split on the sequence dim -> replicated: all-gather of the full output") {
     auto steps = redistribute(TensorLayout::split(3, 1, tp), TensorLayout::replicated(3), bsh, DType::bf16, m);
     REQUIRE(steps.size() == 1);
-    CHECK(steps[0].kind == CollectiveKind::all_gather);
+    CHECK(steps[0].kind == core::Collective::all_gather);
     CHECK(steps[0].gather_dim == 1);
     CHECK(steps[0].bytes == Bytes(512));
   }
@@ -157,10 +157,11 @@ TEST_CASE("axes of size 1 produce no steps", "[layout][redistribute]") {
 }
 
 TEST_CASE("collective kind names and totals", "[layout][redistribute]") {
-  CHECK(collective_kind_name(CollectiveKind::reduce_scatter) == "reduce_scatter");
-  CHECK(collective_kind_name(CollectiveKind::send_recv) == "send_recv");
-  CHECK(is_local(CollectiveKind::local_slice));
-  CHECK_FALSE(is_local(CollectiveKind::all_to_all));
+  CHECK(comm_kind_name(core::Collective::reduce_scatter) == "reduce_scatter");
+  CHECK(comm_kind_name(kLocalSlice) == "local_slice");
+  CHECK(comm_kind_name(core::Collective::send_recv) == "send_recv");
+  CHECK(is_local(kLocalSlice));
+  CHECK_FALSE(is_local(core::Collective::all_to_all));
   CHECK(total_bytes(std::vector<CommStep>{}) == Bytes(0));
   std::vector<CommStep> two(2);
   two[0].bytes = Bytes(3);

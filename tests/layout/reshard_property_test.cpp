@@ -15,6 +15,10 @@ using namespace planner::layout::testing;
 
 namespace {
 
+// Index of a step kind in Tally::by_kind: the collective's enumerator, the
+// local slice last.
+int kind_index(CommKind k) { return k ? static_cast<int>(*k) : static_cast<int>(core::kCollectiveCount); }
+
 struct Tally {
   std::size_t pairs = 0;
   std::size_t steps = 0;
@@ -42,7 +46,7 @@ Tally check_all_pairs(const DeviceMesh& mesh, const std::vector<std::int64_t>& s
                                << to_string(s, mesh) << ": " << err);
           REQUIRE(false);
         }
-        ++t.by_kind[static_cast<int>(s.kind)];
+        ++t.by_kind[kind_index(s.kind)];
       }
       std::string err = check(dev, global, to, mesh);
       // Equal layouts need no step (unequal ones may differ only in axes of
@@ -88,11 +92,11 @@ TEST_CASE("every pair of layouts reshards correctly on mesh(dp=2,cp=2,tp=2)", "[
   CAPTURE(pairs);
   CHECK(pairs > 10000);
   // Every collective redistribution can produce was exercised.
-  for (auto k : {CollectiveKind::all_reduce, CollectiveKind::all_gather, CollectiveKind::reduce_scatter,
-                 CollectiveKind::all_to_all, CollectiveKind::local_slice})
-    CHECK(by_kind[static_cast<int>(k)] > 0);
-  CHECK(by_kind[static_cast<int>(CollectiveKind::send_recv)] == 0);
-  CHECK(by_kind[static_cast<int>(CollectiveKind::broadcast)] == 0);
+  for (CommKind k : {CommKind(core::Collective::all_reduce), CommKind(core::Collective::all_gather),
+                     CommKind(core::Collective::reduce_scatter), CommKind(core::Collective::all_to_all), kLocalSlice})
+    CHECK(by_kind[kind_index(k)] > 0);
+  CHECK(by_kind[kind_index(core::Collective::send_recv)] == 0);
+  CHECK(by_kind[kind_index(core::Collective::broadcast)] == 0);
 }
 
 TEST_CASE("every pair reshards correctly on uneven and size-1 meshes", "[layout][property]") {

@@ -143,41 +143,7 @@ inline std::string apply(std::vector<Array>& dev, const CommStep& s, const Devic
     for (const Array& a : in)
       if (a.shape != in[0].shape) return "group members hold different shapes";
     double expect = 0;
-    switch (s.kind) {
-      case CollectiveKind::all_reduce: {
-        if (s.gather_dim || s.scatter_dim) return "all_reduce with a dim";
-        Array t = sum(in);
-        for (int r : g) next[static_cast<std::size_t>(r)] = t;
-        expect = bytes_of(t);
-        break;
-      }
-      case CollectiveKind::all_gather: {
-        if (!s.gather_dim || s.scatter_dim) return "all_gather needs exactly gather_dim";
-        Array t = concat(in, *s.gather_dim);
-        for (int r : g) next[static_cast<std::size_t>(r)] = t;
-        expect = bytes_of(t);
-        break;
-      }
-      case CollectiveKind::reduce_scatter: {
-        if (!s.scatter_dim || s.gather_dim) return "reduce_scatter needs exactly scatter_dim";
-        Array t = sum(in);
-        if (t.shape[static_cast<std::size_t>(*s.scatter_dim)] % n != 0) return "reduce_scatter: indivisible";
-        for (int k = 0; k < n; ++k) next[static_cast<std::size_t>(g[static_cast<std::size_t>(k)])] = piece(t, *s.scatter_dim, n, k);
-        expect = bytes_of(t);
-        break;
-      }
-      case CollectiveKind::all_to_all: {
-        if (!s.scatter_dim || !s.gather_dim) return "all_to_all needs both dims";
-        if (in[0].shape[static_cast<std::size_t>(*s.scatter_dim)] % n != 0) return "all_to_all: indivisible";
-        for (int j = 0; j < n; ++j) {
-          std::vector<Array> received;
-          for (int i = 0; i < n; ++i) received.push_back(piece(in[static_cast<std::size_t>(i)], *s.scatter_dim, n, j));
-          next[static_cast<std::size_t>(g[static_cast<std::size_t>(j)])] = concat(received, *s.gather_dim);
-        }
-        expect = bytes_of(in[0]);
-        break;
-      }
-      case CollectiveKind::local_slice: {
+    if (is_local(s.kind)) {
         if (s.gather_dim) return "local_slice with gather_dim";
         for (int k = 0; k < n; ++k) {
           Array& out = next[static_cast<std::size_t>(g[static_cast<std::size_t>(k)])];
@@ -188,10 +154,42 @@ inline std::string apply(std::vector<Array>& dev, const CommStep& s, const Devic
             std::fill(out.data.begin(), out.data.end(), 0);
           }
         }
+    } else switch (*s.kind) {
+      case core::Collective::all_reduce: {
+        if (s.gather_dim || s.scatter_dim) return "all_reduce with a dim";
+        Array t = sum(in);
+        for (int r : g) next[static_cast<std::size_t>(r)] = t;
+        expect = bytes_of(t);
         break;
       }
-      case CollectiveKind::send_recv:
-      case CollectiveKind::broadcast: return "redistribute produced send_recv or broadcast";
+      case core::Collective::all_gather: {
+        if (!s.gather_dim || s.scatter_dim) return "all_gather needs exactly gather_dim";
+        Array t = concat(in, *s.gather_dim);
+        for (int r : g) next[static_cast<std::size_t>(r)] = t;
+        expect = bytes_of(t);
+        break;
+      }
+      case core::Collective::reduce_scatter: {
+        if (!s.scatter_dim || s.gather_dim) return "reduce_scatter needs exactly scatter_dim";
+        Array t = sum(in);
+        if (t.shape[static_cast<std::size_t>(*s.scatter_dim)] % n != 0) return "reduce_scatter: indivisible";
+        for (int k = 0; k < n; ++k) next[static_cast<std::size_t>(g[static_cast<std::size_t>(k)])] = piece(t, *s.scatter_dim, n, k);
+        expect = bytes_of(t);
+        break;
+      }
+      case core::Collective::all_to_all: {
+        if (!s.scatter_dim || !s.gather_dim) return "all_to_all needs both dims";
+        if (in[0].shape[static_cast<std::size_t>(*s.scatter_dim)] % n != 0) return "all_to_all: indivisible";
+        for (int j = 0; j < n; ++j) {
+          std::vector<Array> received;
+          for (int i = 0; i < n; ++i) received.push_back(piece(in[static_cast<std::size_t>(i)], *s.scatter_dim, n, j));
+          next[static_cast<std::size_t>(g[static_cast<std::size_t>(j)])] = concat(received, *s.gather_dim);
+        }
+        expect = bytes_of(in[0]);
+        break;
+      }
+      case core::Collective::send_recv:
+      case core::Collective::broadcast: return "redistribute produced send_recv or broadcast";
     }
     if (s.bytes.value != expect) return fmt::format("bytes {} != expected {}", s.bytes.value, expect);
   }

@@ -68,9 +68,9 @@ TEST_CASE("com.microsoft Attention: heads split, or queries with its own k/v all
   // their gradients reduce-scattered backward.
   const auto& cp = s.by("tp:s");
   REQUIRE(cp.forward_comm.size() == 1);
-  CHECK(cp.forward_comm[0].kind == layout::CollectiveKind::all_gather);
+  CHECK(cp.forward_comm[0].kind == core::Collective::all_gather);
   CHECK(cp.forward_comm[0].bytes.value == 16384.0);
-  CHECK(cp.backward_comm.at(0).kind == layout::CollectiveKind::reduce_scatter);
+  CHECK(cp.backward_comm.at(0).kind == core::Collective::reduce_scatter);
   // 8 ranks cannot split 4 heads.
   CHECK_FALSE(shard(b, id, "mesh(tp=8)", any_role(1)).has("tp:n"));
 }

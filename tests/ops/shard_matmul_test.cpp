@@ -38,7 +38,7 @@ TEST_CASE("MatMul x[8,64] W[64,32] on dp=2 x tp=4: batch and column splits", "[o
   CHECK(s.text(col.input_grads[1]) == "[-,tp]partial(dp)");
   const auto sync = weight_grad_sync(s.op, col, 1, b.g, s.mesh);
   REQUIRE(sync.size() == 1);
-  CHECK(sync[0].kind == layout::CollectiveKind::all_reduce);
+  CHECK(sync[0].kind == core::Collective::all_reduce);
   CHECK(s.mesh.name(sync[0].axis) == "dp");
   CHECK(sync[0].bytes.value == 2048.0);
   CHECK(weight_grad_sync(s.op, col, 0, b.g, s.mesh).empty());  // x is no parameter

@@ -33,7 +33,7 @@ TEST_CASE("LayerNorm splits rows freely and its hidden dim at a statistics price
   const auto& h = a.by("tp:d2");
   CHECK(a.text(h.outputs[0]) == "[-,-,tp]");
   REQUIRE(h.forward_comm.size() == 1);
-  CHECK(h.forward_comm[0].kind == layout::CollectiveKind::all_reduce);
+  CHECK(h.forward_comm[0].kind == core::Collective::all_reduce);
   CHECK(h.forward_comm[0].bytes.value == 256.0);
   REQUIRE(h.backward_comm.size() == 1);
   CHECK(h.backward_comm[0].bytes.value == 256.0);

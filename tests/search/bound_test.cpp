@@ -27,7 +27,7 @@ class RoundModel final : public cost::CostModel {
  public:
   explicit RoundModel(cost::AttentionMode mode = cost::AttentionMode::unfused) : ctx_(make(mode)) {}
   cost::OpTime op_time(const graph::Op&, const graph::OpGraph&, const cost::OpScaling&) const override { return {}; }
-  Result<Seconds> collective(cluster::Collective, Bytes, cluster::Placement) const override { return Seconds(0); }
+  Result<Seconds> collective(core::Collective, Bytes, cluster::Placement) const override { return Seconds(0); }
   cost::MemoryBreakdown memory(const graph::OpGraph&, const cost::MemorySetup&) const override { return {}; }
   Bytes device_memory() const override { return Bytes(80e9); }
   FlopsPerSecond peak() const override { return FlopsPerSecond(100e12); }

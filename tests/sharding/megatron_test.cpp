@@ -55,7 +55,7 @@ bool on_tp(const PlannedComm& c) { return c.step.group_size == 4; }
 bool in_layers(const PlannedComm& c) { return c.where.find("layers.") != std::string::npos; }
 bool not_grad_sync(const PlannedComm& c) { return c.source != CostTerm::grad_sync; }
 
-int layer_comms(const Solved& r, layout::CollectiveKind kind, bool backward) {
+int layer_comms(const Solved& r, core::Collective kind, bool backward) {
   return count_comms(r.comms, [&](const PlannedComm& c) {
     return on_tp(c) && in_layers(c) && not_grad_sync(c) && c.step.kind == kind && c.backward == backward;
   });
@@ -86,8 +86,8 @@ TEST_CASE("tp=4 on a GPT gives Megatron's layout by itself", "[search][megatron]
   // Exactly one all-reduce per direction per block half: forward after the
   // projection and after fc2 (Megatron's g), backward into QKV and fc1
   // (Megatron's f); nothing else crosses tp inside the layers.
-  CHECK(layer_comms(r, layout::CollectiveKind::all_reduce, false) == 2 * kLayers);
-  CHECK(layer_comms(r, layout::CollectiveKind::all_reduce, true) == 2 * kLayers);
+  CHECK(layer_comms(r, core::Collective::all_reduce, false) == 2 * kLayers);
+  CHECK(layer_comms(r, core::Collective::all_reduce, true) == 2 * kLayers);
   CHECK(count_comms(r.comms, [](const PlannedComm& c) { return on_tp(c) && in_layers(c) && not_grad_sync(c); }) ==
         4 * kLayers);
   CHECK(count_comms(r.comms, [](const PlannedComm& c) {
@@ -112,7 +112,7 @@ TEST_CASE("with sequence parallelism the all-reduces become reduce-scatter + all
   CHECK(r.out("layers.0/ln1") == "[dp,tp,-]");
   CHECK(r.out("layers.0/attn_residual") == "[dp,tp,-]");
   CHECK(r.out("layers.0/mlp/fc2/Add") == "[dp,tp,-]");
-  using K = layout::CollectiveKind;
+  using K = core::Collective;
   CHECK(layer_comms(r, K::all_reduce, false) == 0);
   CHECK(layer_comms(r, K::all_reduce, true) == 0);
   // Per block half: forward all-gather in, reduce-scatter out; backward the

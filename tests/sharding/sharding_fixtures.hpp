@@ -34,12 +34,12 @@ struct SimpleOracle final : ShardingCostOracle {
   }
   Seconds comm_time(const layout::CommStep& st, const layout::DeviceMesh&) const override {
     const double n = st.group_size, S = st.bytes.value;
-    switch (st.kind) {
-      case layout::CollectiveKind::all_reduce: return Seconds(2 * (n - 1) / n * S / bw + 2 * (n - 1) * alpha);
-      case layout::CollectiveKind::all_gather:
-      case layout::CollectiveKind::reduce_scatter: return Seconds((n - 1) / n * S / bw + (n - 1) * alpha);
-      case layout::CollectiveKind::all_to_all: return Seconds((n - 1) / n * S / bw + alpha);
-      case layout::CollectiveKind::local_slice: return Seconds(0);
+    if (layout::is_local(st.kind)) return Seconds(0);
+    switch (*st.kind) {
+      case core::Collective::all_reduce: return Seconds(2 * (n - 1) / n * S / bw + 2 * (n - 1) * alpha);
+      case core::Collective::all_gather:
+      case core::Collective::reduce_scatter: return Seconds((n - 1) / n * S / bw + (n - 1) * alpha);
+      case core::Collective::all_to_all: return Seconds((n - 1) / n * S / bw + alpha);
       default: return Seconds(S / bw + alpha);
     }
   }

@@ -54,9 +54,9 @@ enum class Algorithm : std::uint8_t {
   point_to_point,     ///< send/recv
 };
 
-std::string_view collective_name(Collective c);
-/// Parses collective_name() output back ("all_reduce", ...).
-std::optional<Collective> parse_collective(std::string_view name);
+/// transitional: remove after merge (calibrate still calls it; the names
+/// are core::to_string's).
+inline std::string_view collective_name(core::Collective c) { return core::to_string(c); }
 std::string_view algorithm_name(Algorithm a);
 
 /// Where the ranks of one collective sit. Compact placement: the ranks of a
@@ -79,9 +79,9 @@ struct CollectiveCost {
 };
 
 /// Time of one collective. Errors (one line) for an impossible placement.
-Result<CollectiveCost> collective_time(const Interconnect& net, Collective kind, Bytes message,
+Result<CollectiveCost> collective_time(const Interconnect& net, core::Collective kind, Bytes message,
                                        Placement where);
-inline Result<CollectiveCost> collective_time(const ClusterProfile& p, Collective kind, Bytes message,
+inline Result<CollectiveCost> collective_time(const ClusterProfile& p, core::Collective kind, Bytes message,
                                               Placement where) {
   return collective_time(p.interconnect, kind, message, where);
 }
@@ -89,6 +89,6 @@ inline Result<CollectiveCost> collective_time(const ClusterProfile& p, Collectiv
 /// nccl-tests bus bandwidth of a collective that took `time`:
 /// S/t x 2(n-1)/n (all-reduce), x (n-1)/n (all-gather, reduce-scatter,
 /// all-to-all), x 1 (broadcast, send/recv).
-BytesPerSecond bus_bandwidth(Collective kind, Bytes message, int ranks, Seconds time);
+BytesPerSecond bus_bandwidth(core::Collective kind, Bytes message, int ranks, Seconds time);
 
 }  // namespace planner::cluster

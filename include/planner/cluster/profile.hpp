@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "planner/core/collective.hpp"
 #include "planner/core/result.hpp"
 #include "planner/core/units.hpp"
 
@@ -68,10 +69,12 @@ struct CollectiveTable {
   Bytes min_bytes{0};
 };
 
-/// The collectives the cost model prices (collective.hpp gives their
-/// formulas and message-size conventions).
-enum class Collective : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast };
-inline constexpr std::size_t kCollectiveCount = 6;
+// The collectives the cost model prices are core::Collective
+// (collective.hpp gives their formulas and message-size conventions).
+/// transitional: remove after merge (calibrate still spells cluster::Collective
+/// and cluster::kCollectiveCount; everything else uses core's).
+using Collective = core::Collective;
+using core::kCollectiveCount;
 
 /// One collective's own table at a level (calibrate writes them when the
 /// collectives of a library differ, e.g. MPI's all-to-all vs its all-reduce):
@@ -164,14 +167,14 @@ struct Level {
   std::optional<CollectiveTable> tree;
   std::optional<CollectiveTable> nvls;
   /// Per-collective tables, indexed by Collective; absent = ring and latency.
-  std::array<std::optional<CollectiveOverride>, kCollectiveCount> per_collective{};
+  std::array<std::optional<CollectiveOverride>, core::kCollectiveCount> per_collective{};
 
   /// The efficiency table collective `kind` reads at this level: its own
   /// when the profile has one, else the ring table.
-  const EfficiencyTable& table_for(Collective kind) const;
+  const EfficiencyTable& table_for(core::Collective kind) const;
   /// The per-step latency of `kind`: its own when its table sets one, else
   /// `latency`.
-  Seconds latency_for(Collective kind) const;
+  Seconds latency_for(core::Collective kind) const;
 
   /// Unidirectional bandwidth one rank gets at this level when
   /// `ranks_per_node` ranks of a node take part: `bandwidth` inside a node;

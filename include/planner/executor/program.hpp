@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/core/collective.hpp"
 #include "planner/core/result.hpp"
 #include "planner/graph/graph.hpp"
 #include "planner/plan/plan.hpp"
@@ -60,11 +61,8 @@ inline constexpr int kComponents = 5;
 
 enum class TaskKind : std::uint8_t { gemm, memory, collective, send, recv, optimizer };
 
-/// Collective kinds a task runs (the plan's names).
-enum class CollKind : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv };
-std::string_view coll_kind_name(CollKind k);
-/// Parses a plan collective kind; error names the kind.
-Result<CollKind> parse_coll_kind(std::string_view s);
+/// Parses a plan collective kind (core::to_string's names); error names the kind.
+Result<core::Collective> parse_coll_kind(std::string_view s);
 
 /// One unit of work.
 struct Task {
@@ -78,7 +76,7 @@ struct Task {
   std::int64_t elements = 0;
   /// collective: kind, the mesh axes of its group ("tp", "dp,cp"), group size,
   /// per-device bytes (nccl-tests convention).
-  CollKind coll = CollKind::all_reduce;
+  core::Collective coll = core::Collective::all_reduce;
   std::string axes;
   int group_size = 1;
   /// collective, send, recv: bytes.

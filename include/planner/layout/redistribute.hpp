@@ -43,7 +43,8 @@
 ///   all_to_all      each device's whole local buffer (same before and after)
 ///   local_slice     0
 /// send_recv and broadcast are never produced here (pipeline transfers and
-/// weight broadcasts use them); they complete the enum for the cost model.
+/// weight broadcasts use them); local_slice is the step without a collective
+/// (CommKind's nullopt).
 
 #include <cstdint>
 #include <optional>
@@ -52,6 +53,7 @@
 #include <string_view>
 #include <vector>
 
+#include "planner/core/collective.hpp"
 #include "planner/core/units.hpp"
 #include "planner/graph/dtype.hpp"
 #include "planner/layout/mesh.hpp"
@@ -59,19 +61,21 @@
 
 namespace planner::layout {
 
-/// A communication (or local) step of a redistribution.
-enum class CollectiveKind : std::uint8_t {
-  all_reduce, all_gather, reduce_scatter, all_to_all, local_slice, send_recv, broadcast,
-};
+/// What a step of a redistribution does: a collective over the step's axis,
+/// or none (nullopt): a local slice, which moves no data between devices.
+using CommKind = std::optional<core::Collective>;
+/// The local step (no communication).
+inline constexpr CommKind kLocalSlice = std::nullopt;
 
-/// Name of a kind: "all_reduce", "all_gather", ..., "local_slice".
-std::string_view collective_kind_name(CollectiveKind kind);
-/// True for kinds that move no data between devices (local_slice).
-bool is_local(CollectiveKind kind);
+/// Name of a kind: the collective's name ("all_reduce", "all_gather", ...),
+/// "local_slice" for the local step.
+std::string_view comm_kind_name(CommKind kind);
+/// True for kinds that move no data between devices (the local slice).
+inline bool is_local(CommKind kind) { return !kind; }
 
 /// One step: a collective run concurrently by every group of `axis`.
 struct CommStep {
-  CollectiveKind kind = CollectiveKind::local_slice;
+  CommKind kind = kLocalSlice;
   MeshAxis axis;
   /// Members of each group (mesh size of `axis`).
   int group_size = 1;
