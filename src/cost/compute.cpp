@@ -56,7 +56,7 @@ ConvLayoutTime conv_layout_time(const graph::Op& op, const graph::OpGraph& g, co
   if (ctx.channels_last() || p == Precision::fp32 || op.op_class != OpClass::conv || op.type == "NhwcConv")
     return {};  // NhwcConv (com.microsoft) is channels-last already
   const auto *x = g.input(op, 0), *y = g.output(op, 0);
-  if (!x || !y || !graph::is_floating(x->dtype) || x->shape.size() < 3) return {};
+  if (!x || !y || !core::is_floating(x->dtype) || x->shape.size() < 3) return {};
   const Seconds launch = ctx.device().launch_overhead;
   // One transpose kernel reads and writes its tensor once.
   auto transpose = [&](const graph::Tensor& t) { return memory_time(bytes_at(t, p) * (2.0 * s.bytes), ctx) + launch; };
@@ -328,9 +328,9 @@ OpBytes op_bytes(const graph::Op& op, const graph::OpGraph& g, const PrecisionPo
   const double k = byte_scale(op, g, policy);
   Bytes int_in, int_out;
   for (const auto& t : op.inputs)
-    if (t && !graph::is_floating(g.tensor(*t).dtype)) int_in += g.tensor(*t).bytes();
+    if (t && !core::is_floating(g.tensor(*t).dtype)) int_in += g.tensor(*t).bytes();
   for (const auto& t : op.outputs)
-    if (t && !graph::is_floating(g.tensor(*t).dtype)) int_out += g.tensor(*t).bytes();
+    if (t && !core::is_floating(g.tensor(*t).dtype)) int_out += g.tensor(*t).bytes();
   auto split = [k](Bytes total, Bytes integer) {
     const Bytes i(std::min(total.value, integer.value));
     return i + (total - i) * k;

@@ -132,7 +132,7 @@ void enforce_sequence_parallel(sharding::LoweredSharding& l, const graph::OpGrap
     const auto& strategies = sh.strategies;
     // Index bookkeeping (labels, positions) carries no activation memory.
     const bool floating = std::any_of(sh.spec.outputs.begin(), sh.spec.outputs.end(), [&](const ops::ShardPort& p) {
-      return p.tensor && graph::is_floating(g.tensor(*p.tensor).dtype);
+      return p.tensor && core::is_floating(g.tensor(*p.tensor).dtype);
     });
     if (!floating) continue;
     const bool any_tp = std::any_of(strategies.begin(), strategies.end(), [](const ops::Strategy& s) { return uses_axis(s, "tp"); });

@@ -57,7 +57,7 @@ ExpertCount count_experts(const graph::OpGraph& g) {
   // the search's memory floor splits exactly the parameters estimate splits.
   for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
     const auto& t = g.tensor(graph::TensorId{i});
-    if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
+    if (t.role != graph::TensorRole::parameter || !core::is_floating(t.dtype)) continue;
     const auto reader = detail::param_reader(g, graph::TensorId{i});
     if (reader && expert_index(g.op(*reader).name)) out.parameters += static_cast<double>(t.numel());
   }
@@ -113,7 +113,7 @@ std::vector<ExpertTraffic> expert_traffic(const graph::OpGraph& g, const Layout&
     layers[ch].insert(key.first);
     // Dispatch: the activation the first GEMM reads (not a weight).
     for (const auto& in : g.op(fl.first).inputs)
-      if (in && g.tensor(*in).role != graph::TensorRole::parameter && graph::is_floating(g.tensor(*in).dtype)) {
+      if (in && g.tensor(*in).role != graph::TensorRole::parameter && core::is_floating(g.tensor(*in).dtype)) {
         out[ch].dispatch += bytes_of(*in);
         break;
       }

@@ -112,7 +112,7 @@ bool named_port(const OpGraph& g, const ShardPort& p) {
   if (!p.tensor) return false;
   const Tensor& t = g.tensor(*p.tensor);
   if (t.shape.empty()) return false;
-  return !(t.role == graph::TensorRole::constant && !graph::is_floating(t.dtype));
+  return !(t.role == graph::TensorRole::constant && !core::is_floating(t.dtype));
 }
 
 class Enumerator {
@@ -220,7 +220,7 @@ class Enumerator {
       }
       TensorLayout t = port_layout(p, pick);
       if (named_port(g_, p)) names.push_back(tuple_text(to_shard_strategy(t, mesh_)));
-      if (graph::is_floating(g_.tensor(*p.tensor).dtype)) {
+      if (core::is_floating(g_.tensor(*p.tensor).dtype)) {
         TensorLayout grad = t;
         for (std::size_t i = 0; i < axes_.size(); ++i) {
           const int l = pick[i];
@@ -305,7 +305,7 @@ OpSharding enumerate_strategies(ShardSpec spec, const OpGraph& g, const DeviceMe
 Bytes local_bytes(const Tensor& t, const TensorLayout& l, const DeviceMesh& mesh) {
   double n = 1.0;
   for (auto d : l.local_shape(t.shape, mesh)) n *= static_cast<double>(d);
-  return Bytes(n * static_cast<double>(graph::dtype_size(t.dtype)));
+  return Bytes(n * static_cast<double>(core::dtype_size(t.dtype)));
 }
 
 std::vector<CommStep> weight_grad_sync(const OpSharding& op, const Strategy& s, std::size_t port, const OpGraph& g,
@@ -345,7 +345,7 @@ DimKinds dim_kinds(const OpGraph& g) {
     auto& k = kinds[i];
     k.assign(r, DimKind::inner);
     if (t.role == graph::TensorRole::input && r > 0) {
-      const bool integer = !graph::is_floating(t.dtype);
+      const bool integer = !core::is_floating(t.dtype);
       for (std::size_t d = 0; d < r; ++d)
         k[d] = integer ? DimKind::sequence : (d + 1 == r ? DimKind::hidden : DimKind::sequence);
       const std::size_t b = t.batch_axis ? static_cast<std::size_t>(*t.batch_axis) : 0;

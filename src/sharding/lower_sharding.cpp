@@ -238,7 +238,7 @@ class Lowerer {
         if (!out_port || !in_port)
           return make_error("op '{}' input {} ('{}'): no port on its unit or on producer '{}'", cop.name, i, tt.name, pop.name);
         const TensorId rt = *out_.nodes[pn].sharding.spec.outputs[*out_port].tensor;
-        add_use(pn, cn, EdgeUse{rt, *out_port, *in_port, 1, grad_[t.value] && graph::is_floating(tt.dtype), false});
+        add_use(pn, cn, EdgeUse{rt, *out_port, *in_port, 1, grad_[t.value] && core::is_floating(tt.dtype), false});
       }
     }
     return {};

@@ -44,6 +44,7 @@ for m in core graph ops layout sharding sharding_milp sim cost cluster estimate 
 done
 # layout: structure only, no costs or profiles.
 no "layout holds no costs or profiles" "$(inc 'planner/(cost|cluster|estimate|sharding|search|sim)')" $(mod layout)
+no "layout depends on core only (element types are core::DType, not graph's)" "$(inc 'planner/graph/')" $(mod layout)
 # sharding (op-level), sharding_milp, estimate, search (layouts): costs only through CostModel; no ONNX, CLI or
 # profile tables.
 for m in sharding sharding_milp estimate search; do
@@ -83,9 +84,9 @@ no "calibrate reads no model or plan" "$(inc 'planner/(graph|onnx|plan|estimate|
 # precisions) are defined once, in core; no module brings back its own enum.
 checks=$((checks + 1))
 vocab=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.cu' --include='*.h' \
-  'enum class (Collective|CollectiveKind|CollKind)\b' src include | grep -vE '^include/planner/core/')
+  'enum class (Collective|CollectiveKind|CollKind|DType)\b' src include | grep -vE '^include/planner/core/')
 if [ -n "$vocab" ]; then
-  echo "FAIL collectives are core::Collective (include/planner/core/collective.hpp) only:"
+  echo "FAIL collectives and element types are defined in core only (core::Collective, core::DType):"
   echo "$vocab"
   failures=$((failures + 1))
 fi

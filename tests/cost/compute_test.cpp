@@ -36,7 +36,7 @@ graph::OpGraph relu(std::int64_t n) {
   B.param("X", {n});
   B.act("Y", {n});
   B.op("Relu", {"X"}, {"Y"});
-  B.constant("shape", {1}, graph::DType::i64);
+  B.constant("shape", {1}, core::DType::i64);
   B.act("Z", {n});
   B.op("Reshape", {"Y", "shape"}, {"Z"});
   return B.finish();
@@ -127,10 +127,10 @@ TEST_CASE("every launched kernel costs at least the launch overhead and the tabl
 TEST_CASE("integer shape arithmetic runs on the host", "[cost][compute]") {
   Builder B;
   B.act("x", {4, 8});
-  B.act("shape", {2}, graph::DType::i64);
+  B.act("shape", {2}, core::DType::i64);
   B.op("Shape", {"x"}, {"shape"});
-  B.constant("idx", {}, graph::DType::i64);
-  B.act("dim", {}, graph::DType::i64);
+  B.constant("idx", {}, core::DType::i64);
+  B.act("dim", {}, core::DType::i64);
   B.op("Gather", {"shape", "idx"}, {"dim"});
   const auto g = B.finish();
   const auto ctx = context("a100-sxm4-80gb");
@@ -195,7 +195,7 @@ TEST_CASE("precision policies: defaults, overrides, byte sizes", "[cost][precisi
   CHECK(cost::bytes_at(t, cluster::Precision::bf16).value == 200);
   CHECK(cost::bytes_at(t, cluster::Precision::tf32).value == 400);
   CHECK(cost::bytes_at(t, cluster::Precision::fp8).value == 100);
-  t.dtype = graph::DType::i64;
+  t.dtype = core::DType::i64;
   CHECK(cost::bytes_at(t, cluster::Precision::bf16).value == 800);
 }
 
