@@ -183,7 +183,7 @@ Result<ComputeContext> ComputeContext::create(cluster::DeviceProfile device, Pre
   c.fuse_elementwise_ = fuse_elementwise;
   for (Precision p : precision.used()) {
     auto peak = device.peak(p);
-    if (!peak) return make_error("cost: {} (the precision policy uses {})", peak.error().message, cluster::precision_name(p));
+    if (!peak) return make_error("cost: {} (the precision policy uses {})", peak.error().message, core::precision_name(p));
     c.peaks_[static_cast<std::size_t>(p)] = *peak;
   }
   if (attention == AttentionMode::flash) {
@@ -194,7 +194,7 @@ Result<ComputeContext> ComputeContext::create(cluster::DeviceProfile device, Pre
     const Precision pa = precision.of(graph::OpClass::attention);
     if (pa == Precision::fp32 || pa == Precision::tf32)
       return make_error("cost: flash attention needs a 16-bit or fp8 attention precision, the policy says {}",
-                        cluster::precision_name(pa));
+                        core::precision_name(pa));
   }
   if (auto fp32 = device.peak(Precision::fp32)) {
     c.vector_peak_ = *fp32;

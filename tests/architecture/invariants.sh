@@ -84,9 +84,9 @@ no "calibrate reads no model or plan" "$(inc 'planner/(graph|onnx|plan|estimate|
 # precisions) are defined once, in core; no module brings back its own enum.
 checks=$((checks + 1))
 vocab=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.cu' --include='*.h' \
-  'enum class (Collective|CollectiveKind|CollKind|DType)\b' src include | grep -vE '^include/planner/core/')
+  'enum class (Collective|CollectiveKind|CollKind|DType|Precision)\b' src include | grep -vE '^include/planner/core/')
 if [ -n "$vocab" ]; then
-  echo "FAIL collectives and element types are defined in core only (core::Collective, core::DType):"
+  echo "FAIL collectives, element types and precisions are defined in core only (core::Collective, core::DType, core::Precision):"
   echo "$vocab"
   failures=$((failures + 1))
 fi
