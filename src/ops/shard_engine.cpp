@@ -192,14 +192,13 @@ class Enumerator {
     if (!divides(c)) return;
     Strategy s;
     double fraction = 1.0;
-    std::vector<std::string> assign;
     for (std::size_t i = 0; i < axes_.size(); ++i) {
       if (pick[i] < 0) continue;
       fraction /= mesh_.size(axes_[i]);
-      assign.push_back(fmt::format("{}:{}", mesh_.name(axes_[i]), spec_.letters[static_cast<std::size_t>(pick[i])].name));
+      s.assignment.items.push_back(
+          {std::string(mesh_.name(axes_[i])), spec_.letters[static_cast<std::size_t>(pick[i])].name});
     }
     s.compute_fraction = fraction;
-    s.assignment = fmt::format("{}", fmt::join(assign, " "));
 
     for (const auto& p : spec_.outputs) {
       if (!p.tensor) { s.outputs.emplace_back(); continue; }
@@ -322,7 +321,7 @@ std::string describe(const OpSharding& op, const Strategy& s, const DeviceMesh& 
     for (const auto& l : v) parts.push_back(l ? to_string(*l, mesh) : std::string("~"));
     return fmt::format("{}", fmt::join(parts, " "));
   };
-  return fmt::format("{} [{}] in {} out {}", s.name, s.assignment.empty() ? "replicated" : s.assignment,
+  return fmt::format("{} [{}] in {} out {}", s.name, s.assignment.is_replicated() ? "replicated" : to_string(s.assignment),
                      list(s.inputs), list(s.outputs));
 }
 

@@ -127,5 +127,5 @@ TEST_CASE("the rule table is sorted and every family has rows", "[ops][sharding]
   const auto s = shard(b, id, "mesh(dp=2,tp=2)", any_role(2));
   CHECK(s.op.spec.family == "replicated");
   REQUIRE(s.op.strategies.size() == 1);
-  CHECK(s.op.strategies[0].assignment.empty());
+  CHECK(s.op.strategies[0].assignment.is_replicated());
 }

@@ -16,7 +16,7 @@ layout::DeviceMesh mesh(const char* text) { return layout::DeviceMesh::parse(tex
 std::size_t strategy_with(const LoweredSharding& l, std::size_t node, std::string_view assignment) {
   const auto& s = l.nodes[node].sharding.strategies;
   for (std::size_t i = 0; i < s.size(); ++i)
-    if (s[i].assignment == assignment) return i;
+    if (ops::to_string(s[i].assignment) == assignment) return i;
   FAIL("no strategy '" << assignment << "' on node " << l.problem.nodes[node].name);
   return 0;
 }
