@@ -10,7 +10,7 @@
 #include "planner/cli/format.hpp"
 #include "planner/cli/import_flags.hpp"
 #include "planner/planning/model_source.hpp"
-#include "planner/graph/dtype.hpp"
+#include "planner/core/dtype.hpp"
 #include "planner/onnx/importer.hpp"
 
 namespace planner::cli {

@@ -55,7 +55,7 @@ DeviceDefaults device_defaults(const cluster::DeviceProfile& device, const std::
   if (precision == "auto") {
     d.precision = "bf16";  // a device with no peak at all: the cost model names what is missing
     for (const char* name : {"bf16", "fp16", "fp32"}) {
-      auto prec = cluster::parse_precision(name);
+      auto prec = core::parse_precision(name);
       if (prec && device.peak(*prec).ok()) {
         d.precision = name;
         break;

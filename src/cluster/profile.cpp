@@ -14,33 +14,6 @@
 #include "planner/core/io.hpp"
 
 namespace planner::cluster {
-namespace {
-
-constexpr std::array<std::string_view, kPrecisionCount> kPrecisionNames{"fp32", "tf32", "fp16", "bf16", "fp8"};
-
-std::size_t index(Precision p) { return static_cast<std::size_t>(p); }
-
-}  // namespace
-
-std::string_view precision_name(Precision p) { return kPrecisionNames[index(p)]; }
-
-std::optional<Precision> parse_precision(std::string_view name) {
-  for (std::size_t i = 0; i < kPrecisionNames.size(); ++i)
-    if (kPrecisionNames[i] == name) return static_cast<Precision>(i);
-  return std::nullopt;
-}
-
-int precision_bytes(Precision p) {
-  switch (p) {
-    case Precision::fp32:
-    case Precision::tf32: return 4;
-    case Precision::fp16:
-    case Precision::bf16: return 2;
-    case Precision::fp8: return 1;
-  }
-  return 2;
-}
-
 double EfficiencyTable::interpolate(double x) const {
   assert(!rows.empty());
   if (!(x > rows.front().x)) return rows.front().y;  // also NaN and x <= 0
@@ -51,27 +24,27 @@ double EfficiencyTable::interpolate(double x) const {
   return lo->y + t * (hi->y - lo->y);
 }
 
-Result<FlopsPerSecond> DeviceProfile::peak(Precision p) const {
-  const auto& v = peak_by_precision[index(p)];
-  if (!v) return make_error("device '{}' has no {} peak (peak_tflops.{} is null or absent)", name, precision_name(p),
-                            precision_name(p));
+Result<FlopsPerSecond> DeviceProfile::peak(core::Precision p) const {
+  const auto& v = peak_by_precision[static_cast<std::size_t>(p)];
+  if (!v) return make_error("device '{}' has no {} peak (peak_tflops.{} is null or absent)", name, core::precision_name(p),
+                            core::precision_name(p));
   return *v;
 }
 
 double DeviceProfile::gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k) const {
-  return gemm_efficiency(m, n, k, Precision::bf16);
+  return gemm_efficiency(m, n, k, core::Precision::bf16);
 }
 
-double DeviceProfile::gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k, Precision p) const {
+double DeviceProfile::gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k, core::Precision p) const {
   m = std::max<std::int64_t>(m, 1);
   n = std::max<std::int64_t>(n, 1);
   k = std::max<std::int64_t>(k, 1);
   double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   double e = gemm_table.interpolate(flops);
   e *= gemm_skinny_table.interpolate(static_cast<double>(std::min({m, n, k})));
-  std::int64_t elems = std::max(1, gemm_alignment_bytes / precision_bytes(p));
+  std::int64_t elems = std::max(1, gemm_alignment_bytes / core::precision_bytes(p));
   if (m % elems != 0 || n % elems != 0 || k % elems != 0) e *= gemm_misaligned_factor;
-  if (const auto& f = gemm_precision_factor[index(p)]) e *= *f;
+  if (const auto& f = gemm_precision_factor[static_cast<std::size_t>(p)]) e *= *f;
   return std::min(e, 1.0);
 }
 

@@ -5,6 +5,7 @@
 // has a "source"; unknown keys are errors, so a misspelt key cannot silently
 // fall back to nothing.
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -29,6 +30,12 @@ constexpr double kGB = 1e9;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kTera = 1e12;
 constexpr double kMicro = 1e-6;
+
+/// The precisions in the order of the profile format's keys (fp16 before
+/// bf16, unlike core::Precision's enumerators): fields are read, and the
+/// first bad one reported, in this order.
+constexpr std::array<core::Precision, core::kPrecisionCount> kKeyOrder{
+    core::Precision::fp32, core::Precision::tf32, core::Precision::fp16, core::Precision::bf16, core::Precision::fp8};
 
 /// Which values a number may take.
 enum class Domain { positive, fraction, non_negative };
@@ -265,10 +272,10 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
   PLANNER_TRY_STATUS(r.object(*peaks, pp));
   PLANNER_TRY_STATUS(r.keys(*peaks, pp, {"fp32", "tf32", "fp16", "bf16", "fp8"}));
   bool any = false;
-  for (std::size_t i = 0; i < kPrecisionCount; ++i) {
-    auto name = precision_name(static_cast<Precision>(i));
+  for (core::Precision p : kKeyOrder) {
+    auto name = core::precision_name(p);
     PLANNER_TRY(std::optional<double> t, r.optional_sourced(*peaks, pp, name, Domain::positive));
-    if (t) dev.peak_by_precision[i] = FlopsPerSecond(*t * kTera);
+    if (t) dev.peak_by_precision[static_cast<std::size_t>(p)] = FlopsPerSecond(*t * kTera);
     any = any || t.has_value();
   }
   if (!any) return r.fail(pp, "no precision has a peak");
@@ -298,11 +305,11 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
     const std::string fp = core::json_path(path, "gemm_precision_factor");
     PLANNER_TRY_STATUS(r.object(*it, fp));
     PLANNER_TRY_STATUS(r.keys(*it, fp, {"fp32", "tf32", "fp16", "bf16", "fp8"}));
-    for (std::size_t i = 0; i < kPrecisionCount; ++i) {
-      auto name = precision_name(static_cast<Precision>(i));
+    for (core::Precision p : kKeyOrder) {
+      auto name = core::precision_name(p);
       PLANNER_TRY(std::optional<double> f, r.optional_sourced(*it, fp, name, Domain::positive));
       if (f && *f > 2) return r.fail(core::json_path(core::json_path(fp, name), "value"), fmt::format("must be <= 2, got {}", *f));
-      dev.gemm_precision_factor[i] = f;
+      dev.gemm_precision_factor[static_cast<std::size_t>(p)] = f;
     }
   }
   if (auto it = d.find("attention_efficiency"); it != d.end() && !it->is_null()) {

@@ -56,7 +56,7 @@ ConvLayoutTime conv_layout_time(const graph::Op& op, const graph::OpGraph& g, co
   if (ctx.channels_last() || p == Precision::fp32 || op.op_class != OpClass::conv || op.type == "NhwcConv")
     return {};  // NhwcConv (com.microsoft) is channels-last already
   const auto *x = g.input(op, 0), *y = g.output(op, 0);
-  if (!x || !y || !graph::is_floating(x->dtype) || x->shape.size() < 3) return {};
+  if (!x || !y || !core::is_floating(x->dtype) || x->shape.size() < 3) return {};
   const Seconds launch = ctx.device().launch_overhead;
   // One transpose kernel reads and writes its tensor once.
   auto transpose = [&](const graph::Tensor& t) { return memory_time(bytes_at(t, p) * (2.0 * s.bytes), ctx) + launch; };
@@ -174,7 +174,7 @@ Result<ComputeContext> ComputeContext::create(cluster::DeviceProfile device, Pre
   c.fuse_elementwise_ = fuse_elementwise;
   for (Precision p : precision.used()) {
     auto peak = device.peak(p);
-    if (!peak) return make_error("cost: {} (the precision policy uses {})", peak.error().message, cluster::precision_name(p));
+    if (!peak) return make_error("cost: {} (the precision policy uses {})", peak.error().message, core::precision_name(p));
     c.peaks_[static_cast<std::size_t>(p)] = *peak;
   }
   if (attention == AttentionMode::flash) {
@@ -185,7 +185,7 @@ Result<ComputeContext> ComputeContext::create(cluster::DeviceProfile device, Pre
     const Precision pa = precision.of(graph::OpClass::attention);
     if (pa == Precision::fp32 || pa == Precision::tf32)
       return make_error("cost: flash attention needs a 16-bit or fp8 attention precision, the policy says {}",
-                        cluster::precision_name(pa));
+                        core::precision_name(pa));
   }
   if (auto fp32 = device.peak(Precision::fp32)) {
     c.vector_peak_ = *fp32;
@@ -307,9 +307,9 @@ OpBytes op_bytes(const graph::Op& op, const graph::OpGraph& g, const PrecisionPo
   const double k = byte_scale(op, g, policy);
   Bytes int_in, int_out;
   for (const auto& t : op.inputs)
-    if (t && !graph::is_floating(g.tensor(*t).dtype)) int_in += g.tensor(*t).bytes();
+    if (t && !core::is_floating(g.tensor(*t).dtype)) int_in += g.tensor(*t).bytes();
   for (const auto& t : op.outputs)
-    if (t && !graph::is_floating(g.tensor(*t).dtype)) int_out += g.tensor(*t).bytes();
+    if (t && !core::is_floating(g.tensor(*t).dtype)) int_out += g.tensor(*t).bytes();
   auto split = [k](Bytes total, Bytes integer) {
     const Bytes i(std::min(total.value, integer.value));
     return i + (total - i) * k;

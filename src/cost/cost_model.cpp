@@ -17,7 +17,7 @@ OpTime ProfileCostModel::op_time(const graph::Op& op, const graph::OpGraph& g, c
   return time_of(op, g, scaling, ctx_);
 }
 
-Result<Seconds> ProfileCostModel::collective(core::Collective kind, Bytes message, cluster::Placement where) const {
+Result<Seconds> ProfileCostModel::collective(core::Collective kind, Bytes message, core::Placement where) const {
   PLANNER_TRY(cluster::CollectiveCost c, cluster::collective_time(profile_, kind, message, where));
   return c.time;
 }

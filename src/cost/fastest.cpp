@@ -11,7 +11,7 @@ bool is_host_side(const graph::Op& op, const graph::OpGraph& g) {
   double elems = 0;
   for (const auto& t : op.outputs) {
     if (!t) continue;
-    if (graph::is_floating(g.tensor(*t).dtype)) return false;
+    if (core::is_floating(g.tensor(*t).dtype)) return false;
     elems += static_cast<double>(g.tensor(*t).numel());
   }
   return elems <= kHostShapeElements;

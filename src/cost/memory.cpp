@@ -53,7 +53,7 @@ Bytes largest_layer_weights(const graph::OpGraph& g, const PrecisionPolicy& poli
   Bytes largest;
   for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
     const auto& t = g.tensor(TensorId{i});
-    if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
+    if (t.role != graph::TensorRole::parameter || !core::is_floating(t.dtype)) continue;
     const Bytes b(static_cast<double>(t.numel()) * (is_kept_fp32(g, TensorId{i}, policy) ? 4.0 : 2.0));
     std::optional<int> layer;
     for (auto c : t.consumers)
@@ -142,7 +142,7 @@ std::pair<Bytes, std::string> compute_largest_temporary(const graph::OpGraph& g,
     const bool in_place = fused && op.op_class == graph::OpClass::softmax;
     Bytes b;
     for (const auto& t : op.outputs)
-      if (t && graph::is_floating(g.tensor(*t).dtype) && !(fused_loss && feeds_loss(g, *t))) b += bytes_at(g.tensor(*t), p);
+      if (t && core::is_floating(g.tensor(*t).dtype) && !(fused_loss && feeds_loss(g, *t))) b += bytes_at(g.tensor(*t), p);
     if (!in_place)
       for (const auto& t : op.inputs)
         if (t && t->value < grad.size() && grad[t->value] && g.tensor(*t).role != graph::TensorRole::parameter)
@@ -266,7 +266,7 @@ ParamCounts count_parameters(const graph::OpGraph& g, const PrecisionPolicy& pol
     ParamCounts c;
     for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
       const auto& t = g.tensor(TensorId{i});
-      if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
+      if (t.role != graph::TensorRole::parameter || !core::is_floating(t.dtype)) continue;
       (is_kept_fp32(g, TensorId{i}, policy) ? c.fp32 : c.low_precision) += static_cast<double>(t.numel());
     }
     return c;

@@ -57,9 +57,9 @@ std::vector<Precision> PrecisionPolicy::used() const {
 
 std::size_t graph_float_size(const graph::Op& op, const graph::OpGraph& g) {
   for (const auto& t : op.outputs)
-    if (t && graph::is_floating(g.tensor(*t).dtype)) return graph::dtype_size(g.tensor(*t).dtype);
+    if (t && core::is_floating(g.tensor(*t).dtype)) return core::dtype_size(g.tensor(*t).dtype);
   for (const auto& t : op.inputs)
-    if (t && graph::is_floating(g.tensor(*t).dtype)) return graph::dtype_size(g.tensor(*t).dtype);
+    if (t && core::is_floating(g.tensor(*t).dtype)) return core::dtype_size(g.tensor(*t).dtype);
   return 0;
 }
 
@@ -70,7 +70,7 @@ double byte_scale(const graph::Op& op, const graph::OpGraph& g, const PrecisionP
 }
 
 Bytes bytes_at(const graph::Tensor& t, Precision p) {
-  if (!graph::is_floating(t.dtype)) return t.bytes();
+  if (!core::is_floating(t.dtype)) return t.bytes();
   return Bytes(static_cast<double>(t.numel()) * activation_bytes(p));
 }
 

@@ -84,7 +84,7 @@ struct Out {
   }
   void floating_inputs(const graph::Op& op, const graph::OpGraph& g) {
     for (const auto& t : op.inputs)
-      if (t && graph::is_floating(g.tensor(*t).dtype)) tensor(t);
+      if (t && core::is_floating(g.tensor(*t).dtype)) tensor(t);
   }
   void synthetic(SavedKind k, const graph::Op& op, Bytes b) {
     if (b.value > 0) items.push_back(RawSaved{k, op.outputs.empty() ? std::nullopt : op.outputs[0], b});

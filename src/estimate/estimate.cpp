@@ -52,7 +52,10 @@ const Hint* hint_for(const sharding::LoweredNode& node, const graph::OpGraph& g,
 }
 
 bool strategy_matches(const ops::Strategy& s, std::string_view want) {
-  return s.name == want || (!s.assignment.empty() && s.assignment == want) || (want == "replicated" && s.assignment.empty());
+  if (s.name == want) return true;
+  if (want == "replicated") return s.assignment.is_replicated();
+  const auto a = ops::parse_assignment(want);
+  return a.ok() && !a->is_replicated() && *a == s.assignment;
 }
 
 Status apply_hints(sharding::LoweredSharding& l, const graph::OpGraph& g, const std::vector<Hint>& hints) {
@@ -75,7 +78,7 @@ Status apply_hints(sharding::LoweredSharding& l, const graph::OpGraph& g, const 
       std::string offered;
       for (std::size_t s = 0; s < strategies.size() && s < 8; ++s)
         offered += fmt::format("{}{} [{}]", s ? ", " : "", strategies[s].name,
-                               strategies[s].assignment.empty() ? "replicated" : strategies[s].assignment);
+                               strategies[s].assignment.is_replicated() ? "replicated" : ops::to_string(strategies[s].assignment));
       return make_error("hints line {}: '{}' is not a strategy of '{}' on this mesh (offered: {})", h->line, h->strategy,
                         l.problem.nodes[n].name, offered);
     }
@@ -94,18 +97,6 @@ Status apply_hints(sharding::LoweredSharding& l, const graph::OpGraph& g, const 
 // all-reduce can beat the ring reduce-scatter + all-gather pair, yet
 // Megatron still issues the pair).
 constexpr double kSequenceParallelPenalty = 1e6;
-
-bool uses_axis(const ops::Strategy& s, std::string_view axis) {
-  std::string_view a = s.assignment;
-  while (!a.empty()) {
-    const auto sp = a.find(' ');
-    const auto item = a.substr(0, sp);
-    if (item.size() > axis.size() && item.substr(0, axis.size()) == axis && item[axis.size()] == ':') return true;
-    if (sp == std::string_view::npos) break;
-    a.remove_prefix(sp + 1);
-  }
-  return false;
-}
 
 // Whether strategy s splits one of the unit's weights over mesh axis `tp`.
 bool splits_weight(const ops::OpSharding& sh, const ops::Strategy& s, const graph::OpGraph& g, layout::MeshAxis tp) {
@@ -132,15 +123,15 @@ void enforce_sequence_parallel(sharding::LoweredSharding& l, const graph::OpGrap
     const auto& strategies = sh.strategies;
     // Index bookkeeping (labels, positions) carries no activation memory.
     const bool floating = std::any_of(sh.spec.outputs.begin(), sh.spec.outputs.end(), [&](const ops::ShardPort& p) {
-      return p.tensor && graph::is_floating(g.tensor(*p.tensor).dtype);
+      return p.tensor && core::is_floating(g.tensor(*p.tensor).dtype);
     });
     if (!floating) continue;
-    const bool any_tp = std::any_of(strategies.begin(), strategies.end(), [](const ops::Strategy& s) { return uses_axis(s, "tp"); });
+    const bool any_tp = std::any_of(strategies.begin(), strategies.end(), [](const ops::Strategy& s) { return s.assignment.uses_axis("tp"); });
     if (!any_tp) continue;
     const bool any_weight = tp && sh.spec.family == "matmul" && std::any_of(strategies.begin(), strategies.end(),
                                               [&](const ops::Strategy& s) { return splits_weight(sh, s, g, *tp); });
     for (std::size_t s = 0; s < strategies.size(); ++s)
-      if (!uses_axis(strategies[s], "tp") || (any_weight && !splits_weight(sh, strategies[s], g, *tp)))
+      if (!strategies[s].assignment.uses_axis("tp") || (any_weight && !splits_weight(sh, strategies[s], g, *tp)))
         l.problem.nodes[n].strategies[s].cost[sharding::CostTerm::compute] += Seconds(kSequenceParallelPenalty);
   }
 }

@@ -57,7 +57,7 @@ ExpertCount count_experts(const graph::OpGraph& g) {
   // the search's memory floor splits exactly the parameters estimate splits.
   for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
     const auto& t = g.tensor(graph::TensorId{i});
-    if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
+    if (t.role != graph::TensorRole::parameter || !core::is_floating(t.dtype)) continue;
     const auto reader = detail::param_reader(g, graph::TensorId{i});
     if (reader && expert_index(g.op(*reader).name)) out.parameters += static_cast<double>(t.numel());
   }
@@ -113,7 +113,7 @@ std::vector<ExpertTraffic> expert_traffic(const graph::OpGraph& g, const Layout&
     layers[ch].insert(key.first);
     // Dispatch: the activation the first GEMM reads (not a weight).
     for (const auto& in : g.op(fl.first).inputs)
-      if (in && g.tensor(*in).role != graph::TensorRole::parameter && graph::is_floating(g.tensor(*in).dtype)) {
+      if (in && g.tensor(*in).role != graph::TensorRole::parameter && core::is_floating(g.tensor(*in).dtype)) {
         out[ch].dispatch += bytes_of(*in);
         break;
       }
@@ -125,7 +125,7 @@ std::vector<ExpertTraffic> expert_traffic(const graph::OpGraph& g, const Layout&
   return out;
 }
 
-cluster::Placement data_group(const Layout& L, const ParallelConfig& c, DataGroup which) {
+core::Placement data_group(const Layout& L, const ParallelConfig& c, DataGroup which) {
   const int n = c.dp * c.cp;
   const int ep = std::max(1, std::min(c.ep, n));
   const int rpn = std::min(n, L.full.ranks_per_node(layout::MeshAxis(1)) * L.full.ranks_per_node(layout::MeshAxis(2)));
@@ -134,14 +134,14 @@ cluster::Placement data_group(const Layout& L, const ParallelConfig& c, DataGrou
   // sharing a node are the rpn / that of them.
   const int ep_per_node = std::max(1, std::min(ep, rpn));
   switch (which) {
-    case DataGroup::data: return cluster::Placement{n, std::max(1, rpn)};
-    case DataGroup::expert: return cluster::Placement{ep, ep_per_node};
+    case DataGroup::data: return core::Placement{n, std::max(1, rpn)};
+    case DataGroup::expert: return core::Placement{ep, ep_per_node};
     case DataGroup::expert_data: {
       const int ranks = n / ep;
-      return cluster::Placement{ranks, std::max(1, std::min(ranks, rpn / ep_per_node))};
+      return core::Placement{ranks, std::max(1, std::min(ranks, rpn / ep_per_node))};
     }
   }
-  return cluster::Placement{n, std::max(1, rpn)};
+  return core::Placement{n, std::max(1, rpn)};
 }
 
 }  // namespace detail

@@ -3,7 +3,7 @@
 
 #include <optional>
 
-#include "planner/cluster/collective.hpp"
+#include "planner/core/collective.hpp"
 #include "planner/cost/cost_model.hpp"
 #include "planner/layout/mesh.hpp"
 #include "planner/layout/redistribute.hpp"
@@ -77,7 +77,7 @@ std::vector<ExpertTraffic> expert_traffic(const graph::OpGraph& g, const Layout&
 /// expert-data-parallel group (the dp*cp/ep ranks holding the same experts,
 /// stride ep).
 enum class DataGroup : std::uint8_t { data, expert, expert_data };
-cluster::Placement data_group(const Layout& L, const ParallelConfig& c, DataGroup which);
+core::Placement data_group(const Layout& L, const ParallelConfig& c, DataGroup which);
 
 /// The repeated layers of a graph: how many distinct op.layer values, and
 /// each op's position among them (ascending layer id; -1: outside layers).

@@ -69,7 +69,7 @@ std::shared_ptr<const std::vector<ParamInfo>> params_of(const graph::OpGraph& g,
     for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
       const TensorId t{i};
       const auto& tensor = g.tensor(t);
-      if (tensor.role != graph::TensorRole::parameter || !graph::is_floating(tensor.dtype)) continue;
+      if (tensor.role != graph::TensorRole::parameter || !core::is_floating(tensor.dtype)) continue;
       out.push_back(ParamInfo{t, param_reader(g, t), cost::is_kept_fp32(g, t, policy)});
     }
     return out;

@@ -13,15 +13,15 @@ double wire_scale(const graph::OpGraph& g, const cost::CostModel& model) {
   const auto p = model.context().precision().default_precision();
   const double wire = (p == cost::Precision::fp32 || p == cost::Precision::tf32) ? 4.0 : 2.0;
   for (const auto& t : g.tensors())
-    if (t.role == graph::TensorRole::activation && graph::is_floating(t.dtype))
-      return wire / static_cast<double>(graph::dtype_size(t.dtype));
+    if (t.role == graph::TensorRole::activation && core::is_floating(t.dtype))
+      return wire / static_cast<double>(core::dtype_size(t.dtype));
   return 1.0;
 }
 
 Seconds step_time(const cost::CostModel& model, const layout::CommStep& step, const layout::DeviceMesh& mesh,
                   double scale) {
   if (layout::is_local(step.kind) || step.group_size <= 1) return Seconds(0);
-  const cluster::Placement where{step.group_size, std::min(step.group_size, mesh.ranks_per_node(step.axis))};
+  const core::Placement where{step.group_size, std::min(step.group_size, mesh.ranks_per_node(step.axis))};
   auto t = model.collective(*step.kind, step.bytes * scale, where);
   // The mesh guarantees a valid placement; a profile that cannot price it
   // (no inter-node level) makes the step free rather than the search fail:
@@ -79,8 +79,8 @@ Bytes CostModelOracle::memory(const ops::OpSharding& unit, const ops::Strategy& 
     const auto& port = unit.spec.inputs[p];
     if (!port.tensor || !s.inputs[p]) continue;
     const auto& t = g.tensor(*port.tensor);
-    if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
-    b += ops::local_bytes(t, *s.inputs[p], mesh).value / static_cast<double>(graph::dtype_size(t.dtype)) *
+    if (t.role != graph::TensorRole::parameter || !core::is_floating(t.dtype)) continue;
+    b += ops::local_bytes(t, *s.inputs[p], mesh).value / static_cast<double>(core::dtype_size(t.dtype)) *
          bytes_per_param_;
   }
   return Bytes(b);

@@ -47,7 +47,7 @@ double gathered_param_bytes(const cost::ComputeContext& ctx) {
 
 Result<Seconds> dp_collective(const cost::CostModel& model, const Layout& L, const ParallelConfig& c,
                               core::Collective kind, Bytes bytes, bool single_ring, DataGroup group) {
-  cluster::Placement where = data_group(L, c, group);
+  core::Placement where = data_group(L, c, group);
   if (where.ranks <= 1 || bytes.value <= 0) return Seconds(0);
   where.single_ring = single_ring;
   auto t = model.collective(kind, bytes, where);

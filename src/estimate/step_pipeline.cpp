@@ -65,7 +65,7 @@ Status add_pipeline(StepWork& s) {
       for (const auto& out : op.outputs) {
         if (!out) continue;
         const auto& t = g.tensor(*out);
-        if (!graph::is_floating(t.dtype) || !t.batch_axis) continue;
+        if (!core::is_floating(t.dtype) || !t.batch_axis) continue;
         int to = from;
         for (OpId cons : t.consumers) to = std::max(to, L.chunk_of_op[cons.value]);
         const Bytes b(static_cast<double>(t.numel()) * detail::local_fraction(L, g, *out) * eb);
@@ -78,7 +78,7 @@ Status add_pipeline(StepWork& s) {
       Seconds t;
       if (crossing[static_cast<std::size_t>(k)].value > 0) {
         auto r = model.collective(core::Collective::send_recv, crossing[static_cast<std::size_t>(k)],
-                                  cluster::Placement{2, same_node});
+                                  core::Placement{2, same_node});
         if (!r.ok()) return Error{fmt::format("pipeline transfer: {}", r.error().message)};
         t = *r;
       }

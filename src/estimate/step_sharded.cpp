@@ -23,7 +23,7 @@ void count_local_parameters(StepWork& s) {
   const bool per_mb_sharding = s.per_mb_sharding;
   for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
     const auto& t = g.tensor(TensorId{i});
-    if (t.role != graph::TensorRole::parameter || !graph::is_floating(t.dtype)) continue;
+    if (t.role != graph::TensorRole::parameter || !core::is_floating(t.dtype)) continue;
     e.parameters += t.numel();
     if (t.consumers.empty()) continue;
     const auto& reader = g.op(t.consumers.front());

@@ -50,7 +50,7 @@ void add_memory_and_units(StepWork& s) {
       for (OpId id : node.instances.front()) u.ops.push_back(g.op(id).name);
       u.family = node.sharding.spec.family;
       u.strategy = s.name;
-      u.assignment = s.assignment;
+      u.assignment = ops::to_string(s.assignment);
       for (const auto& l : s.inputs) u.inputs.push_back(l ? layout::to_string(*l, L.mp) : std::string());
       for (const auto& l : s.outputs) u.outputs.push_back(l ? layout::to_string(*l, L.mp) : std::string());
       for (const auto& pc : comms) {

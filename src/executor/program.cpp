@@ -251,7 +251,7 @@ class Deriver {
   }
 
   static bool needs_grad(const graph::Tensor* t) {
-    return t && graph::is_floating(t->dtype) &&
+    return t && core::is_floating(t->dtype) &&
            (t->role == graph::TensorRole::activation || t->role == graph::TensorRole::parameter);
   }
 
@@ -436,7 +436,7 @@ class Deriver {
         for (std::size_t o = 0; o < prod.outputs.size() && o < s->outputs.size(); ++o)
           if (prod.outputs[o] && prod.outputs[o]->value == ti)
             if (auto ls = local(t, s->outputs[o])) n = numel(*ls);
-      const std::int64_t per = graph::is_floating(t.dtype) ? act_bytes_ : static_cast<std::int64_t>(graph::dtype_size(t.dtype));
+      const std::int64_t per = core::is_floating(t.dtype) ? act_bytes_ : static_cast<std::int64_t>(core::dtype_size(t.dtype));
       for (int c = pc->second; c < last; ++c) out[static_cast<std::size_t>(c)] += n * per;
     }
     return out;

@@ -21,7 +21,6 @@
 namespace planner::executor {
 
 using runtime::Communicator;
-using runtime::DType;
 using Clock = std::chrono::steady_clock;
 
 Result<StallSpec> parse_stall_spec(std::string_view text) {
@@ -132,7 +131,7 @@ class Replayer {
         // model: a send does not hold up its sender), else deferred in the
         // rendezvous-safe order (program.hpp).
         if (data_.async_sends()) {
-          st = data_.send_async(k_->send_buf(), words(task.bytes), DType::f32, peer(task), task.tag);
+          st = data_.send_async(k_->send_buf(), words(task.bytes), core::DType::f32, peer(task), task.tag);
           ++posted_;
         } else {
           sends_.push_back(&task);
@@ -141,7 +140,7 @@ class Replayer {
       case TaskKind::recv: {
         st = flush_sends(task.order, t);
         if (st.ok())
-          st = data_.recv(k_->recv_buf(), words(task.bytes), DType::f32, peer(task), task.tag);
+          st = data_.recv(k_->recv_buf(), words(task.bytes), core::DType::f32, peer(task), task.tag);
         break;
       }
     }
@@ -175,7 +174,7 @@ class Replayer {
     while (!sends_.empty() && (before < 0 || sends_.front()->order < before)) {
       const Task& s = *sends_.front();
       sends_.pop_front();
-      PLANNER_TRY_STATUS(data_.send(k_->send_buf(), words(s.bytes), DType::f32, peer(s), s.tag));
+      PLANNER_TRY_STATUS(data_.send(k_->send_buf(), words(s.bytes), core::DType::f32, peer(s), s.tag));
       sent = true;
     }
     if (before < 0 && posted_ > 0) {  // the step's posted sends complete
@@ -202,22 +201,22 @@ class Replayer {
     void* a = k_->comm_a();
     void* b = k_->comm_b();
     switch (task.coll) {
-      case core::Collective::all_reduce: return c.all_reduce(a, n, DType::f32);
-      case core::Collective::all_gather: return c.all_gather(a, b, per, DType::f32);
-      case core::Collective::reduce_scatter: return c.reduce_scatter(b, a, per, DType::f32);
-      case core::Collective::all_to_all: return c.all_to_all(a, b, per, DType::f32);
-      case core::Collective::broadcast: return c.broadcast(a, n, DType::f32, 0);
+      case core::Collective::all_reduce: return c.all_reduce(a, n, core::DType::f32);
+      case core::Collective::all_gather: return c.all_gather(a, b, per, core::DType::f32);
+      case core::Collective::reduce_scatter: return c.reduce_scatter(b, a, per, core::DType::f32);
+      case core::Collective::all_to_all: return c.all_to_all(a, b, per, core::DType::f32);
+      case core::Collective::broadcast: return c.broadcast(a, n, core::DType::f32, 0);
       case core::Collective::send_recv: {
         // A ring shift: rank 0 receives first, the others send first, so the
         // blocking calls cannot wait on each other in a circle.
         const int r = c.rank(), size = c.size();
         const int next = (r + 1) % size, prev = (r + size - 1) % size;
         if (r == 0) {
-          PLANNER_TRY_STATUS(c.recv(b, n, DType::f32, prev, 7));
-          return c.send(a, n, DType::f32, next, 7);
+          PLANNER_TRY_STATUS(c.recv(b, n, core::DType::f32, prev, 7));
+          return c.send(a, n, core::DType::f32, next, 7);
         }
-        PLANNER_TRY_STATUS(c.send(a, n, DType::f32, next, 7));
-        return c.recv(b, n, DType::f32, prev, 7);
+        PLANNER_TRY_STATUS(c.send(a, n, core::DType::f32, next, 7));
+        return c.recv(b, n, core::DType::f32, prev, 7);
       }
     }
     return {};
@@ -242,14 +241,14 @@ Result<std::vector<std::string>> gather_text(Communicator& world, const std::str
   const auto n = static_cast<std::size_t>(world.size());
   const std::uint32_t len = static_cast<std::uint32_t>(mine.size());
   std::vector<std::uint32_t> lens(n);
-  PLANNER_TRY_STATUS(world.all_gather(&len, lens.data(), 1, DType::f32));
+  PLANNER_TRY_STATUS(world.all_gather(&len, lens.data(), 1, core::DType::f32));
   std::size_t longest = 0;
   for (auto l : lens) longest = std::max<std::size_t>(longest, l);
   const std::size_t w = (longest + 3) / 4 + 1;
   std::vector<char> padded(w * 4, '\0');
   std::copy(mine.begin(), mine.end(), padded.begin());
   std::vector<char> all(n * w * 4);
-  PLANNER_TRY_STATUS(world.all_gather(padded.data(), all.data(), w, DType::f32));
+  PLANNER_TRY_STATUS(world.all_gather(padded.data(), all.data(), w, core::DType::f32));
   std::vector<std::string> out;
   for (std::size_t r = 0; r < n; ++r) out.emplace_back(all.data() + r * w * 4, lens[r]);
   return out;
@@ -321,7 +320,7 @@ Result<ReplayResult> replay(const RankProgram& prog, const plan::Plan& p, Commun
     // Max over ranks of the step and of each component: every rank's
     // doubles gathered as opaque pairs of f32 words, then the max taken here.
     std::vector<double> all(static_cast<std::size_t>(world.size()) * t->size());
-    PLANNER_TRY_STATUS(world.all_gather(t->data(), all.data(), 2 * t->size(), DType::f32));
+    PLANNER_TRY_STATUS(world.all_gather(t->data(), all.data(), 2 * t->size(), core::DType::f32));
     std::array<double, kComponents + 1> v{};
     for (std::size_t r = 0; r < static_cast<std::size_t>(world.size()); ++r)
       for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::max(v[i], all[r * v.size() + i]);
@@ -333,7 +332,7 @@ Result<ReplayResult> replay(const RankProgram& prog, const plan::Plan& p, Commun
   // Peak RSS of every rank: a double as two opaque f32 words per rank.
   const double mine = r.backend().peak_memory_bytes();
   std::vector<double> all(static_cast<std::size_t>(world.size()));
-  PLANNER_TRY_STATUS(world.all_gather(&mine, all.data(), 2, DType::f32));
+  PLANNER_TRY_STATUS(world.all_gather(&mine, all.data(), 2, core::DType::f32));
   out.peak_rss_bytes = std::move(all);
   return out;
 }

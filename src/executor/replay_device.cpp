@@ -12,42 +12,42 @@ namespace {
 
 class DeviceBackend final : public Backend {
  public:
-  DeviceBackend(runtime::Device& dev, runtime::Precision p) : dev_(dev), p_(p) {}
+  DeviceBackend(runtime::Device& dev, core::Precision p) : dev_(dev), p_(p) {}
   ~DeviceBackend() override {
     for (void* b : owned_) dev_.release(b);
   }
 
   Status allocate(const RankProgram& prog, std::size_t comm_words, std::size_t transfer_words) override {
-    const std::size_t e = runtime::precision_size(p_);
+    const auto e = static_cast<std::size_t>(core::precision_bytes(p_));
     const auto gemm_elems = static_cast<std::size_t>(std::max<std::int64_t>(prog.max_gemm_floats, 1));
     PLANNER_TRY(gemm_, take(gemm_elems * e));
     PLANNER_TRY_STATUS(dev_.fill(gemm_, gemm_elems, p_, 1e-3f));  // small: no overflow in fp16
     mem_capacity_ = static_cast<std::size_t>(std::max(prog.max_memory_bytes, 16.0));
     PLANNER_TRY(mem_src_, take(mem_capacity_));
     PLANNER_TRY(mem_dst_, take(mem_capacity_));
-    PLANNER_TRY_STATUS(dev_.fill(mem_src_, mem_capacity_ / 4, runtime::Precision::fp32, 1e-3f));
+    PLANNER_TRY_STATUS(dev_.fill(mem_src_, mem_capacity_ / 4, core::Precision::fp32, 1e-3f));
     params_n_ = static_cast<std::size_t>(std::max<std::int64_t>(prog.parameters, 1));
     PLANNER_TRY(void* params, take(params_n_ * 4));
     PLANNER_TRY(void* grads, take(params_n_ * 4));
     params_ = static_cast<float*>(params);
     grads_ = static_cast<float*>(grads);
-    PLANNER_TRY_STATUS(dev_.fill(params_, params_n_, runtime::Precision::fp32, 1e-2f));
-    PLANNER_TRY_STATUS(dev_.fill(grads_, params_n_, runtime::Precision::fp32, 1e-4f));
+    PLANNER_TRY_STATUS(dev_.fill(params_, params_n_, core::Precision::fp32, 1e-2f));
+    PLANNER_TRY_STATUS(dev_.fill(grads_, params_n_, core::Precision::fp32, 1e-4f));
     const auto states = static_cast<std::size_t>(std::max<std::int64_t>(prog.optimizer_elements, 1)) *
                         static_cast<std::size_t>(std::max(prog.optimizer_states, 1));
     PLANNER_TRY(void* state, take(states * 4));
     state_ = static_cast<float*>(state);
     PLANNER_TRY(comm_a_, take(comm_words * 4));
     PLANNER_TRY(comm_b_, take(comm_words * 4));
-    PLANNER_TRY_STATUS(dev_.fill(comm_a_, comm_words, runtime::Precision::fp32, 1e-3f));
+    PLANNER_TRY_STATUS(dev_.fill(comm_a_, comm_words, core::Precision::fp32, 1e-3f));
     PLANNER_TRY(send_, take(transfer_words * 4));
     PLANNER_TRY(recv_, take(transfer_words * 4));
-    PLANNER_TRY_STATUS(dev_.fill(send_, transfer_words, runtime::Precision::fp32, 1e-3f));
+    PLANNER_TRY_STATUS(dev_.fill(send_, transfer_words, core::Precision::fp32, 1e-3f));
     return dev_.synchronize();
   }
 
   Status gemm(const Task& t) override {
-    const auto e = static_cast<std::int64_t>(runtime::precision_size(p_));
+    const auto e = static_cast<std::int64_t>(core::precision_bytes(p_));
     auto* a = static_cast<std::byte*>(gemm_);
     std::byte* b = a + t.batch * t.m * t.k * e;
     std::byte* c = b + t.batch * t.k * t.n * e;
@@ -86,7 +86,7 @@ class DeviceBackend final : public Backend {
   }
 
   runtime::Device& dev_;
-  runtime::Precision p_;
+  core::Precision p_;
   std::vector<void*> owned_;
   void* gemm_ = nullptr;
   void *mem_src_ = nullptr, *mem_dst_ = nullptr;
@@ -98,7 +98,7 @@ class DeviceBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> device_backend(runtime::Device& dev, runtime::Precision precision) {
+std::unique_ptr<Backend> device_backend(runtime::Device& dev, core::Precision precision) {
   return std::make_unique<DeviceBackend>(dev, precision);
 }
 

@@ -64,6 +64,6 @@ class Backend {
 
 std::unique_ptr<Backend> host_backend();
 /// Requires: `dev` outlives the backend.
-std::unique_ptr<Backend> device_backend(runtime::Device& dev, runtime::Precision precision);
+std::unique_ptr<Backend> device_backend(runtime::Device& dev, core::Precision precision);
 
 }  // namespace planner::executor::detail

@@ -13,8 +13,8 @@ namespace {
 class Planner {
  public:
   Planner(const TensorLayout& from, const TensorLayout& to, std::span<const std::int64_t> shape,
-          graph::DType dtype, const DeviceMesh& mesh)
-      : cur_(from), to_(to), shape_(shape), elem_(static_cast<double>(graph::dtype_size(dtype))), mesh_(mesh) {}
+          core::DType dtype, const DeviceMesh& mesh)
+      : cur_(from), to_(to), shape_(shape), elem_(static_cast<double>(core::dtype_size(dtype))), mesh_(mesh) {}
 
   std::vector<CommStep> run() {
     while (slice() || reduce_scatter() || all_to_all() || all_reduce() || all_gather() || make_partial()) {
@@ -134,7 +134,7 @@ class Planner {
 }  // namespace
 
 std::vector<CommStep> redistribute(const TensorLayout& from, const TensorLayout& to,
-                                   std::span<const std::int64_t> shape, graph::DType dtype,
+                                   std::span<const std::int64_t> shape, core::DType dtype,
                                    const DeviceMesh& mesh) {
   assert(from.validate(shape, mesh).ok());
   assert(to.validate(shape, mesh).ok());

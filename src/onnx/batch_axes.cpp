@@ -334,7 +334,7 @@ Status rebind_static_batch(graph::OpGraph& g, std::int64_t b0, std::int64_t n) {
     for (std::size_t k = 0; k < op.outputs.size(); ++k) {
       if (!op.outputs[k]) continue;
       const auto& t = g.tensor(*op.outputs[k]);
-      if (t.role == TensorRole::activation && graph::is_floating(t.dtype) && !t.shape.empty() && !t.batch_axis &&
+      if (t.role == TensorRole::activation && core::is_floating(t.dtype) && !t.shape.empty() && !t.batch_axis &&
           !batch_reduction(g, op, k))
         return make_error("op '{}' ({}) writes '{}' without a batch axis from a batched input", op.name,
                           graph::op_kind(op), t.name);

@@ -52,7 +52,7 @@ Result<BuiltGraph> build_graph(const ParsedGraph& pg, const std::vector<Info>& i
       return make_error("tensor '{}' has no static shape", pg.names[t]);  // strict propagation prevents this
     graph::Tensor x;
     x.name = std::string(pg.names[t]);
-    x.dtype = to_dtype(info.elem).value_or(graph::DType::f32);
+    x.dtype = to_dtype(info.elem).value_or(core::DType::f32);
     x.shape = *info.shape;
     x.role = roles[t];
     x.external_data = pg.init[t] && pg.init[t]->data_location() == pb::TensorProto::EXTERNAL;

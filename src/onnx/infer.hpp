@@ -25,7 +25,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "planner/core/result.hpp"
-#include "planner/graph/dtype.hpp"
+#include "planner/core/dtype.hpp"
 
 namespace planner::onnx::detail {
 
@@ -46,8 +46,8 @@ enum Elem : int {
 };
 
 bool is_float_elem(int elem);
-/// Maps an ONNX element type onto graph::DType; nullopt for undefined/unknown codes.
-std::optional<graph::DType> to_dtype(int elem);
+/// Maps an ONNX element type onto core::DType; nullopt for undefined/unknown codes.
+std::optional<core::DType> to_dtype(int elem);
 /// Name for messages ("float", "int64", ...).
 std::string_view elem_name(int elem);
 

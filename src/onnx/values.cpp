@@ -13,8 +13,8 @@ bool is_float_elem(int e) {
   return e == kFloat || e == kFloat16 || e == kDouble || e == kBfloat16 || (e >= 17 && e <= 20);
 }
 
-std::optional<graph::DType> to_dtype(int e) {
-  using graph::DType;
+std::optional<core::DType> to_dtype(int e) {
+  using core::DType;
   switch (e) {
     case kFloat: return DType::f32;
     case kUint8: return DType::u8;
@@ -38,7 +38,7 @@ std::optional<graph::DType> to_dtype(int e) {
 }
 
 std::string_view elem_name(int e) {
-  if (auto d = to_dtype(e)) return graph::dtype_name(*d);
+  if (auto d = to_dtype(e)) return core::dtype_name(*d);
   return "undefined";
 }
 

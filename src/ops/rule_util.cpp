@@ -6,7 +6,7 @@
 namespace planner::ops {
 
 bool needs_grad_by_role(const graph::Tensor& t) {
-  return graph::is_floating(t.dtype) &&
+  return core::is_floating(t.dtype) &&
          (t.role == graph::TensorRole::parameter || t.role == graph::TensorRole::activation);
 }
 
@@ -14,7 +14,7 @@ bool CostQuery::in_needs_grad(std::size_t i) const {
   if (i >= op.inputs.size() || !op.inputs[i]) return false;
   const auto id = *op.inputs[i];
   const auto& t = g.tensor(id);
-  if (!graph::is_floating(t.dtype)) return false;
+  if (!core::is_floating(t.dtype)) return false;
   if (grad) return id.value < grad->size() && (*grad)[id.value];
   return needs_grad_by_role(t);
 }

@@ -32,8 +32,8 @@ using graph::Tensor;
 
 inline double numel(const Tensor* t) { return t ? static_cast<double>(t->numel()) : 0.0; }
 inline Bytes bytes(const Tensor* t) { return t ? t->bytes() : Bytes(0); }
-inline bool floating(const Tensor* t) { return t && graph::is_floating(t->dtype); }
-inline double elem_size(const Tensor* t) { return t ? static_cast<double>(graph::dtype_size(t->dtype)) : 0.0; }
+inline bool floating(const Tensor* t) { return t && core::is_floating(t->dtype); }
+inline double elem_size(const Tensor* t) { return t ? static_cast<double>(core::dtype_size(t->dtype)) : 0.0; }
 inline int rank(const Tensor* t) { return t ? static_cast<int>(t->shape.size()) : 0; }
 
 /// Axis `a` of a rank-`r` tensor, negative counted from the end, clamped to [0, r].

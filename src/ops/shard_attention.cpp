@@ -136,7 +136,7 @@ void gather_kv(const ShardSpec& spec, const graph::OpGraph& g, const layout::Dev
   for (std::size_t a = 0; a < axis_letter.size(); ++a)
     if (axis_letter[a] >= 0 && (axis_letter[a] == lb || axis_letter[a] == ln))
       elems /= mesh.size(layout::MeshAxis(static_cast<int>(a)));
-  const double elem = static_cast<double>(graph::dtype_size(y.dtype));
+  const double elem = static_cast<double>(core::dtype_size(y.dtype));
   for (std::size_t a = 0; a < axis_letter.size(); ++a) {
     if (axis_letter[a] != ls || ls < 0) continue;
     layout::CommStep st;

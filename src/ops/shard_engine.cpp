@@ -112,7 +112,7 @@ bool named_port(const OpGraph& g, const ShardPort& p) {
   if (!p.tensor) return false;
   const Tensor& t = g.tensor(*p.tensor);
   if (t.shape.empty()) return false;
-  return !(t.role == graph::TensorRole::constant && !graph::is_floating(t.dtype));
+  return !(t.role == graph::TensorRole::constant && !core::is_floating(t.dtype));
 }
 
 class Enumerator {
@@ -192,14 +192,13 @@ class Enumerator {
     if (!divides(c)) return;
     Strategy s;
     double fraction = 1.0;
-    std::vector<std::string> assign;
     for (std::size_t i = 0; i < axes_.size(); ++i) {
       if (pick[i] < 0) continue;
       fraction /= mesh_.size(axes_[i]);
-      assign.push_back(fmt::format("{}:{}", mesh_.name(axes_[i]), spec_.letters[static_cast<std::size_t>(pick[i])].name));
+      s.assignment.items.push_back(
+          {std::string(mesh_.name(axes_[i])), spec_.letters[static_cast<std::size_t>(pick[i])].name});
     }
     s.compute_fraction = fraction;
-    s.assignment = fmt::format("{}", fmt::join(assign, " "));
 
     for (const auto& p : spec_.outputs) {
       if (!p.tensor) { s.outputs.emplace_back(); continue; }
@@ -220,7 +219,7 @@ class Enumerator {
       }
       TensorLayout t = port_layout(p, pick);
       if (named_port(g_, p)) names.push_back(tuple_text(to_shard_strategy(t, mesh_)));
-      if (graph::is_floating(g_.tensor(*p.tensor).dtype)) {
+      if (core::is_floating(g_.tensor(*p.tensor).dtype)) {
         TensorLayout grad = t;
         for (std::size_t i = 0; i < axes_.size(); ++i) {
           const int l = pick[i];
@@ -305,7 +304,7 @@ OpSharding enumerate_strategies(ShardSpec spec, const OpGraph& g, const DeviceMe
 Bytes local_bytes(const Tensor& t, const TensorLayout& l, const DeviceMesh& mesh) {
   double n = 1.0;
   for (auto d : l.local_shape(t.shape, mesh)) n *= static_cast<double>(d);
-  return Bytes(n * static_cast<double>(graph::dtype_size(t.dtype)));
+  return Bytes(n * static_cast<double>(core::dtype_size(t.dtype)));
 }
 
 std::vector<CommStep> weight_grad_sync(const OpSharding& op, const Strategy& s, std::size_t port, const OpGraph& g,
@@ -322,7 +321,7 @@ std::string describe(const OpSharding& op, const Strategy& s, const DeviceMesh& 
     for (const auto& l : v) parts.push_back(l ? to_string(*l, mesh) : std::string("~"));
     return fmt::format("{}", fmt::join(parts, " "));
   };
-  return fmt::format("{} [{}] in {} out {}", s.name, s.assignment.empty() ? "replicated" : s.assignment,
+  return fmt::format("{} [{}] in {} out {}", s.name, s.assignment.is_replicated() ? "replicated" : to_string(s.assignment),
                      list(s.inputs), list(s.outputs));
 }
 
@@ -345,7 +344,7 @@ DimKinds dim_kinds(const OpGraph& g) {
     auto& k = kinds[i];
     k.assign(r, DimKind::inner);
     if (t.role == graph::TensorRole::input && r > 0) {
-      const bool integer = !graph::is_floating(t.dtype);
+      const bool integer = !core::is_floating(t.dtype);
       for (std::size_t d = 0; d < r; ++d)
         k[d] = integer ? DimKind::sequence : (d + 1 == r ? DimKind::hidden : DimKind::sequence);
       const std::size_t b = t.batch_axis ? static_cast<std::size_t>(*t.batch_axis) : 0;

@@ -81,7 +81,7 @@ GradMask compute_gradient_mask(const graph::OpGraph& g) {
   GradMask mask(g.num_tensors(), false);
   const auto& tensors = g.tensors();
   for (std::size_t i = 0; i < tensors.size(); ++i)
-    mask[i] = tensors[i].role == graph::TensorRole::parameter && graph::is_floating(tensors[i].dtype);
+    mask[i] = tensors[i].role == graph::TensorRole::parameter && core::is_floating(tensors[i].dtype);
 
   std::vector<graph::OpId> order;
   if (auto topo = g.topological_order(); topo.ok()) {
@@ -98,7 +98,7 @@ GradMask compute_gradient_mask(const graph::OpGraph& g) {
       if (in && mask[in->value]) { any = true; break; }
     if (!any) continue;
     for (const auto& out : op.outputs)
-      if (out && graph::is_floating(g.tensor(*out).dtype) &&
+      if (out && core::is_floating(g.tensor(*out).dtype) &&
           g.tensor(*out).role == graph::TensorRole::activation)
         mask[out->value] = true;
   }

@@ -14,24 +14,6 @@ void poll_backoff(int& spins) {
     std::this_thread::sleep_for(std::chrono::microseconds(100));
 }
 
-std::size_t dtype_size(DType t) {
-  switch (t) {
-    case DType::f32: return 4;
-    case DType::bf16: return 2;
-    case DType::f16: return 2;
-  }
-  return 0;
-}
-
-std::string_view dtype_name(DType t) {
-  switch (t) {
-    case DType::f32: return "f32";
-    case DType::bf16: return "bf16";
-    case DType::f16: return "f16";
-  }
-  return "?";
-}
-
 std::string_view reduce_op_name(ReduceOp op) {
   switch (op) {
     case ReduceOp::sum: return "sum";
@@ -56,8 +38,8 @@ std::string_view call_kind_name(CallKind k) {
   return "?";
 }
 
-Status check_reduction(CallKind kind, std::uint64_t call_no, DType dtype) {
-  if (dtype != DType::f32)
+Status check_reduction(CallKind kind, std::uint64_t call_no, core::DType dtype) {
+  if (dtype != core::DType::f32)
     return make_error("{} #{}: reduction of {} (reductions are f32 only)", call_kind_name(kind),
                       call_no, dtype_name(dtype));
   return {};

@@ -21,7 +21,7 @@ struct Part {
   bool present = false;
   CallKind kind = CallKind::barrier;
   std::size_t count = 0;
-  DType dtype = DType::f32;
+  core::DType dtype = core::DType::f32;
   ReduceOp op = ReduceOp::sum;
   int root = 0;
   int color = 0, key = 0;
@@ -41,7 +41,7 @@ struct Slot {
 };
 
 struct Message {
-  DType dtype;
+  core::DType dtype;
   std::size_t count;
   Bytes data;
 };
@@ -81,7 +81,7 @@ class FakeCommunicator final : public Communicator {
   Seconds timeout() const override { return timeout_; }
   void set_fault(std::optional<FaultSpec> f) override { fault_ = f; }
 
-  Status all_reduce(void* buf, std::size_t count, DType dtype, ReduceOp op) override {
+  Status all_reduce(void* buf, std::size_t count, core::DType dtype, ReduceOp op) override {
     const auto k = begin();
     PLANNER_TRY_STATUS(check_failed());
     PLANNER_TRY_STATUS(check_reduction(CallKind::all_reduce, k, dtype));
@@ -93,7 +93,7 @@ class FakeCommunicator final : public Communicator {
     });
   }
 
-  Status all_gather(const void* send, void* recv, std::size_t cpr, DType dtype) override {
+  Status all_gather(const void* send, void* recv, std::size_t cpr, core::DType dtype) override {
     const auto k = begin();
     PLANNER_TRY_STATUS(check_failed());
     PLANNER_TRY_STATUS(check_buffer(CallKind::all_gather, k, send, cpr, "send"));
@@ -106,7 +106,7 @@ class FakeCommunicator final : public Communicator {
                       });
   }
 
-  Status reduce_scatter(const void* send, void* recv, std::size_t cpr, DType dtype,
+  Status reduce_scatter(const void* send, void* recv, std::size_t cpr, core::DType dtype,
                         ReduceOp op) override {
     const auto k = begin();
     PLANNER_TRY_STATUS(check_failed());
@@ -120,7 +120,7 @@ class FakeCommunicator final : public Communicator {
     });
   }
 
-  Status all_to_all(const void* send, void* recv, std::size_t cpr, DType dtype) override {
+  Status all_to_all(const void* send, void* recv, std::size_t cpr, core::DType dtype) override {
     const auto k = begin();
     PLANNER_TRY_STATUS(check_failed());
     PLANNER_TRY_STATUS(check_buffer(CallKind::all_to_all, k, send, cpr, "send"));
@@ -133,7 +133,7 @@ class FakeCommunicator final : public Communicator {
                       });
   }
 
-  Status broadcast(void* buf, std::size_t count, DType dtype, int root) override {
+  Status broadcast(void* buf, std::size_t count, core::DType dtype, int root) override {
     const auto k = begin();
     PLANNER_TRY_STATUS(check_failed());
     PLANNER_TRY_STATUS(check_peer(CallKind::broadcast, k, root, size(), "root"));
@@ -148,7 +148,7 @@ class FakeCommunicator final : public Communicator {
   Status barrier() override {
     const auto k = begin();
     PLANNER_TRY_STATUS(check_failed());
-    return collective(part(CallKind::barrier, 0, DType::f32, nullptr, 0, k), k,
+    return collective(part(CallKind::barrier, 0, core::DType::f32, nullptr, 0, k), k,
                       [](const Slot&) {});
   }
 
@@ -156,7 +156,7 @@ class FakeCommunicator final : public Communicator {
     const auto k = begin();
     PLANNER_TRY_STATUS(check_failed());
     if (color < 0) return make_error("split #{}: color {} is negative", k, color);
-    Part p = part(CallKind::split, 0, DType::f32, nullptr, 0, k);
+    Part p = part(CallKind::split, 0, core::DType::f32, nullptr, 0, k);
     p.color = color;
     p.key = key;
     std::unique_ptr<Communicator> child;
@@ -182,7 +182,7 @@ class FakeCommunicator final : public Communicator {
     return child;
   }
 
-  Status send(const void* buf, std::size_t count, DType dtype, int peer, int tag) override {
+  Status send(const void* buf, std::size_t count, core::DType dtype, int peer, int tag) override {
     PLANNER_TRY_STATUS(check_failed());
     PLANNER_TRY_STATUS(check_peer(CallKind::send, p2p_no_ + 1, peer, size(), "peer"));
     PLANNER_TRY_STATUS(check_buffer(CallKind::send, p2p_no_ + 1, buf, count, "send"));
@@ -197,7 +197,7 @@ class FakeCommunicator final : public Communicator {
   // Sends are buffered in the mailbox: they never wait for the receiver.
   bool async_sends() const override { return true; }
 
-  Status recv(void* buf, std::size_t count, DType dtype, int peer, int tag) override {
+  Status recv(void* buf, std::size_t count, core::DType dtype, int peer, int tag) override {
     PLANNER_TRY_STATUS(check_failed());
     PLANNER_TRY_STATUS(check_peer(CallKind::recv, p2p_no_ + 1, peer, size(), "peer"));
     PLANNER_TRY_STATUS(check_buffer(CallKind::recv, p2p_no_ + 1, buf, count, "recv"));
@@ -237,7 +237,7 @@ class FakeCommunicator final : public Communicator {
 
   // My arrival at collective k: `elems` elements of buf, or zeros when the
   // fault drops this rank's contribution to it.
-  Part part(CallKind kind, std::size_t count, DType dtype, const void* buf, std::size_t elems,
+  Part part(CallKind kind, std::size_t count, core::DType dtype, const void* buf, std::size_t elems,
             std::uint64_t k) const {
     Part p;
     p.present = true;

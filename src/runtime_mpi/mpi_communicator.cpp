@@ -12,7 +12,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-MPI_Datatype mpi_type(DType t) { return t == DType::f32 ? MPI_FLOAT : MPI_UINT16_T; }
+MPI_Datatype mpi_type(core::DType t) { return t == core::DType::f32 ? MPI_FLOAT : MPI_UINT16_T; }
 
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
@@ -49,7 +49,7 @@ class MpiCommunicator final : public Communicator {
   Seconds timeout() const override { return timeout_; }
   void set_fault(std::optional<FaultSpec> f) override { fault_ = f; }
 
-  Status all_reduce(void* buf, std::size_t count, DType dtype, ReduceOp op) override {
+  Status all_reduce(void* buf, std::size_t count, core::DType dtype, ReduceOp op) override {
     const auto k = ++calls_;
     PLANNER_TRY_STATUS(check_failed());
     PLANNER_TRY_STATUS(check_reduction(CallKind::all_reduce, k, dtype));
@@ -62,7 +62,7 @@ class MpiCommunicator final : public Communicator {
     return finish(rc, req, CallKind::all_reduce, k);
   }
 
-  Status all_gather(const void* send, void* recv, std::size_t cpr, DType dtype) override {
+  Status all_gather(const void* send, void* recv, std::size_t cpr, core::DType dtype) override {
     const auto k = ++calls_;
     PLANNER_TRY_STATUS(check_failed());
     PLANNER_TRY_STATUS(check_buffer(CallKind::all_gather, k, send, cpr, "send"));
@@ -75,7 +75,7 @@ class MpiCommunicator final : public Communicator {
     return finish(rc, req, CallKind::all_gather, k);
   }
 
-  Status reduce_scatter(const void* send, void* recv, std::size_t cpr, DType dtype,
+  Status reduce_scatter(const void* send, void* recv, std::size_t cpr, core::DType dtype,
                         ReduceOp op) override {
     const auto k = ++calls_;
     PLANNER_TRY_STATUS(check_failed());
@@ -90,7 +90,7 @@ class MpiCommunicator final : public Communicator {
     return finish(rc, req, CallKind::reduce_scatter, k);
   }
 
-  Status all_to_all(const void* send, void* recv, std::size_t cpr, DType dtype) override {
+  Status all_to_all(const void* send, void* recv, std::size_t cpr, core::DType dtype) override {
     const auto k = ++calls_;
     PLANNER_TRY_STATUS(check_failed());
     PLANNER_TRY_STATUS(check_buffer(CallKind::all_to_all, k, send, cpr, "send"));
@@ -103,7 +103,7 @@ class MpiCommunicator final : public Communicator {
     return finish(rc, req, CallKind::all_to_all, k);
   }
 
-  Status broadcast(void* buf, std::size_t count, DType dtype, int root) override {
+  Status broadcast(void* buf, std::size_t count, core::DType dtype, int root) override {
     const auto k = ++calls_;
     PLANNER_TRY_STATUS(check_failed());
     PLANNER_TRY_STATUS(check_peer(CallKind::broadcast, k, root, size(), "root"));
@@ -152,14 +152,14 @@ class MpiCommunicator final : public Communicator {
     return make_mpi_communicator(child, hb_, std::move(label), std::move(world), timeout_);
   }
 
-  Status send(const void* buf, std::size_t count, DType dtype, int peer, int tag) override {
+  Status send(const void* buf, std::size_t count, core::DType dtype, int peer, int tag) override {
     return p2p(CallKind::send, const_cast<void*>(buf), count, dtype, peer, tag);
   }
-  Status recv(void* buf, std::size_t count, DType dtype, int peer, int tag) override {
+  Status recv(void* buf, std::size_t count, core::DType dtype, int peer, int tag) override {
     return p2p(CallKind::recv, buf, count, dtype, peer, tag);
   }
   bool async_sends() const override { return true; }
-  Status send_async(const void* buf, std::size_t count, DType dtype, int peer, int tag) override {
+  Status send_async(const void* buf, std::size_t count, core::DType dtype, int peer, int tag) override {
     const auto n = ++p2p_calls_;
     PLANNER_TRY_STATUS(check_failed());
     PLANNER_TRY_STATUS(check_peer(CallKind::send, n, peer, size(), "peer"));
@@ -206,13 +206,13 @@ class MpiCommunicator final : public Communicator {
   }
   bool dropped(std::uint64_t k) const { return fault_ && fault_->rank == rank_ && fault_->nth == k; }
   // The send buffer of collective k: `buf`, or zeros when the fault drops it.
-  const void* contribution(std::uint64_t k, const void* buf, std::size_t elems, DType dtype) {
+  const void* contribution(std::uint64_t k, const void* buf, std::size_t elems, core::DType dtype) {
     if (!dropped(k)) return buf;
     zeros_.assign(elems * dtype_size(dtype), std::byte{0});
     return zeros_.data();
   }
 
-  Status p2p(CallKind kind, void* buf, std::size_t count, DType dtype, int peer, int tag) {
+  Status p2p(CallKind kind, void* buf, std::size_t count, core::DType dtype, int peer, int tag) {
     const auto n = ++p2p_calls_;
     PLANNER_TRY_STATUS(check_failed());
     PLANNER_TRY_STATUS(check_peer(kind, n, peer, size(), "peer"));

@@ -99,7 +99,7 @@ ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch) {
     f.seq = std::max(f.seq, p.seq_q);
   }
   for (const auto& t : g.tensors())
-    if (t.role == graph::TensorRole::parameter && graph::is_floating(t.dtype)) {
+    if (t.role == graph::TensorRole::parameter && core::is_floating(t.dtype)) {
       f.parameters += static_cast<double>(t.numel());
       ++f.parameter_shapes[t.shape];
     }

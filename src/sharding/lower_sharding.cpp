@@ -238,7 +238,7 @@ class Lowerer {
         if (!out_port || !in_port)
           return make_error("op '{}' input {} ('{}'): no port on its unit or on producer '{}'", cop.name, i, tt.name, pop.name);
         const TensorId rt = *out_.nodes[pn].sharding.spec.outputs[*out_port].tensor;
-        add_use(pn, cn, EdgeUse{rt, *out_port, *in_port, 1, grad_[t.value] && graph::is_floating(tt.dtype), false});
+        add_use(pn, cn, EdgeUse{rt, *out_port, *in_port, 1, grad_[t.value] && core::is_floating(tt.dtype), false});
       }
     }
     return {};
@@ -298,7 +298,7 @@ class Lowerer {
       if (node.instances.size() > 1) pn.name += fmt::format(" x{}", node.instances.size());
       for (const auto& s : sh.strategies) {
         NodeStrategy ns;
-        ns.name = s.assignment.empty() ? s.name + " replicated" : s.name + " " + s.assignment;
+        ns.name = s.assignment.is_replicated() ? s.name + " replicated" : s.name + " " + ops::to_string(s.assignment);
         double compute = 0.0;
         for (OpId id : node.instances.front()) compute += oracle_.op_time(g_.op(id), g_, s).value;
         double sync = 0.0;

@@ -44,13 +44,14 @@ for m in core graph ops layout sharding sharding_milp sim cost cluster estimate 
 done
 # layout: structure only, no costs or profiles.
 no "layout holds no costs or profiles" "$(inc 'planner/(cost|cluster|estimate|sharding|search|sim)')" $(mod layout)
+no "layout depends on core only (element types are core::DType, not graph's)" "$(inc 'planner/graph/')" $(mod layout)
 # sharding (op-level), sharding_milp, estimate, search (layouts): costs only through CostModel; no ONNX, CLI or
 # profile tables.
 for m in sharding sharding_milp estimate search; do
   no "$m includes no CLI or CUDA header" "$(inc "planner/cli|$CUDA|$MPI")" $(mod "$m")
   no "$m reads no profile table (costs through cost::CostModel, rates through cost/fastest.hpp)" "$PROFILE" $(mod "$m")
 done
-no "sharding and search include no cluster header" "$(inc 'planner/cluster/')" $(mod sharding) $(mod sharding_milp) $(mod search)
+no "sharding, estimate and search include no cluster header (profiles reach them as cost models)" "$(inc 'planner/cluster/')" $(mod sharding) $(mod sharding_milp) $(mod estimate) $(mod search)
 # planning: the search stage's glue (graphs, cost models, plans); the CLI
 # keeps flags, printing and exit codes; profiles reach it only as cost models.
 no "planning includes no CLI, cluster, CUDA or MPI header" "$(inc "planner/cli|planner/cluster/|$CUDA|$MPI")" $(mod planning)
@@ -83,9 +84,9 @@ no "calibrate reads no model or plan" "$(inc 'planner/(graph|onnx|plan|estimate|
 # precisions) are defined once, in core; no module brings back its own enum.
 checks=$((checks + 1))
 vocab=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.cu' --include='*.h' \
-  'enum class (Collective|CollectiveKind|CollKind)\b' src include | grep -vE '^include/planner/core/')
+  'enum class (Collective|CollectiveKind|CollKind|DType|Precision)\b' src include | grep -vE '^include/planner/core/')
 if [ -n "$vocab" ]; then
-  echo "FAIL collectives are core::Collective (include/planner/core/collective.hpp) only:"
+  echo "FAIL collectives, element types and precisions are defined in core only (core::Collective, core::DType, core::Precision):"
   echo "$vocab"
   failures=$((failures + 1))
 fi

@@ -45,7 +45,7 @@ TEST_CASE("auto precision and attention follow the device's tables", "[cli][defa
   auto cpu = a100.device;
   cpu.name = "AMD EPYC 7B13";
   for (auto& pk : cpu.peak_by_precision) pk.reset();
-  cpu.peak_by_precision[static_cast<std::size_t>(cluster::Precision::fp32)] = FlopsPerSecond(1e12);
+  cpu.peak_by_precision[static_cast<std::size_t>(core::Precision::fp32)] = FlopsPerSecond(1e12);
   cpu.attention.reset();
   d = device_defaults(cpu, "auto");
   CHECK(d.precision == "fp32");

@@ -160,8 +160,8 @@ TEST_CASE("null peak means the device lacks the precision", "[cluster]") {
   j["device"]["peak_tflops"]["tf32"] = nullptr;
   auto p = parse_profile(j.dump(), "inline.json");
   REQUIRE(p.ok());
-  CHECK_FALSE(p->device.peak(Precision::tf32).ok());
-  CHECK(p->device.peak(Precision::bf16).ok());
+  CHECK_FALSE(p->device.peak(core::Precision::tf32).ok());
+  CHECK(p->device.peak(core::Precision::bf16).ok());
   // Reformatting does not change the content hash; a changed number does.
   auto original = parse_profile(valid_text(), "a.json");
   auto compact = parse_profile(json::parse(valid_text()).dump(), "b.json");

@@ -41,14 +41,6 @@ TEST_CASE("every bundled profile loads and validates", "[cluster]") {
   }
 }
 
-TEST_CASE("precision names round-trip", "[cluster]") {
-  for (auto p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16, Precision::fp8})
-    CHECK(parse_precision(precision_name(p)) == p);
-  CHECK_FALSE(parse_precision("int8").has_value());
-  CHECK(precision_bytes(Precision::tf32) == 4);
-  CHECK(precision_bytes(Precision::fp8) == 1);
-}
-
 TEST_CASE("EfficiencyTable interpolates in log space and clamps", "[cluster]") {
   EfficiencyTable t{{{1e3, 0.2}, {1e5, 0.6}, {1e6, 0.9}}, "bytes"};
   // x = 1e4 is half way between 1e3 and 1e5 in log10: 0.2 + 0.5 * (0.6 - 0.2) = 0.4
@@ -69,10 +61,10 @@ TEST_CASE("EfficiencyTable interpolates in log space and clamps", "[cluster]") {
 TEST_CASE("device helpers read the A100 80GB tables", "[cluster]") {
   auto p = cluster_test::load("a100-sxm4-80gb");
   const auto& d = p.device;
-  REQUIRE(d.peak(Precision::bf16).ok());
-  CHECK(d.peak(Precision::bf16)->value == Approx(312e12));
-  CHECK(d.peak(Precision::tf32)->value == Approx(156e12));
-  auto fp8 = d.peak(Precision::fp8);
+  REQUIRE(d.peak(core::Precision::bf16).ok());
+  CHECK(d.peak(core::Precision::bf16)->value == Approx(312e12));
+  CHECK(d.peak(core::Precision::tf32)->value == Approx(156e12));
+  auto fp8 = d.peak(core::Precision::fp8);
   REQUIRE_FALSE(fp8.ok());
   CHECK_THAT(fp8.error().message, Contains("NVIDIA A100-SXM4-80GB") && Contains("fp8"));
 
@@ -87,7 +79,7 @@ TEST_CASE("device helpers read the A100 80GB tables", "[cluster]") {
   // 0.5798 + 0.29805*0.1551 = 0.62603; x 0.375 = 0.234761
   CHECK(d.gemm_efficiency(32, 8192, 8192) == Approx(0.234761).epsilon(1e-4));
   // fp32 alignment is 16/4 = 4 elements: 4092 is fine for fp32, not for bf16.
-  CHECK(d.gemm_efficiency(4092, 4096, 4096, Precision::fp32) > d.gemm_efficiency(4092, 4096, 4096));
+  CHECK(d.gemm_efficiency(4092, 4096, 4096, core::Precision::fp32) > d.gemm_efficiency(4092, 4096, 4096));
 
   CHECK(d.achievable_hbm_bandwidth().value == Approx(2039e9 * 0.88));
   CHECK(d.memory_bound_efficiency(Bytes(1e8)) == Approx(0.7777));
@@ -101,16 +93,16 @@ TEST_CASE("device helpers read the A100 80GB tables", "[cluster]") {
 TEST_CASE("device specifics: fp8 factor on H100, no attention on V100", "[cluster]") {
   auto h = cluster_test::load("h100-sxm5-80gb");
   // fp8 multiplies by gemm_precision_factor.fp8 = 0.72 (in-training fit, refitted); 8192^3 is aligned for fp8 (16 elements).
-  CHECK(h.device.gemm_efficiency(8192, 8192, 8192, Precision::fp8) ==
+  CHECK(h.device.gemm_efficiency(8192, 8192, 8192, core::Precision::fp8) ==
         Approx(h.device.gemm_efficiency(8192, 8192, 8192) * 0.72));
-  CHECK(h.device.peak(Precision::fp8)->value == Approx(1979e12));
+  CHECK(h.device.peak(core::Precision::fp8)->value == Approx(1979e12));
   auto v = cluster_test::load("v100-sxm2-32gb");
   CHECK_FALSE(v.device.attention_efficiency(2048, true).has_value());
-  CHECK_FALSE(v.device.peak(Precision::bf16).ok());
+  CHECK_FALSE(v.device.peak(core::Precision::bf16).ok());
   auto a = cluster_test::load("ascend-910");
   CHECK(a.interconnect.levels.size() == 3);
   CHECK(a.interconnect.levels[0].devices_per_group == 4);
-  CHECK_FALSE(a.device.peak(Precision::fp32).ok());
+  CHECK_FALSE(a.device.peak(core::Precision::fp32).ok());
 }
 
 TEST_CASE("apply_overrides resizes nodes and NICs, and validates", "[cluster]") {

@@ -20,7 +20,7 @@ namespace {
 
 ActivationOptions bf16(AttentionMode mode = AttentionMode::unfused, RecomputePolicy r = RecomputePolicy::none) {
   ActivationOptions o;
-  o.precision = cost::PrecisionPolicy::uniform(cluster::Precision::bf16);
+  o.precision = cost::PrecisionPolicy::uniform(core::Precision::bf16);
   o.attention = mode;
   o.recompute = r;
   return o;

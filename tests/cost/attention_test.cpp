@@ -114,7 +114,7 @@ TEST_CASE("flash keeps no s x s activations, unfused keeps 5as^2b", "[cost][atte
   GptShape m;  // b 2, s 128, h 256, a 4
   const auto g = build_gpt(m);
   cost::ActivationOptions o;
-  o.precision = cost::PrecisionPolicy::uniform(cluster::Precision::bf16);
+  o.precision = cost::PrecisionPolicy::uniform(core::Precision::bf16);
   o.attention = AttentionMode::flash;
   const auto flash = cost::saved_activations(g, o);
   o.attention = AttentionMode::unfused;

@@ -36,7 +36,7 @@ graph::OpGraph relu(std::int64_t n) {
   B.param("X", {n});
   B.act("Y", {n});
   B.op("Relu", {"X"}, {"Y"});
-  B.constant("shape", {1}, graph::DType::i64);
+  B.constant("shape", {1}, core::DType::i64);
   B.act("Z", {n});
   B.op("Reshape", {"Y", "shape"}, {"Z"});
   return B.finish();
@@ -88,7 +88,7 @@ TEST_CASE("a tensor-parallel split looks the efficiency up at the local shape", 
 
 TEST_CASE("fp32 GEMMs run at the fp32 peak and move twice the bytes", "[cost][compute]") {
   const auto g = big_gemm();
-  const auto ctx = context("a100-sxm4-80gb", PrecisionPolicy::uniform(cluster::Precision::fp32),
+  const auto ctx = context("a100-sxm4-80gb", PrecisionPolicy::uniform(core::Precision::fp32),
                            cost::AttentionMode::unfused);
   // F / (19.5e12 * 0.828941) + 4 us = 6.802476e-2 s.
   CHECK(time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), ctx).forward.value == Approx(6.802476e-2).epsilon(1e-6));
@@ -127,10 +127,10 @@ TEST_CASE("every launched kernel costs at least the launch overhead and the tabl
 TEST_CASE("integer shape arithmetic runs on the host", "[cost][compute]") {
   Builder B;
   B.act("x", {4, 8});
-  B.act("shape", {2}, graph::DType::i64);
+  B.act("shape", {2}, core::DType::i64);
   B.op("Shape", {"x"}, {"shape"});
-  B.constant("idx", {}, graph::DType::i64);
-  B.act("dim", {}, graph::DType::i64);
+  B.constant("idx", {}, core::DType::i64);
+  B.act("dim", {}, core::DType::i64);
   B.op("Gather", {"shape", "idx"}, {"dim"});
   const auto g = B.finish();
   const auto ctx = context("a100-sxm4-80gb");
@@ -143,9 +143,9 @@ TEST_CASE("the embedding kept in fp32 moves 4-byte rows", "[cost][compute][preci
   const auto& gather = g.op(*g.find_op("Gather:x0"));
   REQUIRE(gather.op_class == graph::OpClass::embedding);
   const auto mixed = context("a100-sxm4-80gb");  // default: embedding and loss fp32
-  const auto bf16 = context("a100-sxm4-80gb", PrecisionPolicy::uniform(cluster::Precision::bf16));
-  CHECK(mixed.precision().of(gather) == cluster::Precision::fp32);
-  CHECK(bf16.precision().of(gather) == cluster::Precision::bf16);
+  const auto bf16 = context("a100-sxm4-80gb", PrecisionPolicy::uniform(core::Precision::bf16));
+  CHECK(mixed.precision().of(gather) == core::Precision::fp32);
+  CHECK(bf16.precision().of(gather) == core::Precision::bf16);
   // The gathered rows (b s h floats) are the traffic: fp32 reads and writes twice the bf16 bytes.
   const auto sb = cost::op_bytes(gather, g, mixed.precision()).forward;
   const auto hb = cost::op_bytes(gather, g, bf16.precision()).forward;
@@ -160,43 +160,43 @@ TEST_CASE("contexts check the device supports the policy", "[cost][compute]") {
   auto bf16 = cost::ComputeContext::create(v100.device, PrecisionPolicy{}, cost::AttentionMode::unfused);
   REQUIRE_FALSE(bf16.ok());
   CHECK_THAT(bf16.error().message, Catch::Contains("bf16"));
-  auto flash = cost::ComputeContext::create(v100.device, PrecisionPolicy::mixed(cluster::Precision::fp16));
+  auto flash = cost::ComputeContext::create(v100.device, PrecisionPolicy::mixed(core::Precision::fp16));
   REQUIRE_FALSE(flash.ok());
   CHECK_THAT(flash.error().message, Catch::Contains("no fused attention kernel"));
-  CHECK(cost::ComputeContext::create(v100.device, PrecisionPolicy::mixed(cluster::Precision::fp16),
+  CHECK(cost::ComputeContext::create(v100.device, PrecisionPolicy::mixed(core::Precision::fp16),
                                      cost::AttentionMode::unfused)
             .ok());
   const auto a100 = profile("a100-sxm4-80gb");
-  auto fp8 = cost::ComputeContext::create(a100.device, PrecisionPolicy::mixed(cluster::Precision::fp8));
+  auto fp8 = cost::ComputeContext::create(a100.device, PrecisionPolicy::mixed(core::Precision::fp8));
   REQUIRE_FALSE(fp8.ok());
   CHECK_THAT(fp8.error().message, Catch::Contains("fp8"));
-  auto fp32_flash = cost::ComputeContext::create(a100.device, PrecisionPolicy::uniform(cluster::Precision::fp32));
+  auto fp32_flash = cost::ComputeContext::create(a100.device, PrecisionPolicy::uniform(core::Precision::fp32));
   REQUIRE_FALSE(fp32_flash.ok());
   CHECK_THAT(fp32_flash.error().message, Catch::Contains("flash attention needs"));
 }
 
 TEST_CASE("precision policies: defaults, overrides, byte sizes", "[cost][precision]") {
   const PrecisionPolicy p;
-  CHECK(p.default_precision() == cluster::Precision::bf16);
-  CHECK(p.of(graph::OpClass::embedding) == cluster::Precision::fp32);
-  CHECK(p.of(graph::OpClass::loss) == cluster::Precision::fp32);
-  CHECK(p.of(graph::OpClass::matmul) == cluster::Precision::bf16);
+  CHECK(p.default_precision() == core::Precision::bf16);
+  CHECK(p.of(graph::OpClass::embedding) == core::Precision::fp32);
+  CHECK(p.of(graph::OpClass::loss) == core::Precision::fp32);
+  CHECK(p.of(graph::OpClass::matmul) == core::Precision::bf16);
   CHECK(p.keeps_fp32(graph::OpClass::embedding));
   CHECK_FALSE(p.keeps_fp32(graph::OpClass::matmul));
-  PrecisionPolicy q = PrecisionPolicy::mixed(cluster::Precision::fp16);
-  q.set(graph::OpClass::matmul, cluster::Precision::fp8).clear(graph::OpClass::loss);
-  CHECK(q.of(graph::OpClass::matmul) == cluster::Precision::fp8);
-  CHECK(q.of(graph::OpClass::loss) == cluster::Precision::fp16);
+  PrecisionPolicy q = PrecisionPolicy::mixed(core::Precision::fp16);
+  q.set(graph::OpClass::matmul, core::Precision::fp8).clear(graph::OpClass::loss);
+  CHECK(q.of(graph::OpClass::matmul) == core::Precision::fp8);
+  CHECK(q.of(graph::OpClass::loss) == core::Precision::fp16);
   CHECK(q.used().size() == 3);  // fp16, fp32 (embedding), fp8
-  CHECK(PrecisionPolicy::uniform(cluster::Precision::bf16).used().size() == 1);
+  CHECK(PrecisionPolicy::uniform(core::Precision::bf16).used().size() == 1);
   CHECK(p != q);
   graph::Tensor t;
   t.shape = {10, 10};
-  CHECK(cost::bytes_at(t, cluster::Precision::bf16).value == 200);
-  CHECK(cost::bytes_at(t, cluster::Precision::tf32).value == 400);
-  CHECK(cost::bytes_at(t, cluster::Precision::fp8).value == 100);
-  t.dtype = graph::DType::i64;
-  CHECK(cost::bytes_at(t, cluster::Precision::bf16).value == 800);
+  CHECK(cost::bytes_at(t, core::Precision::bf16).value == 200);
+  CHECK(cost::bytes_at(t, core::Precision::tf32).value == 400);
+  CHECK(cost::bytes_at(t, core::Precision::fp8).value == 100);
+  t.dtype = core::DType::i64;
+  CHECK(cost::bytes_at(t, core::Precision::bf16).value == 800);
 }
 
 namespace {
@@ -235,7 +235,7 @@ TEST_CASE("tensor-core convolutions on NCHW activations pay cuDNN's layout trans
   CHECK(nchw.backward.value - nhwc.backward.value == Approx(7.465259e-5).epsilon(1e-5));
   CHECK(nchw.backward_kernels == nhwc.backward_kernels + 3);
   // fp32 convolutions run on CUDA cores in NCHW: no transposes.
-  const auto fp32 = context("a100-sxm4-80gb", PrecisionPolicy::uniform(cluster::Precision::fp32),
+  const auto fp32 = context("a100-sxm4-80gb", PrecisionPolicy::uniform(core::Precision::fp32),
                             cost::AttentionMode::unfused);
   CHECK(time_of(op, g, OpScaling::whole(), with_layout(fp32, false)).forward.value ==
         time_of(op, g, OpScaling::whole(), with_layout(fp32, true)).forward.value);
@@ -248,7 +248,7 @@ TEST_CASE("fp32 3x3 stride-1 convolutions run as Winograd F(2x2,3x3)", "[cost][c
   // (min dim 256: skinny 1; multiples of 4 fp32 elements: aligned).
   // Winograd: F / 2.25 / (19.5e12 * 0.794948) = 8.485213e-4 s (memory: X, W, Y
   // in fp32 = 53,739,520 B, ~4e-5 s: compute-bound), + 4 us launch.
-  const auto fp32 = context("a100-sxm4-80gb", PrecisionPolicy::uniform(cluster::Precision::fp32),
+  const auto fp32 = context("a100-sxm4-80gb", PrecisionPolicy::uniform(core::Precision::fp32),
                             cost::AttentionMode::unfused);
   const auto s1 = conv({32, 256, 28, 28}, {256, 256, 3, 3}, {32, 256, 28, 28}, 1);
   const auto t1 = time_of(s1.op(graph::OpId{0}), s1, OpScaling::whole(), fp32);

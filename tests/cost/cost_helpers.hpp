@@ -21,7 +21,7 @@
 namespace cost_test {
 
 using namespace planner;
-using graph::DType;
+using core::DType;
 using graph::TensorRole;
 using Shape = std::vector<std::int64_t>;
 

@@ -106,10 +106,10 @@ TEST_CASE("parameters read by an fp32 class are kept in fp32", "[cost][memory][p
   const auto mixed = cost::count_parameters(g, cost::PrecisionPolicy{});
   CHECK(mixed.fp32 == 256000);
   CHECK(mixed.low_precision == 1579520 + 512 + 256000);
-  const auto all16 = cost::count_parameters(g, cost::PrecisionPolicy::uniform(cluster::Precision::bf16));
+  const auto all16 = cost::count_parameters(g, cost::PrecisionPolicy::uniform(core::Precision::bf16));
   CHECK(all16.fp32 == 0);
   CHECK(all16.total() == mixed.total());
-  const auto all32 = cost::count_parameters(g, cost::PrecisionPolicy::uniform(cluster::Precision::fp32));
+  const auto all32 = cost::count_parameters(g, cost::PrecisionPolicy::uniform(core::Precision::fp32));
   CHECK(all32.low_precision == 0);
   // ZeRO-1 at d = 8 with the fp32 embedding: 16-bit 2 + 2 + 12/8 = 5.5 B,
   // fp32 4 + 4 + 8/8 = 9 B per parameter.

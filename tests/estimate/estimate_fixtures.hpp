@@ -159,8 +159,8 @@ inline graph::OpGraph mlp(std::int64_t B, std::int64_t h, std::int64_t ffn, std:
 /// h*classes, the experts' E*2*h*f.
 inline graph::OpGraph moe_mlp(std::int64_t B, std::int64_t h, std::int64_t f, int E, std::int64_t classes) {
   ModelBuilder b;
-  auto x = b.input("x", {B, h}, graph::DType::f32);
-  auto labels = b.input("labels", {B}, graph::DType::i64);
+  auto x = b.input("x", {B, h}, core::DType::f32);
+  auto labels = b.input("labels", {B}, core::DType::i64);
   auto pre = b.linear("pre", x, h, h, false);
   std::optional<graph::TensorId> sum;
   for (int e = 0; e < E; ++e) {

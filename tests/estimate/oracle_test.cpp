@@ -16,7 +16,7 @@ namespace {
 struct Mlp {
   ModelBuilder b;
   Mlp() {
-    auto x = b.input("x", {2, 8, 48}, graph::DType::f32);
+    auto x = b.input("x", {2, 8, 48}, core::DType::f32);
     auto u = b.linear("fc1", x, 48, 192, false);
     auto r = b.op("relu", "Relu", {u}, b.shape(u));
     b.linear("fc2", r, 192, 48, false);

@@ -30,8 +30,8 @@ class CountingDevice final : public runtime::Device {
     return static_cast<void*>(bufs_.back().data());
   }
   void release(void*) override {}
-  Status fill(void*, std::size_t, runtime::Precision, float) override { return {}; }
-  Status gemm(runtime::Precision p, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, const void*,
+  Status fill(void*, std::size_t, core::Precision, float) override { return {}; }
+  Status gemm(core::Precision p, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, const void*,
               const void*, void*) override {
     ++gemms;
     precisions[p] += 1;
@@ -57,7 +57,7 @@ class CountingDevice final : public runtime::Device {
   std::size_t allocated = 0;
   int gemms = 0, traffics = 0, optimizers = 0, syncs = 0, states = -1;
   double flops = 0, bytes = 0;
-  std::map<runtime::Precision, int> precisions;
+  std::map<core::Precision, int> precisions;
 
  private:
   std::vector<std::vector<std::uint8_t>> bufs_;
@@ -112,7 +112,7 @@ TEST_CASE("replay on a device: every compute task on the device, collectives on 
     CHECK(d.optimizers == 3 * optim);
     CHECK(d.states == prog.optimizer_states);
     CHECK(d.precisions.size() == 1);
-    CHECK(d.precisions.count(runtime::Precision::bf16) == 1);
+    CHECK(d.precisions.count(core::Precision::bf16) == 1);
     // One synchronize after setup, then one per compute task.
     CHECK(d.syncs == 1 + 3 * (c.gemms + memory + optim));
     // The GEMM buffer holds the largest GEMM's A, B and C in bf16 (2 bytes).

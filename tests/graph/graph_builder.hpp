@@ -12,7 +12,7 @@ struct GraphBuilder {
 
   graph::TensorId tensor(const std::string& name, std::vector<std::int64_t> shape,
                          graph::TensorRole role = graph::TensorRole::activation,
-                         graph::DType dt = graph::DType::f32) {
+                         core::DType dt = core::DType::f32) {
     graph::Tensor t;
     t.name = name;
     t.shape = std::move(shape);

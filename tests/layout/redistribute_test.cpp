@@ -8,7 +8,7 @@
 
 using namespace planner;
 using namespace planner::layout;
-using graph::DType;
+using core::DType;
 using Shape64 = std::vector<std::int64_t>;
 
 namespace {

@@ -27,7 +27,7 @@ struct Tally {
 
 // Runs the property over all pairs of valid layouts of `shape`; returns the
 // tally so that the cases can assert the enumeration was not vacuous.
-Tally check_all_pairs(const DeviceMesh& mesh, const std::vector<std::int64_t>& shape, graph::DType dtype) {
+Tally check_all_pairs(const DeviceMesh& mesh, const std::vector<std::int64_t>& shape, core::DType dtype) {
   Tally t;
   auto layouts = valid_layouts(mesh, shape);
   Array global = iota_array(shape);
@@ -74,7 +74,7 @@ DeviceMesh mesh_of(std::string_view text) {
 TEST_CASE("every pair of layouts reshards correctly on mesh(dp=2,tp=2)", "[layout][property]") {
   DeviceMesh mesh = mesh_of("mesh(dp=2,tp=2)");
   for (auto shape : std::vector<std::vector<std::int64_t>>{{4}, {4, 4}, {4, 2, 4}, {2, 2, 2}}) {
-    Tally t = check_all_pairs(mesh, shape, graph::DType::bf16);
+    Tally t = check_all_pairs(mesh, shape, core::DType::bf16);
     CAPTURE(shape.size(), t.pairs, t.steps);
     CHECK(t.pairs >= 100);  // rank 1: 10 layouts
   }
@@ -85,7 +85,7 @@ TEST_CASE("every pair of layouts reshards correctly on mesh(dp=2,cp=2,tp=2)", "[
   std::size_t pairs = 0;
   std::size_t by_kind[7] = {};
   for (auto shape : std::vector<std::vector<std::int64_t>>{{8}, {8, 4}, {2, 8, 4}}) {
-    Tally t = check_all_pairs(mesh, shape, graph::DType::f32);
+    Tally t = check_all_pairs(mesh, shape, core::DType::f32);
     pairs += t.pairs;
     for (int k = 0; k < 7; ++k) by_kind[k] += t.by_kind[k];
   }
@@ -101,23 +101,23 @@ TEST_CASE("every pair of layouts reshards correctly on mesh(dp=2,cp=2,tp=2)", "[
 
 TEST_CASE("every pair reshards correctly on uneven and size-1 meshes", "[layout][property]") {
   // Sizes 2 and 3 make mixed-radix block order visible ([dp*tp] vs [tp*dp]).
-  Tally t = check_all_pairs(mesh_of("mesh(dp=2,tp=3)"), {6, 6}, graph::DType::f16);
+  Tally t = check_all_pairs(mesh_of("mesh(dp=2,tp=3)"), {6, 6}, core::DType::f16);
   CHECK(t.pairs > 100);
-  t = check_all_pairs(mesh_of("mesh(dp=3,tp=2)"), {12, 3}, graph::DType::i32);
+  t = check_all_pairs(mesh_of("mesh(dp=3,tp=2)"), {12, 3}, core::DType::i32);
   CHECK(t.pairs > 50);
   // A size-1 axis moves no data: its role changes without a step.
-  t = check_all_pairs(mesh_of("mesh(pp=1,dp=2,tp=2)"), {4, 4}, graph::DType::f32);
+  t = check_all_pairs(mesh_of("mesh(pp=1,dp=2,tp=2)"), {4, 4}, core::DType::f32);
   CHECK(t.pairs > 1000);
 }
 
 TEST_CASE("every pair reshards correctly on a four-axis mesh", "[layout][property]") {
   // 16 devices; dim 0 takes at most two axes and dim 1 one: 224 layouts.
-  Tally t = check_all_pairs(mesh_of("mesh(pp=2,dp=2,cp=2,tp=2)"), {4, 2}, graph::DType::f32);
+  Tally t = check_all_pairs(mesh_of("mesh(pp=2,dp=2,cp=2,tp=2)"), {4, 2}, core::DType::f32);
   CHECK(t.pairs == 224 * 224);
 }
 
 TEST_CASE("layouts across nodes reshard like single-node ones", "[layout][property]") {
   // Topology does not change what moves, only what it costs later.
-  Tally t = check_all_pairs(mesh_of("mesh(dp=2,tp=4;per_node=4)"), {8, 4}, graph::DType::bf16);
+  Tally t = check_all_pairs(mesh_of("mesh(dp=2,tp=4;per_node=4)"), {8, 4}, core::DType::bf16);
   CHECK(t.pairs > 100);
 }

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "planner/graph/dtype.hpp"
+#include "planner/core/dtype.hpp"
 #include "planner/layout/redistribute.hpp"
 
 namespace planner::layout::testing {
@@ -129,10 +129,10 @@ inline Array sum(const std::vector<Array>& parts) {
 /// Applies one step to every group of its axis. Returns "" or what was
 /// wrong (a shape mismatch, a wrong group size or message size).
 inline std::string apply(std::vector<Array>& dev, const CommStep& s, const DeviceMesh& mesh,
-                         graph::DType dtype) {
+                         core::DType dtype) {
   const int n = mesh.size(s.axis);
   if (s.group_size != n) return fmt::format("group size {} != {}", s.group_size, n);
-  const double esize = static_cast<double>(graph::dtype_size(dtype));
+  const double esize = static_cast<double>(core::dtype_size(dtype));
   auto bytes_of = [&](const Array& a) { return static_cast<double>(a.data.size()) * esize; };
   std::vector<Array> next = dev;
   for (int leader = 0; leader < mesh.devices(); ++leader) {

@@ -252,7 +252,7 @@ TEST_CASE("dump real-world model summaries", "[.dump]") {
     int shown = 0;
     for (const auto& t : g.tensors())
       if ((t.role == graph::TensorRole::activation || t.role == graph::TensorRole::input) && !t.batch_axis &&
-          graph::is_floating(t.dtype) && shown++ < 4)
+          core::is_floating(t.dtype) && shown++ < 4)
         std::printf("   no batch axis: %s %s\n", t.name.c_str(), fmt::format("{}", fmt::join(t.shape, ",")).c_str());
     for (const auto& b : g.blocks)
       std::printf("   blocks: %d x %d ops (first layer %d)\n", b.count, b.ops_per_block, b.first_layer);

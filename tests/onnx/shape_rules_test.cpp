@@ -28,7 +28,7 @@ Shape shape_of(const importer::ImportedModel& m, const std::string& name) {
   return m.graph.tensor(*id).shape;
 }
 
-graph::DType dtype_of(const importer::ImportedModel& m, const std::string& name) {
+core::DType dtype_of(const importer::ImportedModel& m, const std::string& name) {
   return m.graph.tensor(*m.graph.find_tensor(name)).dtype;
 }
 
@@ -63,7 +63,7 @@ TEST_CASE("convolutions and pools", "[onnx][rules]") {
   CHECK(shape_of(r, "ct") == Shape{1, 4, 32, 32});
   CHECK(shape_of(r, "ct2") == Shape{1, 4, 33, 33});
   CHECK(shape_of(r, "p1") == Shape{1, 3, 16, 16});
-  CHECK(dtype_of(r, "idx") == graph::DType::i64);
+  CHECK(dtype_of(r, "idx") == core::DType::i64);
   CHECK(shape_of(r, "p2") == Shape{1, 3, 16, 16});
   CHECK(shape_of(r, "gp") == Shape{1, 8, 1, 1});
 }
@@ -193,10 +193,10 @@ TEST_CASE("broadcasting, Where, Cast, Dropout, Clip", "[onnx][rules]") {
   auto r = imported(m);
   CHECK(shape_of(r, "w") == Shape{2, 3});
   CHECK(shape_of(r, "add") == Shape{4, 1, 3});
-  CHECK(dtype_of(r, "eq") == graph::DType::boolean);
-  CHECK(dtype_of(r, "ci") == graph::DType::i32);
+  CHECK(dtype_of(r, "eq") == core::DType::boolean);
+  CHECK(dtype_of(r, "ci") == core::DType::i32);
   CHECK(shape_of(r, "mask") == Shape{2, 3});
-  CHECK(dtype_of(r, "mask") == graph::DType::boolean);
+  CHECK(dtype_of(r, "mask") == core::DType::boolean);
   CHECK(shape_of(r, "cl") == Shape{2, 3});
   CHECK(shape_of(r, "sum") == Shape{2, 3});
 }
@@ -272,7 +272,7 @@ TEST_CASE("indexing, generators and data movement", "[onnx][rules]") {
   CHECK(shape_of(r, "ge") == Shape{2, 3, 1});
   CHECK(shape_of(r, "tile") == Shape{2, 6, 12});
   CHECK(shape_of(r, "tv") == Shape{2, 3, 2});
-  CHECK(dtype_of(r, "ti") == graph::DType::i64);
+  CHECK(dtype_of(r, "ti") == core::DType::i64);
   CHECK(shape_of(r, "oh") == Shape{5, 7, 10});
   CHECK(shape_of(r, "oh0") == Shape{10, 5, 7});
   CHECK(shape_of(r, "am") == Shape{2, 3});

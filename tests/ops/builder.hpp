@@ -12,7 +12,7 @@
 
 namespace planner::ops::testing {
 
-using graph::DType;
+using core::DType;
 using graph::TensorRole;
 using Shape = std::vector<std::int64_t>;
 

@@ -44,7 +44,7 @@ TEST_CASE("size-1 broadcast dims are never split", "[ops][sharding]") {
 
 TEST_CASE("elementwise ops whose outputs are not the broadcast shape are replicated", "[ops][sharding]") {
   Builder b;
-  b.input("x", {4, 8}).act("y", {4, 8}, graph::DType::u8).act("scale", {}).act("zp", {}, graph::DType::u8);
+  b.input("x", {4, 8}).act("y", {4, 8}, core::DType::u8).act("scale", {}).act("zp", {}, core::DType::u8);
   const auto id = b.op("DynamicQuantizeLinear", {"x"}, {"y", "scale", "zp"});
   CHECK(op_spec(b.g, id).family == "replicated");
   // Any other elementwise-class op without a row uses broadcasting.
@@ -54,7 +54,7 @@ TEST_CASE("elementwise ops whose outputs are not the broadcast shape are replica
 
 TEST_CASE("dim kinds: batch, sequence, the hidden residual stream, inner weight dims", "[ops][sharding]") {
   Builder b;
-  b.input("ids", {2, 16}, graph::DType::i64).param("table", {100, 64}).act("e", {2, 16, 64});
+  b.input("ids", {2, 16}, core::DType::i64).param("table", {100, 64}).act("e", {2, 16, 64});
   b.param("w", {64, 256}).act("u", {2, 16, 256}).act("r", {2, 16, 64}).param("w2", {256, 64});
   b.act("o", {2, 16, 64}).act("x2", {2, 16, 64});
   b.op("Gather", {"table", "ids"}, {"e"});

@@ -17,7 +17,7 @@ using namespace planner::ops::testing;
 
 TEST_CASE("an embedding table splits by vocabulary, by hidden, or follows the batch", "[ops][sharding]") {
   Builder b;
-  b.param("table", {1000, 64}).input("ids", {4, 16}, graph::DType::i64).act("e", {4, 16, 64});
+  b.param("table", {1000, 64}).input("ids", {4, 16}, core::DType::i64).act("e", {4, 16, 64});
   const auto id = b.op("Gather", {"table", "ids"}, {"e"});
   const auto s = shard(b, id, "mesh(dp=2,tp=4)");
   CHECK(s.op.spec.family == "embedding");
@@ -39,7 +39,7 @@ TEST_CASE("an embedding table splits by vocabulary, by hidden, or follows the ba
 
 TEST_CASE("a row-sharded table over every device (the seed's Wide&Deep)", "[ops][sharding]") {
   Builder b;
-  b.param("table", {800, 16}).input("ids", {32, 4}, graph::DType::i64).act("e", {32, 4, 16});
+  b.param("table", {800, 16}).input("ids", {32, 4}, core::DType::i64).act("e", {32, 4, 16});
   const auto id = b.op("Gather", {"table", "ids"}, {"e"});
   const auto s = shard(b, id, "mesh(dp=2,tp=4)", any_role(2));
   const auto& rows = s.by("dp:v tp:v");
@@ -50,7 +50,7 @@ TEST_CASE("a row-sharded table over every device (the seed's Wide&Deep)", "[ops]
 
 TEST_CASE("vocabulary-parallel cross-entropy all-reduces 3 statistics per row", "[ops][sharding]") {
   Builder b;
-  b.input("x", {64, 16}).param("w", {16, 1000}).act("logits", {64, 1000}).input("labels", {64}, graph::DType::i64);
+  b.input("x", {64, 16}).param("w", {16, 1000}).act("logits", {64, 1000}).input("labels", {64}, core::DType::i64);
   b.act("loss", {});
   b.op("MatMul", {"x", "w"}, {"logits"});
   const auto id = b.op("SoftmaxCrossEntropyLoss", {"logits", "labels"}, {"loss"}, {{"reduction", testing::str("mean")}});
@@ -68,7 +68,7 @@ TEST_CASE("vocabulary-parallel cross-entropy all-reduces 3 statistics per row", 
 
 TEST_CASE("NLL loss: a class split is a masked pick, partial", "[ops][sharding]") {
   Builder b;
-  b.input("lp", {64, 10}).input("t", {64}, graph::DType::i64).act("loss", {});
+  b.input("lp", {64, 10}).input("t", {64}, core::DType::i64).act("loss", {});
   const auto id = b.op("NegativeLogLikelihoodLoss", {"lp", "t"}, {"loss"});
   const auto s = shard(b, id, "mesh(tp=2)", any_role(1));
   CHECK(s.text(s.by("tp:c").outputs[0]) == "[]partial(tp)");

@@ -18,17 +18,17 @@ struct Sharded {
   OpSharding op;
   const Strategy& by(std::string_view a) const {
     for (const auto& s : op.strategies)
-      if (s.assignment == a) return s;
+      if (to_string(s.assignment) == a) return s;
     FAIL("no strategy '" << a << "'");
     return op.strategies.front();
   }
   bool has(std::string_view a) const {
-    return std::any_of(op.strategies.begin(), op.strategies.end(), [&](const Strategy& s) { return s.assignment == a; });
+    return std::any_of(op.strategies.begin(), op.strategies.end(), [&](const Strategy& s) { return to_string(s.assignment) == a; });
   }
   std::string text(const std::optional<layout::TensorLayout>& l) const { return layout::to_string(*l, mesh); }
   std::vector<std::string> assignments() const {
     std::vector<std::string> v;
-    for (const auto& s : op.strategies) v.push_back(s.assignment);
+    for (const auto& s : op.strategies) v.push_back(to_string(s.assignment));
     return v;
   }
 };

@@ -122,10 +122,10 @@ TEST_CASE("the rule table is sorted and every family has rows", "[ops][sharding]
     CHECK(std::any_of(rows.begin(), rows.end(), [&](const ShardRule& r) { return r.domain.empty() && r.type == type; }));
   // An op without a rule is replicated only: correct but costly.
   Builder b;
-  b.input("x", {4, 8}).act("y", {4, 8}).act("i", {4, 8}, graph::DType::i64);
+  b.input("x", {4, 8}).act("y", {4, 8}).act("i", {4, 8}, core::DType::i64);
   const auto id = b.op("TopK", {"x"}, {"y", "i"});
   const auto s = shard(b, id, "mesh(dp=2,tp=2)", any_role(2));
   CHECK(s.op.spec.family == "replicated");
   REQUIRE(s.op.strategies.size() == 1);
-  CHECK(s.op.strategies[0].assignment.empty());
+  CHECK(s.op.strategies[0].assignment.is_replicated());
 }

@@ -16,7 +16,7 @@ using namespace planner::ops::testing;
 
 TEST_CASE("Reshape maps a hidden split onto heads", "[ops][sharding]") {
   Builder b;
-  b.input("x", {2, 16, 64}).constant("shape", {4}, graph::DType::i64).act("y", {2, 16, 4, 16});
+  b.input("x", {2, 16, 64}).constant("shape", {4}, core::DType::i64).act("y", {2, 16, 4, 16});
   const auto id = b.op("Reshape", {"x", "shape"}, {"y"});
   const auto spec = op_spec(b.g, id);
   CHECK(spec.inputs[0].dims == std::vector<int>{0, 1, 2});
@@ -28,7 +28,7 @@ TEST_CASE("Reshape maps a hidden split onto heads", "[ops][sharding]") {
 
 TEST_CASE("Reshape merging batch and sequence keeps a batch split", "[ops][sharding]") {
   Builder b;
-  b.input("x", {2, 16, 100}).constant("shape", {2}, graph::DType::i64).act("y", {32, 100});
+  b.input("x", {2, 16, 100}).constant("shape", {2}, core::DType::i64).act("y", {32, 100});
   const auto id = b.op("Reshape", {"x", "shape"}, {"y"});
   const auto s = shard(b, id, "mesh(dp=2)");
   CHECK(s.text(s.by("dp:g0").inputs[0]) == "[dp,-,-]");
@@ -48,7 +48,7 @@ TEST_CASE("Transpose moves the split with its dim", "[ops][sharding]") {
 
 TEST_CASE("Split may cut its axis only when the columns are a weight's", "[ops][sharding]") {
   Builder b;
-  b.input("x", {2, 8, 16}).param("w", {16, 48}).act("qkv", {2, 8, 48}).constant("sizes", {3}, graph::DType::i64);
+  b.input("x", {2, 8, 16}).param("w", {16, 48}).act("qkv", {2, 8, 48}).constant("sizes", {3}, core::DType::i64);
   b.act("q", {2, 8, 16}).act("k", {2, 8, 16}).act("v", {2, 8, 16});
   b.input("raw", {2, 8, 48}).act("a", {2, 8, 16}).act("c", {2, 8, 16}).act("d", {2, 8, 16});
   b.op("MatMul", {"x", "w"}, {"qkv"});
@@ -64,10 +64,10 @@ TEST_CASE("Concat, Slice and Expand keep their other dims' letters", "[ops][shar
   b.input("a", {8, 4}).input("c", {8, 6}).act("cat", {8, 10});
   const auto cat = b.op("Concat", {"a", "c"}, {"cat"}, {{"axis", testing::i64(1)}});
   CHECK(shard(b, cat, "mesh(tp=2)", any_role(1)).assignments() == std::vector<std::string>{"", "tp:d0"});
-  b.constant("st", {1}, graph::DType::i64).constant("en", {1}, graph::DType::i64).act("sl", {8, 2});
+  b.constant("st", {1}, core::DType::i64).constant("en", {1}, core::DType::i64).act("sl", {8, 2});
   const auto sl = b.op("Slice", {"a", "st", "en"}, {"sl"});
   CHECK(shard(b, sl, "mesh(tp=2)", any_role(1)).assignments() == std::vector<std::string>{"", "tp:d0"});
-  b.input("row", {1, 16}).constant("shape", {2}, graph::DType::i64).act("big", {8, 16});
+  b.input("row", {1, 16}).constant("shape", {2}, core::DType::i64).act("big", {8, 16});
   const auto ex = b.op("Expand", {"row", "shape"}, {"big"});
   const auto s = shard(b, ex, "mesh(tp=2)", any_role(1));
   CHECK(s.text(s.by("tp:d0").inputs[0]) == "[-,-]");

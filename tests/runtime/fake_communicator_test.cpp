@@ -49,7 +49,7 @@ TEST_CASE("all_reduce sums rank-valued buffers on 2 3 and 4 threads", "[runtime]
     run_ranks(world, [&](Communicator& c, int r) {
       if (c.rank() != r || c.size() != n) o.err[r] = "wrong rank or size";
       std::vector<float> buf = {10.0f * r, 10.0f * r + 1, 10.0f * r + 2};
-      o.note(r, c.all_reduce(buf.data(), buf.size(), DType::f32));
+      o.note(r, c.all_reduce(buf.data(), buf.size(), core::DType::f32));
       o.out[r] = buf;
     });
     // element i = sum_r (10 r + i) = 10 * n(n-1)/2 + n i
@@ -69,8 +69,8 @@ TEST_CASE("all_reduce max and min take the extreme rank", "[runtime]") {
   run_ranks(world, [&](Communicator& c, int r) {
     // rank r holds [r, -r]: max = [3, 0], min = [0, -3]
     std::vector<float> a = {float(r), -float(r)}, b = a;
-    mx.note(r, c.all_reduce(a.data(), 2, DType::f32, ReduceOp::max));
-    mn.note(r, c.all_reduce(b.data(), 2, DType::f32, ReduceOp::min));
+    mx.note(r, c.all_reduce(a.data(), 2, core::DType::f32, ReduceOp::max));
+    mn.note(r, c.all_reduce(b.data(), 2, core::DType::f32, ReduceOp::min));
     mx.out[r] = a;
     mn.out[r] = b;
   });
@@ -87,7 +87,7 @@ TEST_CASE("all_gather concatenates blocks in rank order", "[runtime]") {
   Outcome o(3);
   run_ranks(world, [&](Communicator& c, int r) {
     std::vector<float> send = {float(r), 100.0f + r}, recv(6, -1.0f);
-    o.note(r, c.all_gather(send.data(), recv.data(), 2, DType::f32));
+    o.note(r, c.all_gather(send.data(), recv.data(), 2, core::DType::f32));
     o.out[r] = recv;
   });
   for (int r = 0; r < 3; ++r) {
@@ -103,7 +103,7 @@ TEST_CASE("reduce_scatter gives each rank the sum of its block", "[runtime]") {
     // rank j sends element e = 8 j + e (e = 0..7, two per rank)
     std::vector<float> send(8), recv(2, -1.0f);
     for (int e = 0; e < 8; ++e) send[e] = 8.0f * r + e;
-    o.note(r, c.reduce_scatter(send.data(), recv.data(), 2, DType::f32));
+    o.note(r, c.reduce_scatter(send.data(), recv.data(), 2, core::DType::f32));
     o.out[r] = recv;
   });
   // rank r, element i: sum_j (8 j + 2 r + i) = 8 * 6 + 4 (2 r + i) = 48 + 8 r + 4 i
@@ -119,7 +119,7 @@ TEST_CASE("all_to_all transposes blocks", "[runtime]") {
   run_ranks(world, [&](Communicator& c, int r) {
     // rank r sends 10 r + j to rank j, so rank r receives 10 j + r from rank j
     std::vector<float> send = {10.0f * r, 10.0f * r + 1, 10.0f * r + 2}, recv(3, -1.0f);
-    o.note(r, c.all_to_all(send.data(), recv.data(), 1, DType::f32));
+    o.note(r, c.all_to_all(send.data(), recv.data(), 1, core::DType::f32));
     o.out[r] = recv;
   });
   for (int r = 0; r < 3; ++r) {
@@ -136,10 +136,10 @@ TEST_CASE("broadcast and all_gather move bf16 as opaque 2-byte words", "[runtime
     // 0x3f80 is bf16 1.0; root 2 holds {0x3f80, 0xbeef}, the others garbage
     std::vector<std::uint16_t> buf = r == 2 ? std::vector<std::uint16_t>{0x3f80, 0xbeef}
                                             : std::vector<std::uint16_t>{0x1111, 0x2222};
-    Status s = c.broadcast(buf.data(), 2, DType::bf16, 2);
+    Status s = c.broadcast(buf.data(), 2, core::DType::bf16, 2);
     std::uint16_t mine = static_cast<std::uint16_t>(0xa000 + r);
     std::vector<std::uint16_t> all(4, 0);
-    Status t = c.all_gather(&mine, all.data(), 1, DType::f16);
+    Status t = c.all_gather(&mine, all.data(), 1, core::DType::f16);
     if (!s.ok()) err[r] = s.error().message;
     if (!t.ok()) err[r] = t.error().message;
     bc[r] = buf;
@@ -172,11 +172,11 @@ TEST_CASE("send and recv around a ring match by source and tag", "[runtime]") {
   run_ranks(world, [&](Communicator& c, int r) {
     const int next = (r + 1) % 3, prev = (r + 2) % 3;
     float a = float(r), b = 100.0f + r;
-    o.note(r, c.send(&a, 1, DType::f32, next, 1));
-    o.note(r, c.send(&b, 1, DType::f32, next, 2));
+    o.note(r, c.send(&a, 1, core::DType::f32, next, 1));
+    o.note(r, c.send(&b, 1, core::DType::f32, next, 2));
     float x = -1, y = -1;
-    o.note(r, c.recv(&y, 1, DType::f32, prev, 2));  // tag 2 first: matched by tag
-    o.note(r, c.recv(&x, 1, DType::f32, prev, 1));
+    o.note(r, c.recv(&y, 1, core::DType::f32, prev, 2));  // tag 2 first: matched by tag
+    o.note(r, c.recv(&x, 1, core::DType::f32, prev, 1));
     o.out[r] = {x, y};
   });
   // rank r receives from prev = (r + 2) % 3: {prev, 100 + prev}
@@ -201,11 +201,11 @@ TEST_CASE("split makes the tp and dp groups of a 2x2 mesh", "[runtime]") {
     }
     shape[r] = {(*t)->rank(), (*t)->size(), (*d)->rank(), (*d)->size(), (*v)->rank()};
     float a = float(r), b = float(r);
-    tp.note(r, (*t)->all_reduce(&a, 1, DType::f32));
-    dp.note(r, (*d)->all_reduce(&b, 1, DType::f32));
+    tp.note(r, (*t)->all_reduce(&a, 1, core::DType::f32));
+    dp.note(r, (*d)->all_reduce(&b, 1, core::DType::f32));
     std::vector<float> order(4);
     float mine = float(r);
-    rev.note(r, (*v)->all_gather(&mine, order.data(), 1, DType::f32));
+    rev.note(r, (*v)->all_gather(&mine, order.data(), 1, core::DType::f32));
     tp.out[r] = {a};
     dp.out[r] = {b};
     rev.out[r] = order;
@@ -230,12 +230,12 @@ TEST_CASE("a dropped contribution changes the sum by exactly that rank's values"
   run_ranks(world, [&](Communicator& c, int r) {
     c.set_fault(FaultSpec{2, 1});  // rank 2 drops its contribution to collective #1
     std::vector<float> a = {10.0f * r, 10.0f * r + 1, 10.0f * r + 2}, b = a;
-    first.note(r, c.all_reduce(a.data(), 3, DType::f32));  // #1
-    second.note(r, c.all_reduce(b.data(), 3, DType::f32));  // #2
+    first.note(r, c.all_reduce(a.data(), 3, core::DType::f32));  // #1
+    second.note(r, c.all_reduce(b.data(), 3, core::DType::f32));  // #2
     c.set_fault(FaultSpec{1, 3});
     std::vector<float> send(4), recv(1);
     for (int e = 0; e < 4; ++e) send[e] = 1.0f + r;  // rank j contributes j+1 everywhere
-    rs.note(r, c.reduce_scatter(send.data(), recv.data(), 1, DType::f32));  // #3
+    rs.note(r, c.reduce_scatter(send.data(), recv.data(), 1, core::DType::f32));  // #3
     first.out[r] = a;
     second.out[r] = b;
     rs.out[r] = recv;
@@ -259,7 +259,7 @@ TEST_CASE("a rank that never arrives is named within the timeout", "[runtime]") 
       [&](Communicator& c, int r) {
         const auto t0 = std::chrono::steady_clock::now();
         float x = 1;
-        Status s = c.all_reduce(&x, 1, DType::f32);
+        Status s = c.all_reduce(&x, 1, core::DType::f32);
         took[r] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (!s.ok()) err[r] = s.error().message;
         // The communicator stays failed.
@@ -282,7 +282,7 @@ TEST_CASE("a stall in a sub-communicator names the world rank and the group", "[
     if (!dp) return;
     if (r == 3) return;  // world rank 3 (dp rank 1 of group {1,3}) stalls
     float x = 1;
-    Status s = (*dp)->all_reduce(&x, 1, DType::f32);
+    Status s = (*dp)->all_reduce(&x, 1, core::DType::f32);
     if (!s.ok()) err[r] = s.error().message;
   });
   REQUIRE(err[0].empty());
@@ -297,7 +297,7 @@ TEST_CASE("recv names a peer that never sends", "[runtime]") {
   run_ranks(world, [&](Communicator& c, int r) {
     if (r != 0) return;
     float x = 0;
-    Status s = c.recv(&x, 1, DType::f32, 1, 7);
+    Status s = c.recv(&x, 1, core::DType::f32, 1, 7);
     if (!s.ok()) err = s.error().message;
   });
   REQUIRE(err == "recv from rank 1 (tag 7): rank 1 did not send within 0.1 s (stalled or dead)");
@@ -308,7 +308,7 @@ TEST_CASE("mismatched calls and bad arguments are errors", "[runtime]") {
   std::vector<std::string> err(2), bad(2);
   run_ranks(world, [&](Communicator& c, int r) {
     std::vector<float> buf(4, 1.0f);
-    Status s = c.all_reduce(buf.data(), r == 0 ? 3 : 4, DType::f32);
+    Status s = c.all_reduce(buf.data(), r == 0 ? 3 : 4, core::DType::f32);
     if (!s.ok()) err[r] = s.error().message;
   });
   REQUIRE(err[0] == "all_reduce #1: rank 0 called all_reduce (3 x f32, root 0), rank 1 called "
@@ -317,10 +317,10 @@ TEST_CASE("mismatched calls and bad arguments are errors", "[runtime]") {
 
   FakeWorld w2(2, Seconds(5));
   std::uint16_t h = 0;
-  Status s = w2.comm(0).all_reduce(&h, 1, DType::bf16);
+  Status s = w2.comm(0).all_reduce(&h, 1, core::DType::bf16);
   REQUIRE_FALSE(s.ok());
   REQUIRE(s.error().message == "all_reduce #1: reduction of bf16 (reductions are f32 only)");
-  Status t = w2.comm(0).broadcast(&h, 1, DType::bf16, 5);
+  Status t = w2.comm(0).broadcast(&h, 1, core::DType::bf16, 5);
   REQUIRE(t.error().message == "broadcast #2: root 5 is not a rank of this communicator (size 2)");
 }
 

@@ -51,27 +51,27 @@ void collectives(Communicator& c, Checker& ck) {
   // all_reduce: rank r holds [10r, 10r+1, 10r+2]; element i sums to 10*tri + n*i
   // (n=2: [10, 12, 14]; n=4: [60, 64, 68]).
   std::vector<float> a = {10.0f * r, 10.0f * r + 1, 10.0f * r + 2};
-  ck.ok("all_reduce", c.all_reduce(a.data(), 3, DType::f32));
+  ck.ok("all_reduce", c.all_reduce(a.data(), 3, core::DType::f32));
   ck.equal("all_reduce sum", a, {10 * tri, 10 * tri + n, 10 * tri + 2 * n});
 
   // max/min of [r, -r]: [n-1, 0] and [0, -(n-1)].
   std::vector<float> mx = {float(r), -float(r)}, mn = mx;
-  ck.ok("all_reduce max", c.all_reduce(mx.data(), 2, DType::f32, ReduceOp::max));
-  ck.ok("all_reduce min", c.all_reduce(mn.data(), 2, DType::f32, ReduceOp::min));
+  ck.ok("all_reduce max", c.all_reduce(mx.data(), 2, core::DType::f32, ReduceOp::max));
+  ck.ok("all_reduce min", c.all_reduce(mn.data(), 2, core::DType::f32, ReduceOp::min));
   ck.equal("all_reduce max", mx, {float(n - 1), 0.0f});
   ck.equal("all_reduce min", mn, {0.0f, -float(n - 1)});
 
   // all_gather of [r, 100+r]: [0, 100, 1, 101, ...].
   std::vector<float> mine = {float(r), 100.0f + r}, gathered(2 * n, -1), want_g;
   for (int j = 0; j < n; ++j) want_g.insert(want_g.end(), {float(j), 100.0f + j});
-  ck.ok("all_gather", c.all_gather(mine.data(), gathered.data(), 2, DType::f32));
+  ck.ok("all_gather", c.all_gather(mine.data(), gathered.data(), 2, core::DType::f32));
   ck.equal("all_gather", gathered, want_g);
 
   // reduce_scatter: rank j sends element e = 100 j + e (e < 2n); rank r gets
   // element i = sum_j (100 j + 2r + i) = 100*tri + n(2r + i).
   std::vector<float> rs_send(2 * n), rs_recv(2, -1);
   for (int e = 0; e < 2 * n; ++e) rs_send[e] = 100.0f * r + e;
-  ck.ok("reduce_scatter", c.reduce_scatter(rs_send.data(), rs_recv.data(), 2, DType::f32));
+  ck.ok("reduce_scatter", c.reduce_scatter(rs_send.data(), rs_recv.data(), 2, core::DType::f32));
   ck.equal("reduce_scatter", rs_recv,
            {100 * tri + n * (2.0f * r), 100 * tri + n * (2.0f * r + 1)});
 
@@ -81,18 +81,18 @@ void collectives(Communicator& c, Checker& ck) {
     t_send[j] = 10.0f * r + j;
     want_t[j] = 10.0f * j + r;
   }
-  ck.ok("all_to_all", c.all_to_all(t_send.data(), t_recv.data(), 1, DType::f32));
+  ck.ok("all_to_all", c.all_to_all(t_send.data(), t_recv.data(), 1, core::DType::f32));
   ck.equal("all_to_all", t_recv, want_t);
 
   // broadcast of bf16 words from the last rank; f16 all_gather of 0xa000 + r.
   std::vector<std::uint16_t> bc = r == n - 1 ? std::vector<std::uint16_t>{0x3f80, 0xbeef}
                                              : std::vector<std::uint16_t>{0, 0};
-  ck.ok("broadcast bf16", c.broadcast(bc.data(), 2, DType::bf16, n - 1));
+  ck.ok("broadcast bf16", c.broadcast(bc.data(), 2, core::DType::bf16, n - 1));
   ck.equal<std::uint16_t>("broadcast bf16", bc, {0x3f80, 0xbeef});
   std::uint16_t h = static_cast<std::uint16_t>(0xa000 + r);
   std::vector<std::uint16_t> hs(n), want_h(n);
   for (int j = 0; j < n; ++j) want_h[j] = static_cast<std::uint16_t>(0xa000 + j);
-  ck.ok("all_gather f16", c.all_gather(&h, hs.data(), 1, DType::f16));
+  ck.ok("all_gather f16", c.all_gather(&h, hs.data(), 1, core::DType::f16));
   ck.equal("all_gather f16", hs, want_h);
 
   ck.ok("barrier", c.barrier());
@@ -100,10 +100,10 @@ void collectives(Communicator& c, Checker& ck) {
   // Ring: send r and 100+r to next with tags 1 and 2; receive tag 2 first.
   const int next = (r + 1) % n, prev = (r + n - 1) % n;
   float s1 = float(r), s2 = 100.0f + r, x = -1, y = -1;
-  ck.ok("send tag 1", c.send(&s1, 1, DType::f32, next, 1));
-  ck.ok("send tag 2", c.send(&s2, 1, DType::f32, next, 2));
-  ck.ok("recv tag 2", c.recv(&y, 1, DType::f32, prev, 2));
-  ck.ok("recv tag 1", c.recv(&x, 1, DType::f32, prev, 1));
+  ck.ok("send tag 1", c.send(&s1, 1, core::DType::f32, next, 1));
+  ck.ok("send tag 2", c.send(&s2, 1, core::DType::f32, next, 2));
+  ck.ok("recv tag 2", c.recv(&y, 1, core::DType::f32, prev, 2));
+  ck.ok("recv tag 1", c.recv(&x, 1, core::DType::f32, prev, 1));
   ck.equal<float>("ring", {x, y}, {float(prev), 100.0f + prev});
 
   // Posted sends do not wait for the receiver: every rank posts 4 MiB (far
@@ -113,14 +113,14 @@ void collectives(Communicator& c, Checker& ck) {
   ck.equal<int>("async_sends", {c.async_sends() ? 1 : 0}, {1});
   const std::size_t big = std::size_t{1} << 20;  // floats
   std::vector<float> out(big, float(r)), in(big, -1.0f);
-  ck.ok("send_async", c.send_async(out.data(), big, DType::f32, next, 3));
-  ck.ok("recv after send_async", c.recv(in.data(), big, DType::f32, prev, 3));
+  ck.ok("send_async", c.send_async(out.data(), big, core::DType::f32, next, 3));
+  ck.ok("recv after send_async", c.recv(in.data(), big, core::DType::f32, prev, 3));
   ck.ok("wait_sends", c.wait_sends());
   ck.equal<float>("send_async ring", {in.front(), in.back()}, {float(prev), float(prev)});
 
   // Arguments checked before MPI sees them (the call still counts).
   std::uint16_t b = 0;
-  ck.error("bf16 reduction", c.all_reduce(&b, 1, DType::bf16),
+  ck.error("bf16 reduction", c.all_reduce(&b, 1, core::DType::bf16),
            "all_reduce #10: reduction of bf16 (reductions are f32 only)");
 }
 
@@ -137,8 +137,8 @@ void splits(Communicator& c, Checker& ck) {
     ck.equal<int>("tp rank/size", {(*tp)->rank(), (*tp)->size()}, {r % 2, 2});
     ck.equal<int>("dp rank/size", {(*dp)->rank(), (*dp)->size()}, {r / 2, 2});
     float t = float(r), d = float(r);
-    ck.ok("tp all_reduce", (*tp)->all_reduce(&t, 1, DType::f32));
-    ck.ok("dp all_reduce", (*dp)->all_reduce(&d, 1, DType::f32));
+    ck.ok("tp all_reduce", (*tp)->all_reduce(&t, 1, core::DType::f32));
+    ck.ok("dp all_reduce", (*dp)->all_reduce(&d, 1, core::DType::f32));
     // tp: 0+1 = 1, 2+3 = 5; dp: 0+2 = 2, 1+3 = 4.
     ck.equal<float>("tp sum", {t}, {r < 2 ? 1.0f : 5.0f});
     ck.equal<float>("dp sum", {d}, {r % 2 == 0 ? 2.0f : 4.0f});
@@ -153,7 +153,7 @@ void splits(Communicator& c, Checker& ck) {
   for (int j = 0; j < n; ++j) want[j] = float(n - 1 - j);
   float me = float(r);
   ck.equal<int>("reversed rank", {(*rev)->rank()}, {n - 1 - r});
-  ck.ok("reversed all_gather", (*rev)->all_gather(&me, order.data(), 1, DType::f32));
+  ck.ok("reversed all_gather", (*rev)->all_gather(&me, order.data(), 1, core::DType::f32));
   ck.equal("reversed all_gather", order, want);
 }
 
@@ -169,8 +169,8 @@ void faults(Communicator& world, Checker& ck) {
   Communicator& c = **made;
   c.set_fault(FaultSpec{1, 1});
   std::vector<float> a = {10.0f * r, 10.0f * r + 1, 10.0f * r + 2}, b = a;
-  ck.ok("dropped all_reduce", c.all_reduce(a.data(), 3, DType::f32));  // #1
-  ck.ok("whole all_reduce", c.all_reduce(b.data(), 3, DType::f32));    // #2
+  ck.ok("dropped all_reduce", c.all_reduce(a.data(), 3, core::DType::f32));  // #1
+  ck.ok("whole all_reduce", c.all_reduce(b.data(), 3, core::DType::f32));    // #2
   // #1 lacks rank 1's [10, 11, 12]: n=2 gives [0, 1, 2], n=4 gives [50, 53, 56].
   ck.equal("dropped all_reduce", a, {10 * tri - 10, 10 * tri + n - 11, 10 * tri + 2 * n - 12});
   ck.equal("whole all_reduce", b, {10 * tri, 10 * tri + n, 10 * tri + 2 * n});
@@ -178,7 +178,7 @@ void faults(Communicator& world, Checker& ck) {
   float mine = 1.0f + r;
   std::vector<float> g(n), want(n);
   for (int j = 0; j < n; ++j) want[j] = j == 1 ? 0.0f : 1.0f + j;  // rank 1's block is zeros
-  ck.ok("dropped all_gather", c.all_gather(&mine, g.data(), 1, DType::f32));  // #3
+  ck.ok("dropped all_gather", c.all_gather(&mine, g.data(), 1, core::DType::f32));  // #3
   ck.equal("dropped all_gather", g, want);
 }
 

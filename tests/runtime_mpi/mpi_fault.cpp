@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   Communicator& c = **world;
   if (mode == "p2p") {
     float x = 0.0f;
-    Status st = c.rank() == 0 ? c.recv(&x, 1, DType::f32, 1, 99) : c.barrier();
+    Status st = c.rank() == 0 ? c.recv(&x, 1, core::DType::f32, 1, 99) : c.barrier();
     if (!st.ok()) {
       std::fprintf(stderr, "planner run: error: %s\n", st.error().message.c_str());
       s.abort_job(3);
@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
     }
     if (c.rank() == 3) std::raise(SIGSTOP);
     float x = 1.0f;
-    Status st = (*dp)->all_reduce(&x, 1, DType::f32);  // dp #1
-    if (st.ok()) st = c.all_reduce(&x, 1, DType::f32);  // world #2
+    Status st = (*dp)->all_reduce(&x, 1, core::DType::f32);  // dp #1
+    if (st.ok()) st = c.all_reduce(&x, 1, core::DType::f32);  // world #2
     if (!st.ok()) {
       std::fprintf(stderr, "planner run: error: %s\n", st.error().message.c_str());
       s.abort_job(3);
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
       if (mode == "segv") std::raise(SIGSEGV);
     }
     float x = 1.0f;
-    Status st = c.all_reduce(&x, 1, DType::f32);  // collective #step
+    Status st = c.all_reduce(&x, 1, core::DType::f32);  // collective #step
     if (!st.ok()) {
       std::fprintf(stderr, "planner run: error: %s\n", st.error().message.c_str());
       s.abort_job(3);

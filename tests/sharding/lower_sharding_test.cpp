@@ -16,7 +16,7 @@ layout::DeviceMesh mesh(const char* text) { return layout::DeviceMesh::parse(tex
 std::size_t strategy_with(const LoweredSharding& l, std::size_t node, std::string_view assignment) {
   const auto& s = l.nodes[node].sharding.strategies;
   for (std::size_t i = 0; i < s.size(); ++i)
-    if (s[i].assignment == assignment) return i;
+    if (ops::to_string(s[i].assignment) == assignment) return i;
   FAIL("no strategy '" << assignment << "' on node " << l.problem.nodes[node].name);
   return 0;
 }
@@ -145,8 +145,8 @@ TEST_CASE("a parameter read by two ops ties their layouts", "[search][lower]") {
   // through Gemm(transB), used as the LM head.
   ModelBuilder b;
   const std::int64_t B = 4, h = 16, V = 64;
-  auto ids = b.input("ids", {B}, graph::DType::i64);
-  auto labels = b.input("labels", {B}, graph::DType::i64);
+  auto ids = b.input("ids", {B}, core::DType::i64);
+  auto labels = b.input("labels", {B}, core::DType::i64);
   auto table = b.param("wte", {V, h});
   auto x = b.op("emb", "Gather", {table, ids}, {B, h});
   auto y = b.op("relu", "Relu", {x}, {B, h});

@@ -68,7 +68,7 @@ TEST_CASE("tp=4 on a GPT gives Megatron's layout by itself", "[search][megatron]
   INFO(describe_plan(r.l, r.s.choice));
   // Attention: QKV column parallel, heads split, projection row parallel.
   CHECK(r.in("layers.0/attn/qkv/MatMul", 1) == "[-,tp]");
-  CHECK(r.of("layers.0/attn/scores/MatMul").assignment == "dp:b tp:n");
+  CHECK(ops::to_string(r.of("layers.0/attn/scores/MatMul").assignment) == "dp:b tp:n");
   CHECK(r.in("layers.0/attn/proj/MatMul", 1) == "[tp,-]");
   CHECK(r.out("layers.0/attn/proj/MatMul") == "[dp,-,-]partial(tp)");
   // MLP: fc1 column parallel, GeLU on its slice, fc2 row parallel.
@@ -81,7 +81,7 @@ TEST_CASE("tp=4 on a GPT gives Megatron's layout by itself", "[search][megatron]
   // The LM head is column (vocabulary) parallel and the loss
   // vocabulary-parallel.
   CHECK(r.in("lm_head/MatMul", 1) == "[-,tp]");
-  CHECK(r.of("loss").assignment == "dp:n tp:c");
+  CHECK(ops::to_string(r.of("loss").assignment) == "dp:n tp:c");
 
   // Exactly one all-reduce per direction per block half: forward after the
   // projection and after fc2 (Megatron's g), backward into QKV and fc1
@@ -148,7 +148,7 @@ TEST_CASE("explain says why Megatron beats replicating the MLP", "[search][megat
   const auto fc2 = *find_node(r.l, r.b.g, "layers.0/mlp/fc2/MatMul");
   const auto& strategies = r.l.nodes[fc2].sharding.strategies;
   for (std::size_t i = 0; i < strategies.size(); ++i)
-    if (strategies[i].assignment == "dp:b") b[fc2] = i;
+    if (ops::to_string(strategies[i].assignment) == "dp:b") b[fc2] = i;
   REQUIRE(b != r.s.choice);
   const std::string text = explain(r.l.problem, r.s.choice, b);
   INFO(text);

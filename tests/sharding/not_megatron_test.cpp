@@ -25,7 +25,7 @@ std::string table(const LoweredSharding& l, const graph::OpGraph& g, const Choic
 std::size_t with_assignment(const LoweredSharding& l, std::size_t node, std::string_view a) {
   const auto& s = l.nodes[node].sharding.strategies;
   for (std::size_t i = 0; i < s.size(); ++i)
-    if (s[i].assignment == a) return i;
+    if (ops::to_string(s[i].assignment) == a) return i;
   FAIL("no strategy '" << a << "' on " << l.problem.nodes[node].name);
   return 0;
 }
@@ -49,7 +49,7 @@ TEST_CASE("huge vocabulary, tiny hidden: split the vocabulary, replicate the lay
   // The LM head is vocabulary parallel, and so is the loss (3 statistics per
   // row all-reduced over tp instead of gathering 64 MB of logits).
   CHECK(weight(*l, b.g, c, "lm_head/MatMul") == "[-,tp]");
-  CHECK(chosen(*l, c, *find_node(*l, b.g, "loss")).assignment == "dp:n tp:c");
+  CHECK(ops::to_string(chosen(*l, c, *find_node(*l, b.g, "loss")).assignment) == "dp:n tp:c");
   // The embedding table is split over tp -- on its hidden columns: its
   // output then needs an all-gather ((n-1) latencies) rather than the
   // all-reduce of a vocabulary-parallel table (2(n-1)); the table being

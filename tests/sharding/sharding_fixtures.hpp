@@ -51,14 +51,14 @@ struct SimpleOracle final : ShardingCostOracle {
       if (!port.tensor || !s.inputs[p]) continue;
       const auto& t = g.tensor(*port.tensor);
       if (t.role != graph::TensorRole::parameter) continue;
-      b += ops::local_bytes(t, *s.inputs[p], mesh).value / static_cast<double>(graph::dtype_size(t.dtype)) *
+      b += ops::local_bytes(t, *s.inputs[p], mesh).value / static_cast<double>(core::dtype_size(t.dtype)) *
            bytes_per_param;
     }
     for (std::size_t p = 0; p < unit.spec.outputs.size(); ++p) {
       const auto& port = unit.spec.outputs[p];
       if (!port.tensor || !s.outputs[p]) continue;
       const auto& t = g.tensor(*port.tensor);
-      if (graph::is_floating(t.dtype)) b += ops::local_bytes(t, *s.outputs[p], mesh).value;
+      if (core::is_floating(t.dtype)) b += ops::local_bytes(t, *s.outputs[p], mesh).value;
     }
     return Bytes(b);
   }
@@ -72,7 +72,7 @@ struct ModelBuilder {
 
   graph::TensorId tensor(const std::string& name, std::vector<std::int64_t> shape,
                          graph::TensorRole role = graph::TensorRole::activation,
-                         graph::DType dt = graph::DType::f32) {
+                         core::DType dt = core::DType::f32) {
     graph::Tensor t;
     t.name = name;
     t.shape = std::move(shape);
@@ -83,20 +83,20 @@ struct ModelBuilder {
   graph::TensorId param(const std::string& name, std::vector<std::int64_t> shape) {
     return tensor(name, std::move(shape), graph::TensorRole::parameter);
   }
-  graph::TensorId input(const std::string& name, std::vector<std::int64_t> shape, graph::DType dt) {
+  graph::TensorId input(const std::string& name, std::vector<std::int64_t> shape, core::DType dt) {
     auto id = tensor(name, std::move(shape), graph::TensorRole::input, dt);
     g.tensor(id).batch_axis = 0;
     g.graph_inputs.push_back(id);
     return id;
   }
   graph::TensorId ints(const std::string& name, std::vector<std::int64_t> shape) {
-    return tensor(name, std::move(shape), graph::TensorRole::constant, graph::DType::i64);
+    return tensor(name, std::move(shape), graph::TensorRole::constant, core::DType::i64);
   }
   graph::TensorId scalar(const std::string& name) { return tensor(name, {}, graph::TensorRole::constant); }
   /// Adds op `name` writing one new tensor of `shape` (named like the op).
   graph::TensorId op(const std::string& name, const std::string& type, std::vector<graph::TensorId> ins,
                      std::vector<std::int64_t> shape, std::vector<std::pair<std::string, graph::AttrValue>> attrs = {},
-                     graph::DType dt = graph::DType::f32) {
+                     core::DType dt = core::DType::f32) {
     auto out = tensor(name, std::move(shape), graph::TensorRole::activation, dt);
     graph::Op o;
     o.name = name;
@@ -147,8 +147,8 @@ struct ModelBuilder {
   void gpt(std::int64_t B, std::int64_t S, std::int64_t h, std::int64_t heads, std::int64_t ffn, std::int64_t V,
            int layers) {
     const std::int64_t d = h / heads;
-    auto ids = input("input_ids", {B, S}, graph::DType::i64);
-    auto labels = input("labels", {B, S}, graph::DType::i64);
+    auto ids = input("input_ids", {B, S}, core::DType::i64);
+    auto labels = input("labels", {B, S}, core::DType::i64);
     auto tok = op("embed/tokens", "Gather", {param("embed.tokens.weight", {V, h}), ids}, {B, S, h});
     auto pos = op("embed/positions", "Gather", {param("embed.positions.weight", {S, h}), ints("position_ids", {S})}, {S, h});
     auto x = op("embed/Add", "Add", {tok, pos}, {B, S, h});
@@ -188,7 +188,7 @@ struct ModelBuilder {
     x = layer_norm("final_ln", x, h);
     auto logits = linear("lm_head", x, h, V, false);
     auto lf = op("loss/logits", "Reshape", {logits, ints("loss.logits_shape", {2})}, {B * S, V});
-    auto yf = op("loss/labels", "Reshape", {labels, ints("loss.labels_shape", {1})}, {B * S}, {}, graph::DType::i64);
+    auto yf = op("loss/labels", "Reshape", {labels, ints("loss.labels_shape", {1})}, {B * S}, {}, core::DType::i64);
     auto loss = op("loss", "SoftmaxCrossEntropyLoss", {lf, yf}, {}, {{"reduction", std::string("mean")}});
     g.graph_outputs.push_back(loss);
     finish();
@@ -196,8 +196,8 @@ struct ModelBuilder {
 
   /// x[B,h] -> fc1 (h x ffn) -> Relu -> fc2 (ffn x classes) -> cross-entropy.
   void mlp(std::int64_t B, std::int64_t h, std::int64_t ffn, std::int64_t classes) {
-    auto x = input("x", {B, h}, graph::DType::f32);
-    auto labels = input("labels", {B}, graph::DType::i64);
+    auto x = input("x", {B, h}, core::DType::f32);
+    auto labels = input("labels", {B}, core::DType::i64);
     auto u = linear("fc1", x, h, ffn, true);
     auto a = op("relu", "Relu", {u}, shape(u));
     auto y = linear("fc2", a, ffn, classes, true);

@@ -337,8 +337,8 @@ namespace {
 // x[B,h] -> layers x (fc_i -> Relu) -> head -> cross-entropy: the fixture's
 // MLP made as deep as wanted (1 layer = the fixture's mlp()).
 void deep_mlp(ModelBuilder& b, int layers, std::int64_t B, std::int64_t h, std::int64_t ffn, std::int64_t classes) {
-  auto x = b.input("x", {B, h}, graph::DType::f32);
-  auto labels = b.input("labels", {B}, graph::DType::i64);
+  auto x = b.input("x", {B, h}, core::DType::f32);
+  auto labels = b.input("labels", {B}, core::DType::i64);
   std::int64_t width = h;
   for (int i = 0; i < layers; ++i) {
     const std::string L = "layers." + std::to_string(i);

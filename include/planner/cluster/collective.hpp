@@ -59,19 +59,8 @@ enum class Algorithm : std::uint8_t {
 inline std::string_view collective_name(core::Collective c) { return core::to_string(c); }
 std::string_view algorithm_name(Algorithm a);
 
-/// Where the ranks of one collective sit. Compact placement: the ranks of a
-/// node fill its innermost groups first.
-/// Requires (checked): ranks >= 1, 1 <= ranks_per_node <= devices_per_node,
-/// ranks a multiple of ranks_per_node (or ranks == ranks_per_node); for
-/// send_recv ranks == 2 (ranks_per_node 2: same node, 1: different nodes).
-struct Placement {
-  int ranks = 1;
-  int ranks_per_node = 1;
-  /// One ring only (a library that does not open one NCCL channel per NIC,
-  /// e.g. DeepSpeed's 2021 ZeRO-3 fetches): across nodes a flat ring then
-  /// gets one rank's share of its node's NICs instead of the whole node's.
-  bool single_ring = false;
-};
+/// Where the ranks of one collective sit (core/collective.hpp).
+using Placement = core::Placement;
 
 struct CollectiveCost {
   Seconds time;

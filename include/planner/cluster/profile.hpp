@@ -28,21 +28,15 @@
 #include <vector>
 
 #include "planner/core/collective.hpp"
+#include "planner/core/precision.hpp"
 #include "planner/core/result.hpp"
 #include "planner/core/units.hpp"
 
 namespace planner::cluster {
 
-/// Arithmetic precision of a GEMM (the tensor-core input type).
-enum class Precision : std::uint8_t { fp32, tf32, fp16, bf16, fp8 };
-inline constexpr std::size_t kPrecisionCount = 5;
-
-/// "fp32", "tf32", "fp16", "bf16", "fp8" (the keys of peak_tflops).
-std::string_view precision_name(Precision p);
-/// Parses precision_name() output back.
-std::optional<Precision> parse_precision(std::string_view name);
-/// Bytes per input element: 4 for fp32/tf32, 2 for fp16/bf16, 1 for fp8.
-int precision_bytes(Precision p);
+// GEMM precisions are core::Precision (planner/core/precision.hpp).
+/// transitional: remove after merge (calibrate still spells cluster::Precision).
+using Precision = core::Precision;
 
 /// A measured or modelled efficiency y (0 < y <= 1) as a function of a size x
 /// (> 0). Between rows y is interpolated linearly against log(x); outside the
@@ -99,7 +93,7 @@ struct AttentionEfficiency {
 struct DeviceProfile {
   std::string name;
   /// Dense peak per precision; nullopt where the device lacks it.
-  std::array<std::optional<FlopsPerSecond>, kPrecisionCount> peak_by_precision{};
+  std::array<std::optional<FlopsPerSecond>, core::kPrecisionCount> peak_by_precision{};
   /// Nominal capacity as the vendor prints it (informational).
   double hbm_GB = 0;
   /// Memory the driver reports (cudaMemGetInfo total).
@@ -125,17 +119,17 @@ struct DeviceProfile {
   double gemm_misaligned_factor = 1;
   int gemm_alignment_bytes = 16;
   /// Per-precision factor on gemm_table (e.g. fp8); absent means 1.
-  std::array<std::optional<double>, kPrecisionCount> gemm_precision_factor{};
+  std::array<std::optional<double>, core::kPrecisionCount> gemm_precision_factor{};
   /// Absent where the device has no fused attention kernel (V100, Ascend 910).
   std::optional<AttentionEfficiency> attention;
 
   /// Dense peak for `p`; an error naming the device when it lacks `p`.
-  Result<FlopsPerSecond> peak(Precision p) const;
+  Result<FlopsPerSecond> peak(core::Precision p) const;
   /// GEMM efficiency of a 16-bit [m,k]x[k,n] product. Requires m, n, k >= 1.
   double gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k) const;
   /// GEMM efficiency for precision `p`: table(2mnk) x skinny(min dim) x
   /// misalignment x precision factor. Requires m, n, k >= 1.
-  double gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k, Precision p) const;
+  double gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k, core::Precision p) const;
   /// hbm_bandwidth x hbm_efficiency.
   BytesPerSecond achievable_hbm_bandwidth() const;
   /// elementwise_table at `moved` bytes.

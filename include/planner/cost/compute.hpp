@@ -160,7 +160,7 @@ class ComputeContext {
   RecomputePolicy recompute_ = RecomputePolicy::none;
   bool fuse_elementwise_ = false;
   bool channels_last_ = false;
-  std::array<FlopsPerSecond, cluster::kPrecisionCount> peaks_{};
+  std::array<FlopsPerSecond, core::kPrecisionCount> peaks_{};
   FlopsPerSecond vector_peak_;
 };
 

@@ -50,7 +50,7 @@ class CostModel {
 
   /// Time of one collective of `message` bytes over the ranks in `where`.
   /// Errors (one line) for an impossible placement.
-  virtual Result<Seconds> collective(core::Collective kind, Bytes message, cluster::Placement where) const = 0;
+  virtual Result<Seconds> collective(core::Collective kind, Bytes message, core::Placement where) const = 0;
 
   /// Peak memory of one device training `g`.
   virtual MemoryBreakdown memory(const graph::OpGraph& g, const MemorySetup& setup) const = 0;
@@ -80,7 +80,7 @@ class ProfileCostModel final : public CostModel {
   /// time_of() under the model's context.
   OpTime op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& scaling) const override;
   /// cluster::collective_time() on the profile's interconnect.
-  Result<Seconds> collective(core::Collective kind, Bytes message, cluster::Placement where) const override;
+  Result<Seconds> collective(core::Collective kind, Bytes message, core::Placement where) const override;
   /// cost::memory() under the model's context.
   MemoryBreakdown memory(const graph::OpGraph& g, const MemorySetup& setup) const override;
   /// The device's visible memory (cudaMemGetInfo total).

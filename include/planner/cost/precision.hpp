@@ -14,11 +14,12 @@
 #include <vector>
 
 #include "planner/cluster/profile.hpp"
+#include "planner/core/precision.hpp"
 #include "planner/graph/graph.hpp"
 
 namespace planner::cost {
 
-using cluster::Precision;
+using core::Precision;
 
 /// Number of graph::OpClass values (OpClass::other is the last).
 inline constexpr std::size_t kOpClassCount = static_cast<std::size_t>(graph::OpClass::other) + 1;
@@ -64,7 +65,7 @@ class PrecisionPolicy {
 
 /// Bytes per element of an activation computed in `p`: 4 (fp32, tf32), 2
 /// (fp16, bf16), 1 (fp8).
-inline int activation_bytes(Precision p) { return cluster::precision_bytes(p); }
+inline int activation_bytes(Precision p) { return core::precision_bytes(p); }
 
 /// Element size of the op's floating tensors as the graph holds them: the
 /// first floating output, else the first floating input; 0 when the op has

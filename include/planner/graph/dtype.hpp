@@ -1,27 +1,16 @@
 #pragma once
-/// Element types of tensors. Values mirror no file format: the ONNX importer
-/// maps TensorProto element types onto these.
+/// transitional: remove after merge. Element types are core::DType
+/// (planner/core/dtype.hpp); these names remain only for the sources being
+/// split concurrently (executor real*, runtime_cpu, runtime_cuda), which still
+/// spell graph::DType and graph::dtype_size.
 
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-#include <string_view>
+#include "planner/core/dtype.hpp"
 
 namespace planner::graph {
 
-enum class DType : std::uint8_t {
-  f32, f16, bf16, f64, f8,
-  i8, i16, i32, i64, u8, u16, u32, u64,
-  boolean, string, c64, c128,
-};
-
-/// Bytes per element (strings count 8, a pointer's worth).
-std::size_t dtype_size(DType t);
-/// Canonical lowercase name: "f32", "bf16", "i64", "bool", ...
-std::string_view dtype_name(DType t);
-/// Parses dtype_name() output back.
-std::optional<DType> dtype_from_name(std::string_view name);
-/// True for f32, f16, bf16, f64, f8.
-bool is_floating(DType t);
+using DType = core::DType;  // transitional: remove after merge
+using core::dtype_name;     // transitional: remove after merge
+using core::dtype_size;     // transitional: remove after merge
+using core::is_floating;    // transitional: remove after merge
 
 }  // namespace planner::graph

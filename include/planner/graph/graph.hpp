@@ -23,9 +23,10 @@
 #include <variant>
 #include <vector>
 
+#include "planner/core/dtype.hpp"
 #include "planner/core/result.hpp"
 #include "planner/core/units.hpp"
-#include "planner/graph/dtype.hpp"
+#include "planner/graph/dtype.hpp"  // transitional: remove after merge (graph::DType for executor real*, runtime_cpu, runtime_cuda)
 
 namespace planner::graph {
 
@@ -62,7 +63,7 @@ inline constexpr std::int64_t kMaxConstantValues = 4096;
 
 struct Tensor {
   std::string name;
-  DType dtype = DType::f32;
+  core::DType dtype = core::DType::f32;
   /// Static shape; every dim >= 0 once import succeeded. Empty = scalar.
   std::vector<std::int64_t> shape;
   TensorRole role = TensorRole::activation;

@@ -55,7 +55,7 @@
 
 #include "planner/core/collective.hpp"
 #include "planner/core/units.hpp"
-#include "planner/graph/dtype.hpp"
+#include "planner/core/dtype.hpp"
 #include "planner/layout/mesh.hpp"
 #include "planner/layout/tensor_layout.hpp"
 
@@ -96,7 +96,7 @@ struct CommStep {
 /// The steps from `from` to `to`, in order (empty when equal).
 /// Requires: from.validate(shape, mesh) and to.validate(shape, mesh) ok.
 std::vector<CommStep> redistribute(const TensorLayout& from, const TensorLayout& to,
-                                   std::span<const std::int64_t> shape, graph::DType dtype,
+                                   std::span<const std::int64_t> shape, core::DType dtype,
                                    const DeviceMesh& mesh);
 
 /// Sum of the steps' bytes.

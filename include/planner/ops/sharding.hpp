@@ -69,6 +69,7 @@
 #include <string_view>
 #include <vector>
 
+#include "planner/ops/assignment.hpp"
 #include "planner/core/units.hpp"
 #include "planner/graph/graph.hpp"
 #include "planner/layout/mesh.hpp"
@@ -180,8 +181,9 @@ struct Strategy {
   /// MindSpore `shard()` notation: blocks per dim of each input, e.g.
   /// `((1,4),(4,1))` (integer constant inputs and scalars left out).
   std::string name;
-  /// Which axis splits which letter, e.g. `dp:m tp:n`; "" = replicated.
-  std::string assignment;
+  /// Which axis splits which letter (text form `dp:m tp:n`; replicated when
+  /// no axis is assigned).
+  Assignment assignment;
   /// Layout of each input port (nullopt: absent port).
   std::vector<std::optional<layout::TensorLayout>> inputs;
   /// Layout of the gradient the op returns for each input port: the input's

@@ -29,23 +29,19 @@
 #include <string_view>
 #include <vector>
 
+#include "planner/core/dtype.hpp"
 #include "planner/core/result.hpp"
 #include "planner/core/units.hpp"
 #include "planner/runtime/fault.hpp"
 
 namespace planner::runtime {
 
-/// Element types a communicator moves.
-enum class DType : std::uint8_t {
-  f32,   ///< IEEE binary32; the only type reductions accept.
-  bf16,  ///< bfloat16, moved as opaque 2 bytes.
-  f16,   ///< IEEE binary16, moved as opaque 2 bytes.
-};
-
-/// Bytes per element of `t`.
-std::size_t dtype_size(DType t);
-/// "f32", "bf16", "f16".
-std::string_view dtype_name(DType t);
+/// Element types a communicator moves are core::DType's f32 (IEEE binary32;
+/// the only type reductions accept), bf16 and f16 (both moved as opaque 2
+/// bytes). Requires (every call below): dtype is one of these three.
+/// transitional: remove after merge (runtime_cuda, calibrate, executor real*
+/// and the CLI's run and calibrate commands still spell runtime::DType).
+using DType = core::DType;
 
 /// Element-wise reduction of all_reduce and reduce_scatter.
 enum class ReduceOp : std::uint8_t { sum, max, min };
@@ -85,24 +81,24 @@ class Communicator {
   virtual Seconds timeout() const = 0;
 
   /// In place: buf[i] = op over ranks j of buf_j[i]. Requires: dtype f32.
-  virtual Status all_reduce(void* buf, std::size_t count, DType dtype,
+  virtual Status all_reduce(void* buf, std::size_t count, core::DType dtype,
                             ReduceOp op = ReduceOp::sum) = 0;
   /// recv block j (count_per_rank elements) = send of rank j.
   /// Requires: recv holds size() * count_per_rank elements; send and recv
   /// do not overlap.
   virtual Status all_gather(const void* send, void* recv, std::size_t count_per_rank,
-                            DType dtype) = 0;
+                            core::DType dtype) = 0;
   /// recv[i] = op over ranks j of block rank() of send_j.
   /// Requires: send holds size() * count_per_rank elements; dtype f32.
   virtual Status reduce_scatter(const void* send, void* recv, std::size_t count_per_rank,
-                                DType dtype, ReduceOp op = ReduceOp::sum) = 0;
+                                core::DType dtype, ReduceOp op = ReduceOp::sum) = 0;
   /// recv block j = block rank() of send_j. Both hold size() blocks.
   virtual Status all_to_all(const void* send, void* recv, std::size_t count_per_rank,
-                            DType dtype) = 0;
+                            core::DType dtype) = 0;
   /// Sends count elements to `peer`; matched by (source, tag) in order.
-  virtual Status send(const void* buf, std::size_t count, DType dtype, int peer, int tag) = 0;
+  virtual Status send(const void* buf, std::size_t count, core::DType dtype, int peer, int tag) = 0;
   /// Receives exactly count elements sent by `peer` with `tag`.
-  virtual Status recv(void* buf, std::size_t count, DType dtype, int peer, int tag) = 0;
+  virtual Status recv(void* buf, std::size_t count, core::DType dtype, int peer, int tag) = 0;
   /// True when send_async() returns before the receiver matches the send
   /// (MPI: a posted MPI_Isend; the fake: its sends are buffered). Otherwise
   /// send_async() is send(), which may wait for the receiver, and a caller
@@ -111,13 +107,13 @@ class Communicator {
   /// Posts a send, matched like send(); `buf` must stay unchanged until
   /// wait_sends() returns. Pipeline stages send this way, as Megatron's
   /// batched isend/irecv do: the sender goes on computing.
-  virtual Status send_async(const void* buf, std::size_t count, DType dtype, int peer, int tag) {
+  virtual Status send_async(const void* buf, std::size_t count, core::DType dtype, int peer, int tag) {
     return send(buf, count, dtype, peer, tag);
   }
   /// Waits for every send_async() posted so far (the deadline applies).
   virtual Status wait_sends() { return {}; }
   /// buf on every rank = buf on `root`.
-  virtual Status broadcast(void* buf, std::size_t count, DType dtype, int root) = 0;
+  virtual Status broadcast(void* buf, std::size_t count, core::DType dtype, int root) = 0;
   /// Returns once every rank has called barrier.
   virtual Status barrier() = 0;
   /// The ranks that passed the same `color` form a sub-communicator, ordered
@@ -133,7 +129,7 @@ class Communicator {
 
 /// Argument checks shared by the implementations. Each returns an error
 /// naming the call and argument, e.g. "all_reduce #3: reduction of bf16 (f32 only)".
-Status check_reduction(CallKind kind, std::uint64_t call_no, DType dtype);
+Status check_reduction(CallKind kind, std::uint64_t call_no, core::DType dtype);
 Status check_peer(CallKind kind, std::uint64_t call_no, int peer, int size,
                   std::string_view what);
 Status check_buffer(CallKind kind, std::uint64_t call_no, const void* buf, std::size_t count,

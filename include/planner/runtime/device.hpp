@@ -24,27 +24,29 @@
 #include <utility>
 #include <vector>
 
+#include "planner/core/precision.hpp"
 #include "planner/core/result.hpp"
 #include "planner/core/units.hpp"
 
 namespace planner::runtime {
 
-/// GEMM precisions: data type and compute mode.
-enum class Precision : std::uint8_t {
-  fp32,  ///< fp32 data, fp32 FMA (no tensor cores)
-  tf32,  ///< fp32 data, tf32 tensor cores
-  bf16,  ///< bf16 data, fp32 accumulation
-  fp16,  ///< fp16 data, fp32 accumulation
-};
-inline constexpr int kPrecisionCount = 4;
+/// GEMM precisions are core::Precision; a device runs the first
+/// kDevicePrecisionCount of them (fp32, tf32, bf16, fp16: no fp8 GEMM).
+inline constexpr int kDevicePrecisionCount = 4;
 
-/// "fp32", "tf32", "bf16", "fp16".
-std::string_view precision_name(Precision p);
-/// Bytes per element of `p` (4, 4, 2, 2).
-std::size_t precision_size(Precision p);
 /// The plan's precision strings (plan.training.precision): fp32, tf32,
 /// bf16, fp16; fp8 is an error naming it (no fp8 GEMM here).
-Result<Precision> parse_precision(std::string_view text);
+Result<core::Precision> parse_precision(std::string_view text);
+
+/// transitional: remove after merge (calibrate and runtime_cuda still spell
+/// runtime::Precision, runtime::kPrecisionCount, runtime::precision_name and
+/// runtime::precision_size).
+using Precision = core::Precision;
+inline constexpr int kPrecisionCount = kDevicePrecisionCount;  // transitional: remove after merge
+using core::precision_name;                                    // transitional: remove after merge
+/// Bytes per element of `p` (4, 4, 2, 2). transitional: remove after merge
+/// (core::precision_bytes).
+inline std::size_t precision_size(core::Precision p) { return static_cast<std::size_t>(core::precision_bytes(p)); }
 
 /// Device memory as the driver reports it.
 struct DeviceMemory {
@@ -74,11 +76,11 @@ class Device {
   /// Frees a buffer from `allocate` (nullptr: nothing).
   virtual void release(void* buffer) = 0;
   /// Sets `count` elements of precision `p` to `value`.
-  virtual Status fill(void* buffer, std::size_t count, Precision p, float value) = 0;
+  virtual Status fill(void* buffer, std::size_t count, core::Precision p, float value) = 0;
 
   /// Enqueues `batch` GEMMs C[m,n] = A[m,k] B[k,n] (row-major, matrix i of
   /// each buffer after i whole matrices). Requires: m, n, k, batch >= 1.
-  virtual Status gemm(Precision p, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
+  virtual Status gemm(core::Precision p, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
                       const void* a, const void* b, void* c) = 0;
   /// Enqueues memory-bound traffic: reads `read_bytes` from `src` and writes
   /// `write_bytes` to `dst`, each in passes over a buffer of `capacity`
