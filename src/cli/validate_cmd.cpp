@@ -39,6 +39,7 @@ struct ValidateArgs {
   SearchFlags search;
   std::size_t candidates = 3;
   std::vector<std::string> baselines;
+  std::vector<std::string> plans;  // --plan: candidates from files instead of the search
   int steps = 3, warmup = 1, rounds = 3;
   std::string mode = "auto";
   std::string backend = "cpu";
@@ -112,6 +113,37 @@ Result<std::vector<Layout>> candidate_rows(const planning::SearchFound& found, s
   return out;
 }
 
+// --plan files as the candidates, in the order given (the first stands
+// for the search's choice). Errors: unreadable or invalid plans, or a plan
+// for another number of devices than ranks.
+Result<std::vector<Layout>> plan_rows(const std::vector<std::string>& files, const std::string& model, int ranks) {
+  std::vector<Layout> out;
+  PLANNER_TRY(const std::string model_sha, sha256_file(model));
+  for (const auto& f : files) {
+    PLANNER_TRY(std::string text, io::read_file(f));
+    PLANNER_TRY(plan::Plan p, plan::from_json(text, f));
+    if (auto st = plan::validate(p); !st) return make_error("{}: {}", f, st.error().message);
+    if (!p.model.sha256.empty() && p.model.sha256 != model_sha)
+      return make_error("{}: the plan's model.sha256 {} differs from {}'s {}", f, p.model.sha256.substr(0, 12), model,
+                        model_sha.substr(0, 12));
+    if (p.cluster.devices != ranks)
+      return make_error("{}: the plan has {} devices (cluster.devices) but {} ranks were started", f,
+                        p.cluster.devices, ranks);
+    const auto& l = p.layout;
+    Layout row;
+    row.row.name = fmt::format("plan {}", out.size() + 1);
+    row.row.role = "candidate";
+    row.row.layout = fmt::format("{}: dp={} tp={} pp={}{}{} micro-batch={} {}{} recompute={}", f, l.dp, l.tp, l.pp,
+                                 l.cp > 1 ? fmt::format(" cp={}", l.cp) : "", l.vp > 1 ? fmt::format(" vp={}", l.vp) : "",
+                                 p.training.micro_batch, l.schedule, l.zero > 0 ? fmt::format(" zero={}", l.zero) : "",
+                                 p.training.recompute);
+    row.row.predicted_s = p.prediction.step_time_s;
+    row.plan = std::move(p);  // key left empty: a baseline is never merged into a plan file's row
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 // Adds the baseline `spec` (its own search); a baseline that does not fit
 // or cannot be searched is a row that is not run. Returns the index of the
 // row that stands for it (an existing row when its layout is one already
@@ -180,6 +212,7 @@ Result<bool> ranks_agree(runtime::Communicator& world, const std::vector<Layout>
 
 void print_table(const ValidateArgs& a, int ranks, const std::vector<validate::Row>& rows, const validate::Summary& s,
                  const std::string& baseline_spec) {
+  const std::string choice = a.plans.empty() ? "the search's choice" : "plan 1";
   fmt::print("planner validate: {} on {} ranks (backend {}): {} rounds x {} steps after {} warm-up, interleaved\n",
              a.model, ranks, a.backend, a.rounds, a.steps, a.warmup);
   fmt::print("{:>2}  {:<12} {:<6} {:>11} {:>11} {:>7} {:>8} {:>14} {:>9}  {}\n", "#", "row", "mode", "predicted",
@@ -209,9 +242,9 @@ void print_table(const ValidateArgs& a, int ranks, const std::vector<validate::R
                *s.regret, *s.predicted_best + 1, show_time(*s.rows[*s.predicted_best].measured_s),
                *s.measured_best + 1, show_time(*s.rows[*s.measured_best].measured_s));
   if (s.baseline && *s.baseline == 0)
-    fmt::print("speedup      the search's choice is the baseline ({})\n", baseline_spec);
+    fmt::print("speedup      {} is the baseline ({})\n", choice, baseline_spec);
   else if (s.baseline && s.choice_measured_speedup)
-    fmt::print("speedup      the search's choice measured {:.2f} times faster than the baseline ({}) (predicted {:.2f})\n",
+    fmt::print("speedup      {} measured {:.2f} times faster than the baseline ({}) (predicted {:.2f})\n", choice,
                *s.choice_measured_speedup, baseline_spec, s.choice_predicted_speedup.value_or(0));
   else
     fmt::print("speedup      no baseline was measured\n");
@@ -263,11 +296,19 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
   if (!a.output.empty())
     if (auto st = io::check_writable(a.output, out_mode); !st) return bad(st.error().message);
 
-  ProgressLine progress(rank == 0 && progress_wanted(sub));
-  auto found = search_best_plan(a.search, *setup, a.model, progress);
-  progress.finish();
-  if (!found) return bad(found.error().message);
-  auto layouts = candidate_rows(*found, a.candidates);
+  Result<std::vector<Layout>> layouts = std::vector<Layout>{};
+  if (!a.plans.empty()) {
+    layouts = plan_rows(a.plans, a.model, world_size);
+    // The baselines train the plans' global batch unless told otherwise.
+    if (layouts && !layouts->empty() && a.search.global_batch_opt->count() == 0)
+      a.search.global_batch = layouts->front().plan->training.global_batch;
+  } else {
+    ProgressLine progress(rank == 0 && progress_wanted(sub));
+    auto found = search_best_plan(a.search, *setup, a.model, progress);
+    progress.finish();
+    if (!found) return bad(found.error().message);
+    layouts = candidate_rows(*found, a.candidates);
+  }
   if (!layouts) return bad(layouts.error().message);
   auto& rows = *layouts;
   const std::vector<std::string> specs =
@@ -373,6 +414,10 @@ Runner setup_validate(CLI::App& sub) {
                  "A baseline layout, e.g. tp=2,pp=1 (repeatable; default dp=N: pure data parallelism); speedups are "
                  "over the first")
       ->allow_extra_args(false);  // one SPEC per --baseline: a model after it stays the model
+  sub.add_option("--plan", a->plans,
+                 "Run these plan files as the candidates instead of the search's (repeatable; the first stands for the "
+                 "choice; baselines are still searched)")
+      ->allow_extra_args(false);
   sub.add_option("--steps", a->steps, "Measured steps per run")->capture_default_str();
   sub.add_option("--warmup", a->warmup, "Warm-up steps before each run's measured steps")->capture_default_str();
   sub.add_option("--rounds", a->rounds, "Rounds, each running every layout once (interleaved)")->capture_default_str();

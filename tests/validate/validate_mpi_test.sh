@@ -76,5 +76,15 @@ count "validate gate no fit" 1 '^ 2  baseline 2 +- +- +- '
 count "validate gate FAIL" 1 '^FAIL  Kendall tau undefined \(1 measured row\(s\), or every time tied\) \(--min-tau 0\)$'
 count "validate gate verdict" 1 '^validate     failed: 1 of 1 threshold\(s\) violated$'
 
+# --plan files as the candidates (the search's flags still make the baselines).
+"$bin" estimate gpt.onnx --devices 2 --micro-batch 4 --global-batch 8 -o p1.json >/dev/null || exit 1
+"$bin" estimate gpt.onnx --devices 2 --tp 2 --micro-batch 4 --global-batch 8 -o p2.json >/dev/null || exit 1
+"$bin" estimate gpt.onnx --devices 4 --micro-batch 2 --global-batch 8 -o p4.json >/dev/null || exit 1
+expect "validate --plan" 0 mpi 2 validate gpt.onnx --plan p1.json --plan p2.json --steps 1 --warmup 0 --rounds 1 --threads 1
+count "validate --plan rows" 2 '^ [12]  plan [12] +(real|replay) .* p[12].json: dp='
+count "validate --plan baseline" 1 '^ 3  baseline 1 +(real|replay) '
+expect "validate --plan devices" 2 mpi 2 validate gpt.onnx --plan p4.json
+count "validate --plan devices" 1 '^planner validate: error: p4.json: the plan has 4 devices \(cluster.devices\) but 2 ranks were started$'
+
 [ "$failures" = 0 ] && echo "validate_mpi: all passed"
 exit "$failures"
