@@ -28,6 +28,7 @@
 #include "planner/core/io.hpp"
 #include "planner/core/sha256.hpp"
 #include "planner/planning/candidates.hpp"
+#include "planner/report/report.hpp"
 #include "planner/runtime_mpi/mpi_session.hpp"
 #include "planner/validate/validate.hpp"
 
@@ -45,6 +46,7 @@ struct ValidateArgs {
   std::string backend = "cpu";
   double timeout_s = 300;
   std::string output;
+  std::string report;  // --report: the first row's plan as HTML with the predicted-against-measured chart
   bool force = false;
   double min_tau = 0, max_regret = 0;
   CLI::Option* min_tau_opt = nullptr;
@@ -295,6 +297,8 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
   const auto out_mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
   if (!a.output.empty())
     if (auto st = io::check_writable(a.output, out_mode); !st) return bad(st.error().message);
+  if (!a.report.empty())
+    if (auto st = io::check_writable(a.report, out_mode); !st) return bad("--report: " + st.error().message);
 
   Result<std::vector<Layout>> layouts = std::vector<Layout>{};
   if (!a.plans.empty()) {
@@ -374,6 +378,8 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
   }
   for (std::size_t k = 0; k < runnable.size(); ++k) rows[runnable[k]].row.rounds_s = (*measured)[k];
 
+  std::optional<plan::Plan> first_plan;
+  if (!rows.empty()) first_plan = rows.front().plan;
   std::vector<validate::Row> table;
   for (auto& l : rows) table.push_back(std::move(l.row));
   const auto summary = validate::summarize(table, first_baseline, 0);
@@ -387,6 +393,14 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
       if (auto st = io::write_file(a.output, validate::to_json(info, table, summary, checks), out_mode); !st)
         rc = fail("validate", st.error().message);
     }
+    if (!a.report.empty() && first_plan) {
+      std::vector<report::ValidationPoint> points;
+      for (std::size_t i = 0; i < table.size(); ++i)
+        points.push_back({table[i].name, table[i].layout, table[i].predicted_s,
+                          summary.rows[i].measured_s.value_or(0.0), table[i].role == "baseline"});
+      if (auto st = io::write_file(a.report, report::html_report(*first_plan, points), out_mode); !st)
+        rc = fail("validate", st.error().message);
+    }
     if (verbosity != Verbosity::quiet) print_table(a, world_size, table, summary, specs.front());
     for (const auto& c : checks)
       if (!c.passed || verbosity != Verbosity::quiet) fmt::print("{}  {}\n", c.passed ? "ok  " : "FAIL", c.text);
@@ -396,6 +410,7 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
                    std::count_if(checks.begin(), checks.end(), [](const auto& c) { return !c.passed; }),
                    checks.size());
       if (!a.output.empty() && rc != kExitBadInput) fmt::print("wrote {}\n", a.output);
+      if (!a.report.empty() && first_plan && rc != kExitBadInput) fmt::print("wrote {}\n", a.report);
     }
   }
   world->reset();
@@ -426,7 +441,9 @@ Runner setup_validate(CLI::App& sub) {
   sub.add_option("--backend", a->backend, "Backend: cpu (OpenBLAS, MPI)")->capture_default_str();
   sub.add_option("--timeout", a->timeout_s, "Deadline of every communication call, seconds")->capture_default_str();
   sub.add_option("-o,--output", a->output, "Write the table as JSON (planner.validate/v1)");
-  sub.add_flag("--force", a->force, "Replace an existing output file");
+  sub.add_option("--report", a->report,
+                 "Write the first row's plan as an HTML report with a predicted-against-measured chart of every row");
+  sub.add_flag("--force", a->force, "Replace existing output files");
   a->min_tau_opt = sub.add_option("--min-tau", a->min_tau, "Gate: Kendall tau at least this (exit 1 otherwise)");
   a->max_regret_opt =
       sub.add_option("--max-regret", a->max_regret, "Gate: regret (a ratio >= 1) at most this (exit 1 otherwise)");

@@ -26,7 +26,8 @@ common=(--global-batch 8 --max-micro-batch 4 --steps 2 --warmup 1 --rounds 2 --t
 
 # Three candidates, the default baseline (dp=2) and tp=2: every row ran,
 # the summary lines, the JSON written once.
-expect "validate" 0 mpi 2 validate gpt.onnx "${common[@]}" --candidates 3 --baseline dp=2 --baseline tp=2 -o v.json
+expect "validate" 0 mpi 2 validate gpt.onnx "${common[@]}" --candidates 3 --baseline dp=2 --baseline tp=2 -o v.json \
+  --report v.html
 contains "validate" "planner validate: gpt.onnx on 2 ranks (backend cpu): 2 rounds x 2 steps after 1 warm-up, interleaved"
 count "validate header" 1 '^ #  row +mode +predicted +measured +spread +error +speedup p/m +rank p/m  layout$'
 count "validate candidates" 3 '^ [123]  (best|candidate [23]) +(real|replay) '
@@ -36,6 +37,8 @@ count "validate tau" 1 '^tau          (-?[01]\.[0-9]{3} \(Kendall tau-b|undefine
 count "validate regret" 1 '^regret       [0-9.]+ \(the predicted-best, row [0-9]'
 count "validate speedup" 1 "^speedup      the search's choice (measured [0-9.]+ times faster than|is) the baseline \(dp=2\)"
 count "validate wrote" 1 '^wrote v.json$'
+count "validate wrote report" 1 '^wrote v.html$'
+[ "$(grep -o '<circle [^>]*data-measured-s' v.html | wc -l)" -ge 3 ] || { echo "FAIL validate: v.html chart"; failures=$((failures + 1)); }
 python3 - v.json <<'PY' || { echo "FAIL validate: v.json"; failures=$((failures + 1)); }
 import json, sys
 v = json.load(open(sys.argv[1]))
