@@ -43,6 +43,9 @@ constexpr CommandSpec kCommands[] = {
      "mpirun -n 8 planner run plan.json --replay --steps 5 -o measured.json", &setup_run},
     {"compare", "Set a plan's prediction against what planner run measured",
      "planner compare plan.json measured.json", &setup_compare},
+    {"validate", "Run the search's best layouts and baselines on MPI ranks and check the predicted ranking and speedup",
+     "mpirun -n 4 planner validate model.onnx --profile my-cpu.json --candidates 3 -o validation.json",
+     &setup_validate},
 };
 }  // namespace
 

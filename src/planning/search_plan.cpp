@@ -116,7 +116,8 @@ Result<SearchFound> search_plan(SearchRequest req) {
                       best.estimate.step_time.value);
   PLANNER_TRY(plan::Plan plan, build_plan(winner, src));
   if (auto st = plan::validate(plan); !st) return Error{"internal: the plan does not validate: " + st.error().message};
-  return SearchFound{std::move(plan), std::move(r), space.devices_per_node, space.global_batch, std::move(notes)};
+  return SearchFound{std::move(plan), std::move(r), space.devices_per_node, space.global_batch, std::move(notes),
+                     std::move(src)};
 }
 
 }  // namespace planner::planning

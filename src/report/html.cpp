@@ -368,7 +368,67 @@ std::string memory_category(const std::string& kind) {
   return "other";
 }
 
-std::string html_report(const plan::Plan& p) {
+namespace {
+
+// planner validate's points: measured against predicted on log-log axes
+// of one range, so the diagonal is "as predicted" and a constant factor
+// off is a parallel line.
+void section_validation(const std::vector<ValidationPoint>& pts, std::string& h) {
+  std::vector<const ValidationPoint*> shown;
+  for (const auto& v : pts)
+    if (v.predicted_s > 0 && v.measured_s > 0) shown.push_back(&v);
+  h += "<h2>Predicted against measured (planner validate)</h2>\n";
+  if (shown.empty()) {
+    h += "<p>No layout was measured.</p>\n";
+    return;
+  }
+  double lo = shown.front()->predicted_s, hi = lo;
+  for (const auto* v : shown) {
+    lo = std::min({lo, v->predicted_s, v->measured_s});
+    hi = std::max({hi, v->predicted_s, v->measured_s});
+  }
+  const double llo = std::log10(lo) - 0.15, lhi = std::log10(hi) + 0.15;
+  constexpr double kLeft = 70, kTop = 10, kSize = 320;
+  auto at = [&](double t) { return (std::log10(t) - llo) / (lhi - llo) * kSize; };
+  h += fmt::format("<svg id=\"validation\" width=\"{}\" height=\"{}\" role=\"img\">\n", px(kLeft + kSize + 20),
+                   px(kTop + kSize + 40));
+  h += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#ccc\"/>\n", px(kLeft),
+                   px(kTop), px(kSize), px(kSize));
+  h += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>\n",
+                   px(kLeft), px(kTop + kSize), px(kLeft + kSize), px(kTop));
+  for (const double t : {lo, std::sqrt(lo * hi), hi}) {
+    h += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(kLeft + at(t)),
+                     px(kTop + kSize + 14), esc(secs(t)));
+    h += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(kLeft - 4),
+                     px(kTop + kSize - at(t) + 4), esc(secs(t)));
+  }
+  h += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">predicted step time (dashed: measured = "
+                   "predicted; log scales)</text>\n",
+                   px(kLeft + kSize / 2), px(kTop + kSize + 32));
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    const auto& v = *shown[i];
+    const double x = kLeft + at(v.predicted_s), y = kTop + kSize - at(v.measured_s);
+    h += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{}\" data-name=\"{}\" data-predicted-s=\"{:.9g}\" "
+                     "data-measured-s=\"{:.9g}\"><title>{}: {} predicted {}, measured {}</title></circle>\n",
+                     px(x), px(y), v.baseline ? "#f28e2b" : "#4e79a7", esc(v.name), v.predicted_s, v.measured_s,
+                     esc(v.name), esc(v.layout), esc(secs(v.predicted_s)), esc(secs(v.measured_s)));
+    h += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", px(x + 7), px(y + 4), esc(v.name));
+  }
+  h += "</svg>\n<div class=\"legend\"><span><i style=\"background:#4e79a7\"></i>candidate</span>"
+       "<span><i style=\"background:#f28e2b\"></i>baseline</span></div>\n";
+  h += "<table><tr><th>row</th><th>predicted</th><th>measured</th><th>layout</th></tr>\n";
+  for (const auto& v : pts)
+    h += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td><code>{}</code></td></tr>\n",
+                     esc(v.name), v.predicted_s > 0 ? esc(secs(v.predicted_s)) : "-",
+                     v.measured_s > 0 ? esc(secs(v.measured_s)) : "-", esc(v.layout));
+  h += "</table>\n";
+}
+
+}  // namespace
+
+std::string html_report(const plan::Plan& p) { return html_report(p, {}); }
+
+std::string html_report(const plan::Plan& p, const std::vector<ValidationPoint>& validation) {
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   h += fmt::format("<title>planner report: {}</title>\n<style>{}</style></head>\n<body>\n", esc(p.model.path), kStyle);
   h += fmt::format("<h1>planner report: {}</h1>\n", esc(p.model.path));
@@ -382,6 +442,7 @@ std::string html_report(const plan::Plan& p) {
   section_timeline(p, h);
   section_memory(p, h);
   section_alternatives(p, h);
+  if (!validation.empty()) section_validation(validation, h);
   section_layout(p, h);
   h += "</body></html>\n";
   return h;

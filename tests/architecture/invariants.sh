@@ -38,7 +38,7 @@ no "graph includes no later stage" "$(inc 'planner/(ops|layout|sharding|search|c
 # ops: graph and layout only.
 no "ops depends on graph and layout only" "$(inc 'planner/(sharding|search|cost|cluster|estimate|onnx|sim|plan|executor|runtime)')" $(mod ops)
 # only onnx and modelgen include ONNX or protobuf.
-for m in core graph ops layout sharding sharding_milp sim cost cluster estimate search plan exporters report gate \
+for m in core graph ops layout sharding sharding_milp sim cost cluster estimate search plan exporters report gate validate \
   runtime runtime_mpi runtime_cpu runtime_cuda calibrate executor cli; do
   no "$m includes no ONNX or protobuf header (only onnx and modelgen do)" "$(inc "$ONNX")" $(mod "$m")
 done
@@ -69,6 +69,8 @@ for m in plan exporters report gate; do
   no "$m reads plans only (no graph, cost, ONNX or runtime header)" \
     "$(inc 'planner/(graph|ops|layout|cost|cluster|estimate|sharding|sharding_milp|search|onnx|sim|runtime|executor)')" $(mod "$m")
 done
+# validate: numbers in, numbers out.
+no "validate depends on core only" "$(inc 'planner/(graph|ops|layout|cost|cluster|estimate|sharding|sharding_milp|search|planning|onnx|sim|plan|runtime|runtime_cpu|runtime_mpi|executor|cli)/')" $(mod validate)
 # runtimes: MPI only in runtime_mpi's sources, CUDA/NCCL only in runtime_cuda's.
 for m in runtime runtime_cpu executor calibrate cli; do
   no "$m includes no MPI header (only runtime_mpi's sources)" "$(inc "$MPI")" $(mod "$m")

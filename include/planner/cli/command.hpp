@@ -47,5 +47,6 @@ Runner setup_completion(CLI::App& sub);
 Runner setup_calibrate(CLI::App& sub);
 Runner setup_run(CLI::App& sub);
 Runner setup_compare(CLI::App& sub);
+Runner setup_validate(CLI::App& sub);
 
 }  // namespace planner::cli

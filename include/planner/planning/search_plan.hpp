@@ -68,6 +68,9 @@ struct SearchFound {
   std::int64_t global_batch = 1;
   /// The importer's notes for the winner's graph, plus the static-batch note.
   std::vector<std::string> notes;
+  /// What the winner's plan was built from (plan_of in candidates.hpp builds
+  /// the runners-up's plans from it).
+  PlanSources sources;
 };
 
 /// Imports the model as the micro-batches need it and searches. Errors:

@@ -61,4 +61,19 @@ std::string memory_category(const std::string& kind);
 /// The HTML report of a plan (self-contained, no script).
 std::string html_report(const plan::Plan& p);
 
+/// One layout `planner validate` ran: its predicted and measured step time.
+struct ValidationPoint {
+  std::string name;    ///< "best", "candidate 2", "baseline 1"
+  std::string layout;  ///< shown in the point's tooltip
+  double predicted_s = 0, measured_s = 0;
+  bool baseline = false;
+};
+
+/// html_report(p) with a section "Predicted against measured" before the
+/// layout: an SVG (id "validation") with one circle per point (data-name,
+/// data-predicted-s, data-measured-s), both axes logarithmic over the same
+/// range and the line measured = predicted, and a table of the points.
+/// Points without a positive time on both axes are left out of the chart.
+std::string html_report(const plan::Plan& p, const std::vector<ValidationPoint>& validation);
+
 }  // namespace planner::report
