@@ -105,11 +105,11 @@ Result<std::vector<Layout>> candidate_rows(const planning::SearchFound& found, s
     l.row.layout = search::describe(best[i].candidate);
     l.row.predicted_s = best[i].estimate.step_time.value;
     l.key = planning::distinct_key(best[i].candidate);
-    if (i == 0) {
-      l.plan = found.plan;
-    } else {
-      PLANNER_TRY(l.plan, planning::plan_of(best[i], found.sources));
-    }
+    const auto it = std::find_if(found.candidates.begin(), found.candidates.end(),
+                                 [&](const auto& c) { return c.first == i; });
+    if (it == found.candidates.end())
+      return make_error("internal: no plan for the search's layout {} (SearchRequest::candidate_plans)", i);
+    l.plan = it->second;
     out.push_back(std::move(l));
   }
   return out;
@@ -292,6 +292,7 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
   if (a.search.threads_opt->count() == 0)
     a.search.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / world_size);
   a.search.top_k = std::max(a.search.top_k, 8 * a.candidates);
+  a.search.candidate_plans = a.candidates;
   auto setup = prepare_search(a.search);
   if (!setup) return bad(setup.error().message);
   const auto out_mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "planner/core/sha256.hpp"
+#include "planner/planning/candidates.hpp"
 #include "planner/planning/model_source.hpp"
 #include "planner/planning/plan_build.hpp"
 
@@ -105,19 +106,33 @@ Result<SearchFound> search_plan(SearchRequest req) {
     src.alternatives.push_back({search::describe(r.best[i].candidate), r.best[i].estimate.step_time.value,
                                 r.best[i].estimate.fits, why_lost(r.best[i], best)});
   src.import.batch = best.candidate.config.micro_batch;
-  // The winner scored once more, with its timeline: the plan's prediction,
-  // schedule and spans all come from that one estimate.
-  PLANNER_TRY(const graph::OpGraph* g, source.graph_at(best.candidate.config.micro_batch));
-  PLANNER_TRY(const cost::CostModel* model, models.at(best.candidate.recompute));
-  const estimate::EstimateOptions eo{.advise = false, .solver = so.solver, .timeline = true};
-  PLANNER_TRY(estimate::Estimate winner, estimate::estimate(*g, *model, best.candidate.config, eo));
-  if (winner.step_time != best.estimate.step_time)
-    return make_error("internal: the search's winner re-estimates at {} s, not {} s", winner.step_time.value,
-                      best.estimate.step_time.value);
-  PLANNER_TRY(plan::Plan plan, build_plan(winner, src));
+  // A scored layout scored once more, with its timeline: a plan's
+  // prediction, schedule and spans all come from that one estimate.
+  auto with_timeline = [&](const search::Scored& s) -> Result<search::Scored> {
+    PLANNER_TRY(const graph::OpGraph* g, source.graph_at(s.candidate.config.micro_batch));
+    PLANNER_TRY(const cost::CostModel* model, models.at(s.candidate.recompute));
+    const estimate::EstimateOptions eo{.advise = false, .solver = so.solver, .timeline = true};
+    PLANNER_TRY(estimate::Estimate e, estimate::estimate(*g, *model, s.candidate.config, eo));
+    if (e.step_time != s.estimate.step_time)
+      return make_error("internal: {} re-estimates at {} s, not {} s", search::describe(s.candidate), e.step_time.value,
+                        s.estimate.step_time.value);
+    return search::Scored{s.candidate, std::move(e)};
+  };
+  PLANNER_TRY(const search::Scored winner, with_timeline(best));
+  PLANNER_TRY(plan::Plan plan, build_plan(winner.estimate, src));
   if (auto st = plan::validate(plan); !st) return Error{"internal: the plan does not validate: " + st.error().message};
-  return SearchFound{std::move(plan), std::move(r), space.devices_per_node, space.global_batch, std::move(notes),
-                     std::move(src)};
+  std::vector<std::pair<std::size_t, plan::Plan>> candidates;
+  for (std::size_t i : distinct_layouts(r.best, req.candidate_plans)) {
+    if (i == 0) {
+      candidates.emplace_back(i, plan);
+      continue;
+    }
+    PLANNER_TRY(const search::Scored s, with_timeline(r.best[i]));
+    PLANNER_TRY(plan::Plan p, plan_of(s, src));
+    candidates.emplace_back(i, std::move(p));
+  }
+  return SearchFound{std::move(plan), std::move(r),   space.devices_per_node, space.global_batch,
+                     std::move(notes), std::move(src), std::move(candidates)};
 }
 
 }  // namespace planner::planning

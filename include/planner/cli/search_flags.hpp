@@ -32,6 +32,8 @@ struct SearchFlags {
   double time_limit = 60;
   int threads = 0;
   std::size_t top_k = 5;
+  /// Plans of this many distinct layouts (planner validate; 0: the winner's only).
+  std::size_t candidate_plans = 0;
   int max_micro_batch = 16;
   bool exact = false;
   bool tp_comm_overlap = false, fused_loss = false;

@@ -31,7 +31,9 @@ std::vector<std::size_t> distinct_layouts(const std::vector<search::Scored>& sco
 /// The plan of a scored layout of the search whose winner's plan was built
 /// from `winner` (SearchFound::sources): the same model, profile and
 /// settings, its own recompute policy and micro-batch, no alternatives.
-/// Errors: build_plan's, or the plan does not validate (internal).
+/// `s.estimate` carries its timeline (search_plan re-scores it so:
+/// SearchRequest::candidate_plans). Errors: build_plan's, or the plan does
+/// not validate (internal).
 Result<plan::Plan> plan_of(const search::Scored& s, const PlanSources& winner);
 
 /// The space of a baseline: the baseline's own pins; each of tp, pp, cp,

@@ -55,6 +55,9 @@ struct SearchRequest {
   CostModels::Factory cost_model;
   /// Recorded in the plan: precision, attention, memory format as given.
   std::string precision, attention, memory_format = "nchw";
+  /// Also the plans of the first this many distinct layouts of the search
+  /// (distinct_layouts, candidates.hpp), the winner's first; 0: none.
+  std::size_t candidate_plans = 0;
   /// Status text while importing and searching (may be empty).
   std::function<void(const std::string&)> status;
 };
@@ -68,9 +71,12 @@ struct SearchFound {
   std::int64_t global_batch = 1;
   /// The importer's notes for the winner's graph, plus the static-batch note.
   std::vector<std::string> notes;
-  /// What the winner's plan was built from (plan_of in candidates.hpp builds
-  /// the runners-up's plans from it).
+  /// What the winner's plan was built from.
   PlanSources sources;
+  /// SearchRequest::candidate_plans: the plans of the first distinct
+  /// layouts (index into outcome.best, plan), each re-scored with its
+  /// timeline; the winner's first.
+  std::vector<std::pair<std::size_t, plan::Plan>> candidates;
 };
 
 /// Imports the model as the micro-batches need it and searches. Errors:
