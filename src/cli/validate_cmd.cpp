@@ -291,6 +291,7 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
                            world_size, a.search.devices));
   if (a.search.threads_opt->count() == 0)
     a.search.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / world_size);
+  const std::size_t alternatives_kept = a.search.top_k > 0 ? a.search.top_k - 1 : 0;
   a.search.top_k = std::max(a.search.top_k, 8 * a.candidates);
   a.search.candidate_plans = a.candidates;
   auto setup = prepare_search(a.search);
@@ -312,6 +313,9 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
     auto found = search_best_plan(a.search, *setup, a.model, progress);
     progress.finish();
     if (!found) return bad(found.error().message);
+    // The best plan lists the runners-up --top-k asked for, not the 8 x K kept here.
+    auto& alts = found->plan.prediction.alternatives;
+    if (alts.size() > alternatives_kept) alts.resize(alternatives_kept);
     layouts = candidate_rows(*found, a.candidates);
   }
   if (!layouts) return bad(layouts.error().message);

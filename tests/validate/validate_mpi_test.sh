@@ -22,13 +22,13 @@ count() {  # name n regex: lines of out.txt matching regex
 }
 
 "$bin" model gpt --layers 2 --hidden 32 --heads 2 --seq 8 --vocab 64 --batch 2 -o gpt.onnx >/dev/null || exit 1
-common=(--global-batch 8 --max-micro-batch 4 --steps 2 --warmup 1 --rounds 2 --threads 1)
+common=(--global-batch 8 --max-micro-batch 4 --steps 1 --warmup 1 --rounds 2 --threads 1)
 
 # Three candidates, the default baseline (dp=2) and tp=2: every row ran,
 # the summary lines, the JSON written once.
 expect "validate" 0 mpi 2 validate gpt.onnx "${common[@]}" --candidates 3 --baseline dp=2 --baseline tp=2 -o v.json \
   --report v.html
-contains "validate" "planner validate: gpt.onnx on 2 ranks (backend cpu): 2 rounds x 2 steps after 1 warm-up, interleaved"
+contains "validate" "planner validate: gpt.onnx on 2 ranks (backend cpu): 2 rounds x 1 steps after 1 warm-up, interleaved"
 count "validate header" 1 '^ #  row +mode +predicted +measured +spread +error +speedup p/m +rank p/m  layout$'
 count "validate candidates" 3 '^ [123]  (best|candidate [23]) +(real|replay) '
 # tp=2: a row of its own, or a candidate's note.
@@ -43,7 +43,7 @@ python3 - v.json <<'PY' || { echo "FAIL validate: v.json"; failures=$((failures 
 import json, sys
 v = json.load(open(sys.argv[1]))
 assert v["format"] == "planner.validate/v1" and v["devices"] == 2 and v["backend"] == "cpu", v
-assert v["measurement"] == {"steps": 2, "warmup": 1, "rounds": 2, "order": "interleaved",
+assert v["measurement"] == {"steps": 1, "warmup": 1, "rounds": 2, "order": "interleaved",
                             "statistic": "median over rounds of the median step per round"}, v["measurement"]
 rows = v["rows"]
 assert [r["role"] for r in rows[:3]] == ["candidate"] * 3 and rows[0]["name"] == "best", rows
@@ -71,8 +71,8 @@ count "validate bad --min-tau" 1 '^planner validate: error: --min-tau must be in
 # A baseline that cannot be laid out on 2 devices is reported, not run.
 # One candidate pinned to pure data parallelism is also the default
 # baseline: one measured row, tau undefined, so --min-tau fails (exit 1).
-expect "validate gate" 1 mpi 2 validate gpt.onnx "${common[@]}" --fix tp=1,pp=1 --candidates 1 --baseline dp=2 \
-  --baseline tp=4 --min-tau 0
+expect "validate gate" 1 mpi 2 validate gpt.onnx --global-batch 8 --max-micro-batch 4 --steps 1 --warmup 1 --rounds 1 \
+  --threads 1 --fix tp=1,pp=1 --candidates 1 --baseline dp=2 --baseline tp=4 --min-tau 0
 count "validate gate rows" 2 '^ [12]  '
 contains "validate gate" "also baseline 1 (dp=2)"
 count "validate gate no fit" 1 '^ 2  baseline 2 +- +- +- '
