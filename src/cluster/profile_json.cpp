@@ -421,8 +421,19 @@ class PathTracker : public nlohmann::json_sax<json> {
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
     error_id_ = ex.id;
     message_ = ex.what();
-    for (const auto& f : frames_)
-      path_ = f.array ? path_ + fmt::format("[{}]", f.index) : core::json_path(path_, f.key);
+    // Appended in place, and only the outermost and innermost levels of a
+    // deep nest: 100000 unclosed arrays must not cost a quadratic copy.
+    constexpr std::size_t kEnds = 16;
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+      if (frames_.size() > 2 * kEnds && i == kEnds) {
+        path_ += fmt::format("...({} levels)...", frames_.size() - 2 * kEnds);
+        i = frames_.size() - kEnds;
+      }
+      const auto& f = frames_[i];
+      if (f.array) path_ += fmt::format("[{}]", f.index);
+      else if (path_.empty()) path_ = f.key;
+      else path_ += "." + f.key;
+    }
     return false;
   }
   const std::string& path() const { return path_; }

@@ -6,14 +6,18 @@
 //   mpi_fault segv TIMEOUT_S    rank 1 raises SIGSEGV
 //   mpi_fault none TIMEOUT_S    nobody misbehaves (exit 0)
 //   mpi_fault p2p TIMEOUT_S     rank 0 waits for a message rank 1 never sends
-//                               (rank 1 waits in a barrier meanwhile)
+//                               (rank 1 waits in a barrier meanwhile, entered
+//                               half a timeout later so that rank 0's deadline
+//                               passes first and rank 1 is still there to answer)
 //   mpi_fault stall-dp TIMEOUT_S  (4 ranks) dp groups {0,2},{1,3}: rank 3 stops
 //                               before the dp all_reduce; rank 1 waits there, 0 and 2
 //                               in the next world all_reduce
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "planner/runtime_mpi/mpi_session.hpp"
 
@@ -37,6 +41,10 @@ int main(int argc, char** argv) {
   Communicator& c = **world;
   if (mode == "p2p") {
     float x = 0.0f;
+    // Entered at the same moment, both deadlines pass together and rank 1
+    // may end the job before it answers rank 0's query (seen under ASan).
+    if (c.rank() == 1)
+      std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(argv[2]) / 2));
     Status st = c.rank() == 0 ? c.recv(&x, 1, core::DType::f32, 1, 99) : c.barrier();
     if (!st.ok()) {
       std::fprintf(stderr, "planner run: error: %s\n", st.error().message.c_str());
