@@ -11,7 +11,7 @@
 namespace planner::calibrate {
 namespace {
 
-using cluster::Collective;
+using core::Collective;
 
 Status check_samples(std::span<const Sample> samples, std::size_t at_least, std::string_view what) {
   if (samples.size() < at_least)
@@ -134,7 +134,7 @@ CollectiveShape collective_shape(Collective kind, int n) {
 }
 
 Result<Seconds> fit_latency(Collective kind, int n, std::span<const Sample> samples) {
-  if (n < 2) return make_error("{}: latency needs at least 2 ranks, got {}", cluster::collective_name(kind), n);
+  if (n < 2) return make_error("{}: latency needs at least 2 ranks, got {}", core::to_string(kind), n);
   PLANNER_TRY(LineFit line, fit_line(samples));
   const CollectiveShape shape = collective_shape(kind, n);
   double t_min = samples.front().time.value;
@@ -171,7 +171,7 @@ Result<SolvedTable> solve_table(cluster::Interconnect net, std::size_t level, Co
                                 cluster::Placement where, std::span<const Sample> samples) {
   if (level >= net.levels.size())
     return make_error("solve_table: level {} out of range ({} levels)", level, net.levels.size());
-  PLANNER_TRY_STATUS(check_samples(samples, 1, cluster::collective_name(kind)));
+  PLANNER_TRY_STATUS(check_samples(samples, 1, core::to_string(kind)));
   cluster::Level& target = net.levels[level];
   if (kind == Collective::all_reduce && (target.tree || target.nvls))
     return make_error("solve_table: level '{}' has a tree or nvls table; remove it before fitting all_reduce",

@@ -22,7 +22,7 @@
 namespace planner::calibrate {
 namespace {
 
-using cluster::Collective;
+using core::Collective;
 using detail::Budget;
 using detail::mean;
 using detail::now;

@@ -19,7 +19,7 @@ namespace planner::calibrate {
 namespace {
 
 using detail::Budget;
-using runtime::Precision;
+using core::Precision;
 
 /// Device time per call: one call timed to size the rounds, then rounds of
 /// enough calls to last b.round_s (1..10000); the fastest round, as the
@@ -49,7 +49,7 @@ class Gemm {
     m_ = m;
     n_ = n;
     k_ = k;
-    const std::size_t e = runtime::precision_size(p);
+    const auto e = static_cast<std::size_t>(core::precision_bytes(p));
     PLANNER_TRY(a_, dev_.allocate(static_cast<std::size_t>(m * k) * e));
     PLANNER_TRY(b_, dev_.allocate(static_cast<std::size_t>(k * n) * e));
     PLANNER_TRY(c_, dev_.allocate(static_cast<std::size_t>(m * n) * e));
@@ -97,9 +97,9 @@ Result<DeviceMeasurements> measure_device(runtime::Device& dev, runtime::Communi
   // Square GEMMs in every precision.
   m.gemm_sizes = o.quick ? std::vector<int>{64, 128, 256, 512, 1024}
                          : std::vector<int>{128, 256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192};
-  for (int i = 0; i < runtime::kPrecisionCount; ++i) {
+  for (int i = 0; i < runtime::kDevicePrecisionCount; ++i) {
     const auto p = static_cast<Precision>(i);
-    progress(fmt::format("{} GEMMs n = {}..{}", runtime::precision_name(p), m.gemm_sizes.front(), m.gemm_sizes.back()));
+    progress(fmt::format("{} GEMMs n = {}..{}", core::precision_name(p), m.gemm_sizes.front(), m.gemm_sizes.back()));
     for (int n : m.gemm_sizes) {
       PLANNER_TRY(double t, gemm_time(dev, host, p, n, n, n, kb));
       m.gemm[static_cast<std::size_t>(i)].push_back({2.0 * n * n * n, Seconds(t)});

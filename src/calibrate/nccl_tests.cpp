@@ -13,7 +13,7 @@
 namespace planner::calibrate {
 namespace {
 
-using cluster::Collective;
+using core::Collective;
 
 std::vector<std::string> tokens(std::string_view line) {
   std::vector<std::string> out;

@@ -14,13 +14,13 @@
 namespace planner::calibrate {
 
 using namespace detail;
-using cluster::Collective;
-using runtime::Precision;
+using core::Collective;
+using core::Precision;
 
 namespace {
 
 /// cluster's peak_tflops key of a device precision.
-std::string key(Precision p) { return std::string(runtime::precision_name(p)); }
+std::string key(Precision p) { return std::string(core::precision_name(p)); }
 
 /// Geometric mean over `samples` of (rate / peak) / e_table(x): how a
 /// precision's efficiency compares with the bf16 table at the same FLOPs.
@@ -53,7 +53,7 @@ Result<WrittenProfile> device_profile(const DeviceMeasurements& m, const Provena
   json peaks = json::object();
   json factors = json::object();
   std::map<Precision, double> peak_of;
-  for (int i = 0; i < runtime::kPrecisionCount; ++i) {
+  for (int i = 0; i < runtime::kDevicePrecisionCount; ++i) {
     const auto p = static_cast<Precision>(i);
     const auto& s = m.gemm[static_cast<std::size_t>(i)];
     PLANNER_TRY(RateTable r, rate_table(s));
@@ -130,7 +130,7 @@ Result<WrittenProfile> device_profile(const DeviceMeasurements& m, const Provena
     return kernel_source(by, fmt::format("{} of f32 device buffers through the NCCL communicator over {} message "
                                          "sizes; e(S) solved so that the cost model (cluster/collective.hpp) "
                                          "reproduces each time",
-                                         cluster::collective_name(kind), rows));
+                                         core::to_string(kind), rows));
   };
   const auto runs = timed_collectives(m.collectives);
   PLANNER_TRY(json net, one_host_interconnect(lt, by, m.ranks, copy.peak, runs, base, out.checks));
@@ -150,9 +150,9 @@ Result<WrittenProfile> device_profile(const DeviceMeasurements& m, const Provena
   kernels.push_back({"bf16 GEMM (square and skinny)", static_cast<int>(square.size() + skinny.size()), g.max_error, 0});
   for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16}) {
     const auto& s = m.gemm[static_cast<std::size_t>(p)];
-    const auto cp = p == Precision::fp32   ? cluster::Precision::fp32
-                    : p == Precision::tf32 ? cluster::Precision::tf32
-                                           : cluster::Precision::fp16;
+    const auto cp = p == Precision::fp32   ? core::Precision::fp32
+                    : p == Precision::tf32 ? core::Precision::tf32
+                                           : core::Precision::fp16;
     double worst = 0;
     for (std::size_t i = 0; i < s.size(); ++i) {
       const auto n = static_cast<std::int64_t>(m.gemm_sizes[i]);

@@ -41,7 +41,7 @@ json provenance_json(const Provenance& p);
 Status check_name(const std::string& name);
 std::string us(Seconds t);
 /// Largest |model / measured - 1| of `kind` at `where` on `p`.
-Result<double> model_error(const cluster::ClusterProfile& p, cluster::Collective kind, cluster::Placement where,
+Result<double> model_error(const cluster::ClusterProfile& p, core::Collective kind, cluster::Placement where,
                            std::span<const Sample> samples);
 
 /// The collective tables of one level (profile_out.cpp, fit_level).
@@ -49,12 +49,12 @@ struct LevelTables {
   bool single_stage = true;
   BytesPerSecond bandwidth;
   std::string bandwidth_from;
-  std::map<cluster::Collective, Seconds> latency;
-  std::map<cluster::Collective, SolvedTable> tables;
+  std::map<core::Collective, Seconds> latency;
+  std::map<core::Collective, SolvedTable> tables;
 };
 /// Fits level `level` of `net` (rewritten) to `runs` timed at `where`.
 Result<LevelTables> fit_level(cluster::Interconnect& net, std::size_t level, cluster::Placement where,
-                              const std::map<cluster::Collective, std::vector<Sample>>& runs);
+                              const std::map<core::Collective, std::vector<Sample>>& runs);
 std::string kernel_source(const std::string& by, std::string_view what);
 
 /// What differs between the CPU and the device profile in the interconnect
@@ -67,7 +67,7 @@ struct HostLevelText {
   std::string one_rank_est;     ///< the sources of level 0 when one rank ran no collective
   std::string network_est;      ///< the sources of the estimated network level (no base)
   /// Source of the solved table of a collective over `rows` message sizes.
-  std::function<std::string(cluster::Collective, std::size_t rows)> table_source;
+  std::function<std::string(core::Collective, std::size_t rows)> table_source;
 };
 /// The interconnect JSON of a one-host calibration by `by` with `ranks`
 /// ranks: level 0 (the host's ranks at bandwidth `peak_Bps` until the
@@ -75,7 +75,7 @@ struct HostLevelText {
 /// `base` or estimated from level 0. Appends one FitCheck per fitted
 /// collective to `checks`.
 Result<json> one_host_interconnect(const HostLevelText& text, const std::string& by, int ranks, double peak_Bps,
-                                   const std::map<cluster::Collective, std::vector<Sample>>& runs,
+                                   const std::map<core::Collective, std::vector<Sample>>& runs,
                                    const std::optional<BaseProfile>& base, std::vector<FitCheck>& checks);
 /// The profile document around `device` and `interconnect`; notes get the
 /// sentence on where the inter-node level comes from.
@@ -109,8 +109,8 @@ void gemm_fields(json& dev, const std::string& by, const GemmSweep& sweep, const
                  std::string_view kernel, std::string_view samples);
 
 /// The collectives a calibration timed (those with samples).
-std::map<cluster::Collective, std::vector<Sample>> timed_collectives(
-    const std::array<std::vector<Sample>, cluster::kCollectiveCount>& collectives);
+std::map<core::Collective, std::vector<Sample>> timed_collectives(
+    const std::array<std::vector<Sample>, core::kCollectiveCount>& collectives);
 
 /// Largest |model / measured - 1| of memory-bound kernel `samples` (x =
 /// bytes) on `device`.
@@ -118,7 +118,7 @@ double traffic_error(const cluster::DeviceProfile& device, std::span<const Sampl
 
 /// Each check of a fitted collective on level `level` ("<collective> on
 /// <level>..."), measured again against the written profile.
-Status recheck_collectives(WrittenProfile& out, const std::map<cluster::Collective, std::vector<Sample>>& runs,
+Status recheck_collectives(WrittenProfile& out, const std::map<core::Collective, std::vector<Sample>>& runs,
                            std::string_view level, int ranks);
 
 }  // namespace planner::calibrate::detail

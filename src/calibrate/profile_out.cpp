@@ -18,7 +18,7 @@
 namespace planner::calibrate {
 namespace detail {
 
-using cluster::Collective;
+using core::Collective;
 
 /// `v` to `digits` significant digits (so the file stays readable).
 double sig(double v, int digits) {
@@ -128,7 +128,7 @@ Result<LevelTables> fit_level(cluster::Interconnect& net, std::size_t level, clu
       const double b = best_bus_bandwidth(kind, where.ranks, a, samples);
       if (b > best) {
         best = b;
-        out.bandwidth_from = std::string(cluster::collective_name(kind));
+        out.bandwidth_from = std::string(core::to_string(kind));
       }
     }
     out.bandwidth = BytesPerSecond(sig(best, 6));
@@ -213,9 +213,9 @@ Result<json> one_host_interconnect(const HostLevelText& text, const std::string&
         eff["ring"] = tj;
       } else {
         tj["latency_us"] = sig(net.levels[0].latency_for(kind).value * 1e6);
-        eff[std::string(cluster::collective_name(kind))] = tj;
+        eff[std::string(core::to_string(kind))] = tj;
       }
-      checks.push_back({fmt::format("{} on {} ({} ranks)", cluster::collective_name(kind), text.name, ranks),
+      checks.push_back({fmt::format("{} on {} ({} ranks)", core::to_string(kind), text.name, ranks),
                         static_cast<int>(runs.at(kind).size()), 0, t.capped});
     }
   } else {
@@ -296,7 +296,7 @@ void gemm_fields(json& dev, const std::string& by, const GemmSweep& sweep, const
 }
 
 std::map<Collective, std::vector<Sample>> timed_collectives(
-    const std::array<std::vector<Sample>, cluster::kCollectiveCount>& collectives) {
+    const std::array<std::vector<Sample>, core::kCollectiveCount>& collectives) {
   std::map<Collective, std::vector<Sample>> runs;
   for (Collective k : kCalibratedCollectives)
     if (!collectives[static_cast<std::size_t>(k)].empty()) runs[k] = collectives[static_cast<std::size_t>(k)];
@@ -316,7 +316,7 @@ Status recheck_collectives(WrittenProfile& out, const std::map<Collective, std::
                            std::string_view level, int ranks) {
   for (auto& c : out.checks)
     for (const auto& [kind, samples] : runs)
-      if (c.what.rfind(fmt::format("{} on {}", cluster::collective_name(kind), level), 0) == 0) {
+      if (c.what.rfind(fmt::format("{} on {}", core::to_string(kind), level), 0) == 0) {
         PLANNER_TRY(c.max_error, model_error(out.parsed, kind, {ranks, ranks}, samples));
       }
   return Status::success();
@@ -402,7 +402,7 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
     return kernel_source(
         by, fmt::format("{} of f32 buffers through runtime::Communicator over {} message sizes; e(S) solved so that "
                         "the cost model (cluster/collective.hpp) reproduces each time with B = bandwidth_GBps{}",
-                        cluster::collective_name(kind), rows,
+                        core::to_string(kind), rows,
                         kind == Collective::all_reduce ? "" : " and its own latency_us (line-fit intercept / steps, lowered "
                                                               "where a size needs it)"));
   };
@@ -457,7 +457,7 @@ Result<WrittenProfile> nccl_profile(const BaseProfile& base, std::span<const Ncc
         }
     if (auto it = seen.find({level, s.kind}); it != seen.end())
       return make_error("{}:{}: a second {} run for level '{}' (the first is at line {}); keep one per level",
-                        nccl_file, s.line, cluster::collective_name(s.kind), net.levels[level].name, it->second->line);
+                        nccl_file, s.line, core::to_string(s.kind), net.levels[level].name, it->second->line);
     seen[{level, s.kind}] = &s;
     Group& g = groups[{level, {s.ranks, s.ranks_per_node}}];
     g.level = level;
@@ -496,7 +496,7 @@ Result<WrittenProfile> nccl_profile(const BaseProfile& base, std::span<const Ncc
       const std::string src = fmt::format(
           "{}: {} (line {}, {}, {} sizes {}..{} B, out-of-place time); e(S) solved so that the cost model "
           "(cluster/collective.hpp) reproduces each time{}",
-          by, s.test.empty() ? std::string(cluster::collective_name(kind)) : s.test, s.line, placement, t.rows.size(),
+          by, s.test.empty() ? std::string(core::to_string(kind)) : s.test, s.line, placement, t.rows.size(),
           t.rows.front().x, t.rows.back().x,
           t.capped ? fmt::format("; {} size(s) faster than the bandwidth allows, capped at 1", t.capped) : "");
       json tj = table("message_bytes", src, t.rows);
@@ -509,9 +509,9 @@ Result<WrittenProfile> nccl_profile(const BaseProfile& base, std::span<const Ncc
                                      fmt::format("{}: all_reduce line-fit intercept / 2(n-1) steps ({})", by, placement));
       } else {
         if (lt.single_stage) tj["latency_us"] = sig(l.latency_for(kind).value * 1e6);
-        eff[std::string(cluster::collective_name(kind))] = tj;
+        eff[std::string(core::to_string(kind))] = tj;
       }
-      out.checks.push_back({fmt::format("{} on {} ({})", cluster::collective_name(kind), l.name, placement),
+      out.checks.push_back({fmt::format("{} on {} ({})", core::to_string(kind), l.name, placement),
                             static_cast<int>(t.rows.size()), 0, t.capped});
     }
     lj["notes"] = fmt::format("refitted to {} ({}); tree and nvls tables dropped where all_reduce was refitted "
@@ -527,7 +527,7 @@ Result<WrittenProfile> nccl_profile(const BaseProfile& base, std::span<const Ncc
   for (auto& c : out.checks)
     for (const auto& [key, g] : groups)
       for (const auto& [kind, samples] : g.runs) {
-        const std::string prefix = fmt::format("{} on {} (", cluster::collective_name(kind), net.levels[g.level].name);
+        const std::string prefix = fmt::format("{} on {} (", core::to_string(kind), net.levels[g.level].name);
         if (c.what.rfind(prefix, 0) == 0) {
           PLANNER_TRY(c.max_error, model_error(out.parsed, kind, g.where, samples));
         }

@@ -29,7 +29,7 @@ struct Budget {
 /// Reduces one double per rank (as f32: enough for times) with `op`.
 inline Result<double> reduce(runtime::Communicator& comm, double v, runtime::ReduceOp op) {
   float f = static_cast<float>(v);
-  PLANNER_TRY_STATUS(comm.all_reduce(&f, 1, runtime::DType::f32, op));
+  PLANNER_TRY_STATUS(comm.all_reduce(&f, 1, core::DType::f32, op));
   return static_cast<double>(f);
 }
 
@@ -79,31 +79,31 @@ inline std::vector<double> message_sizes(double lo, double hi, double step, int 
 inline Status sweep_collectives(runtime::Communicator& host, runtime::Communicator& comm,
                                 const MeasureOptions& o, const std::vector<double>& sizes, void* send,
                                 void* recv, Budget b,
-                                std::array<std::vector<Sample>, cluster::kCollectiveCount>& out) {
-  using cluster::Collective;
+                                std::array<std::vector<Sample>, core::kCollectiveCount>& out) {
+  using core::Collective;
   const int n = comm.size();
   for (Collective kind : kCalibratedCollectives) {
     if (o.progress && host.rank() == 0)
-      o.progress(fmt::format("timing {} on {} ranks", cluster::collective_name(kind), n));
+      o.progress(fmt::format("timing {} on {} ranks", core::to_string(kind), n));
     for (double bytes : sizes) {
       const auto elems = static_cast<std::size_t>(bytes / 4);
       const std::size_t per_rank = elems / n;
       std::function<Status()> call;
       switch (kind) {
         case Collective::all_reduce:
-          call = [&] { return comm.all_reduce(send, elems, runtime::DType::f32); };
+          call = [&] { return comm.all_reduce(send, elems, core::DType::f32); };
           break;
         case Collective::all_gather:
-          call = [&] { return comm.all_gather(send, recv, per_rank, runtime::DType::f32); };
+          call = [&] { return comm.all_gather(send, recv, per_rank, core::DType::f32); };
           break;
         case Collective::reduce_scatter:
-          call = [&] { return comm.reduce_scatter(send, recv, per_rank, runtime::DType::f32); };
+          call = [&] { return comm.reduce_scatter(send, recv, per_rank, core::DType::f32); };
           break;
         case Collective::all_to_all:
-          call = [&] { return comm.all_to_all(send, recv, per_rank, runtime::DType::f32); };
+          call = [&] { return comm.all_to_all(send, recv, per_rank, core::DType::f32); };
           break;
         case Collective::broadcast:
-          call = [&] { return comm.broadcast(send, elems, runtime::DType::f32, 0); };
+          call = [&] { return comm.broadcast(send, elems, core::DType::f32, 0); };
           break;
         case Collective::send_recv:
           return make_error("calibrate: send_recv is not timed");

@@ -53,7 +53,7 @@ void abort_job(runtime::MpiSession& s, bool say, std::string_view cmd, std::stri
 
 Result<float> highest_failing_rank(runtime::Communicator& comm, bool failed) {
   float bad = failed ? static_cast<float>(comm.rank()) : -1.0f;
-  PLANNER_TRY_STATUS(comm.all_reduce(&bad, 1, runtime::DType::f32, runtime::ReduceOp::max));
+  PLANNER_TRY_STATUS(comm.all_reduce(&bad, 1, core::DType::f32, runtime::ReduceOp::max));
   return bad;
 }
 

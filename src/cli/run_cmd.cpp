@@ -34,6 +34,7 @@
 #include "planner/report/report.hpp"
 #include "planner/runtime/device.hpp"
 #include "planner/runtime/fault.hpp"
+#include "planner/runtime_cpu/host_memory.hpp"
 #include "planner/runtime_mpi/mpi_session.hpp"
 #include "launch.hpp"
 #ifdef PLANNER_WITH_CUDA
@@ -366,6 +367,7 @@ int run_replay(const RunArgs& a) {
 #endif
   auto session = runtime::MpiSession::init(nullptr, nullptr);
   if (!session) return fail("run", session.error().message);
+  if (auto kept = runtime_cpu::retain_freed_memory(); !kept.ok()) return fail("run", kept.error().message);
   runtime::MpiSession& s = **session;
   s.install_crash_reporter("planner run: error: ");
   const int rank = s.world_rank(), world_size = s.world_size();
@@ -416,7 +418,7 @@ int run_replay(const RunArgs& a) {
   }
   float need[2] = {static_cast<float>(pr.program.memory_bytes()), static_cast<float>(rank)};
   std::vector<float> needs(static_cast<std::size_t>(2 * world_size));
-  if (auto st = world_comm.all_gather(need, needs.data(), 2, runtime::DType::f32); !st) {
+  if (auto st = world_comm.all_gather(need, needs.data(), 2, core::DType::f32); !st) {
     launch::abort_job(s, true, "run", st.error().message, 3);
   }
   for (int r = 0; r < world_size; ++r) {

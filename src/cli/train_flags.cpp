@@ -101,15 +101,15 @@ estimate::ShardingSolver milp_solver() {
 }
 
 Result<cost::PrecisionPolicy> precision_policy(const std::string& name) {
-  if (name == "bf16") return cost::PrecisionPolicy::mixed(cost::Precision::bf16);
-  if (name == "fp16") return cost::PrecisionPolicy::mixed(cost::Precision::fp16);
+  if (name == "bf16") return cost::PrecisionPolicy::mixed(core::Precision::bf16);
+  if (name == "fp16") return cost::PrecisionPolicy::mixed(core::Precision::fp16);
   if (name == "fp8") {
-    auto p = cost::PrecisionPolicy::mixed(cost::Precision::bf16);
-    p.set(graph::OpClass::matmul, cost::Precision::fp8);
+    auto p = cost::PrecisionPolicy::mixed(core::Precision::bf16);
+    p.set(graph::OpClass::matmul, core::Precision::fp8);
     return p;
   }
-  if (name == "tf32") return cost::PrecisionPolicy::uniform(cost::Precision::tf32);
-  if (name == "fp32") return cost::PrecisionPolicy::uniform(cost::Precision::fp32);
+  if (name == "tf32") return cost::PrecisionPolicy::uniform(core::Precision::tf32);
+  if (name == "fp32") return cost::PrecisionPolicy::uniform(core::Precision::fp32);
   return Error{fmt::format("--precision '{}' is not one of bf16, fp16, fp8, tf32, fp32, auto", name)};
 }
 

@@ -29,6 +29,7 @@
 #include "planner/core/sha256.hpp"
 #include "planner/planning/candidates.hpp"
 #include "planner/report/report.hpp"
+#include "planner/runtime_cpu/host_memory.hpp"
 #include "planner/runtime_mpi/mpi_session.hpp"
 #include "planner/validate/validate.hpp"
 
@@ -206,9 +207,9 @@ Result<bool> ranks_agree(runtime::Communicator& world, const std::vector<Layout>
   // 48 bits of the digest as three 16-bit integers, exact in f32.
   float mine[3], root[3];
   for (int i = 0; i < 3; ++i) mine[i] = root[i] = static_cast<float>(std::stoi(h.substr(4 * i, 4), nullptr, 16));
-  PLANNER_TRY_STATUS(world.broadcast(root, 3, runtime::DType::f32, 0));
+  PLANNER_TRY_STATUS(world.broadcast(root, 3, core::DType::f32, 0));
   float differs[1] = {std::equal(mine, mine + 3, root) ? 0.0f : 1.0f};
-  PLANNER_TRY_STATUS(world.all_reduce(differs, 1, runtime::DType::f32, runtime::ReduceOp::max));
+  PLANNER_TRY_STATUS(world.all_reduce(differs, 1, core::DType::f32, runtime::ReduceOp::max));
   return differs[0] == 0.0f;
 }
 
@@ -256,6 +257,7 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
   const Verbosity verbosity = verbosity_of(sub);
   auto session = runtime::MpiSession::init(nullptr, nullptr);
   if (!session) return fail("validate", session.error().message);
+  if (auto kept = runtime_cpu::retain_freed_memory(); !kept.ok()) return fail("validate", kept.error().message);
   runtime::MpiSession& s = **session;
   s.install_crash_reporter("planner validate: error: ");
   const int rank = s.world_rank(), world_size = s.world_size();
@@ -353,7 +355,7 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
   const double limit = replay_memory_limit(world_size);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     float need[1] = {ready[i] && !ready[i]->real ? static_cast<float>(ready[i]->program.memory_bytes()) : 0.0f};
-    if (auto st = (*world)->all_reduce(need, 1, runtime::DType::f32, runtime::ReduceOp::max); !st) {
+    if (auto st = (*world)->all_reduce(need, 1, core::DType::f32, runtime::ReduceOp::max); !st) {
       fmt::print(stderr, "planner validate: error: {}\n", st.error().message);
       s.abort_job(3);
     }

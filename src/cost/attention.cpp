@@ -116,7 +116,7 @@ OpTime flash_attention_time(const graph::FusedPattern& p, const graph::OpGraph& 
   const double proj_fwd = std::max(0.0, first.cost.forward_flops.value - c.semantic_forward());
   const double proj_bwd = std::max(0.0, first.cost.backward_flops.value - 2.0 * c.semantic_forward());
   if (proj_fwd > c.semantic_forward() * 0.01) {
-    const Precision pm = ctx.precision().of(OpClass::matmul);
+    const core::Precision pm = ctx.precision().of(OpClass::matmul);
     const auto *x = g.input(first, 0), *w = g.input(first, 1);
     std::optional<GemmShape> shape;
     if (x && w && x->shape.size() == 3 && w->shape.size() == 2)
@@ -142,7 +142,7 @@ OpTime flash_attention_time(const graph::FusedPattern& p, const graph::OpGraph& 
 namespace detail {
 
 OpTime attention_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s, const ComputeContext& ctx) {
-  const Precision p = ctx.precision().of(op);
+  const core::Precision p = ctx.precision().of(op);
   const auto bytes = scaled_bytes(op, g, ctx.precision(), s.bytes);
   const graph::FusedPattern* pattern = nullptr;
   if (op.fused_group && static_cast<std::size_t>(*op.fused_group) < g.fused.size())

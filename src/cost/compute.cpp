@@ -38,8 +38,8 @@ GemmShape local_shape(const graph::Op& op, const graph::OpGraph& g, const OpScal
 
 namespace detail {
 
-double winograd_factor(const graph::Op& op, const graph::OpGraph& g, Precision p) {
-  if (p != Precision::fp32 || op.type != "Conv") return 1.0;
+double winograd_factor(const graph::Op& op, const graph::OpGraph& g, core::Precision p) {
+  if (p != core::Precision::fp32 || op.type != "Conv") return 1.0;
   const auto* w = g.input(op, 1);
   if (!w || w->shape.size() != 4 || w->shape[2] != 3 || w->shape[3] != 3) return 1.0;
   if (op.attr_int("group").value_or(1) != 1) return 1.0;
@@ -52,8 +52,8 @@ double winograd_factor(const graph::Op& op, const graph::OpGraph& g, Precision p
 
 ConvLayoutTime conv_layout_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s,
                                 const ComputeContext& ctx) {
-  const Precision p = ctx.precision().of(op);
-  if (ctx.channels_last() || p == Precision::fp32 || op.op_class != OpClass::conv || op.type == "NhwcConv")
+  const core::Precision p = ctx.precision().of(op);
+  if (ctx.channels_last() || p == core::Precision::fp32 || op.op_class != OpClass::conv || op.type == "NhwcConv")
     return {};  // NhwcConv (com.microsoft) is channels-last already
   const auto *x = g.input(op, 0), *y = g.output(op, 0);
   if (!x || !y || !core::is_floating(x->dtype) || x->shape.size() < 3) return {};
@@ -77,7 +77,7 @@ ConvLayoutTime conv_layout_time(const graph::Op& op, const graph::OpGraph& g, co
 namespace {
 
 OpTime gemm_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s, const ComputeContext& ctx) {
-  const Precision p = ctx.precision().of(op);
+  const core::Precision p = ctx.precision().of(op);
   const Flops fwd = op.cost.forward_flops * s.flops;
   const Flops bwd = op.cost.backward_flops * s.flops;
   const auto bytes = detail::scaled_bytes(op, g, ctx.precision(), s.bytes);
@@ -114,7 +114,7 @@ OpTime gemm_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScalin
 
 OpTime unshaped_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s,
                         const ComputeContext& ctx) {
-  const Precision p = ctx.precision().of(op);
+  const core::Precision p = ctx.precision().of(op);
   const auto bytes = detail::scaled_bytes(op, g, ctx.precision(), s.bytes);
   const Flops fwd = op.cost.forward_flops * s.flops, bwd = op.cost.backward_flops * s.flops;
   const int fk = (fwd.value > 0 || bytes.forward.value > 0) ? 1 : 0;
@@ -130,7 +130,7 @@ OpTime memory_bound_op_time(const graph::Op& op, const graph::OpGraph& g, const 
   int fk = (fwd.value > 0 || bytes.forward.value > 0) ? 1 : 0;
   int bk = (bwd.value > 0 || bytes.backward.value > 0) ? 1 : 0;
   if (ctx.fuse_elementwise() && op.op_class == OpClass::elementwise && bytes.forward.value > 0) {
-    const Precision p = ctx.precision().of(op);
+    const core::Precision p = ctx.precision().of(op);
     double fused = 0;
     bool all_out_fused = !op.outputs.empty();
     for (const auto& in : op.inputs)
@@ -172,7 +172,7 @@ Result<ComputeContext> ComputeContext::create(cluster::DeviceProfile device, Pre
                                               bool fuse_elementwise) {
   ComputeContext c;
   c.fuse_elementwise_ = fuse_elementwise;
-  for (Precision p : precision.used()) {
+  for (core::Precision p : precision.used()) {
     auto peak = device.peak(p);
     if (!peak) return make_error("cost: {} (the precision policy uses {})", peak.error().message, core::precision_name(p));
     c.peaks_[static_cast<std::size_t>(p)] = *peak;
@@ -182,12 +182,12 @@ Result<ComputeContext> ComputeContext::create(cluster::DeviceProfile device, Pre
       return make_error("cost: device '{}' has no fused attention kernel (no attention_efficiency in its profile); "
                         "use attention mode unfused",
                         device.name);
-    const Precision pa = precision.of(graph::OpClass::attention);
-    if (pa == Precision::fp32 || pa == Precision::tf32)
+    const core::Precision pa = precision.of(graph::OpClass::attention);
+    if (pa == core::Precision::fp32 || pa == core::Precision::tf32)
       return make_error("cost: flash attention needs a 16-bit or fp8 attention precision, the policy says {}",
                         core::precision_name(pa));
   }
-  if (auto fp32 = device.peak(Precision::fp32)) {
+  if (auto fp32 = device.peak(core::Precision::fp32)) {
     c.vector_peak_ = *fp32;
   } else {
     std::optional<FlopsPerSecond> lowest;
@@ -202,7 +202,7 @@ Result<ComputeContext> ComputeContext::create(cluster::DeviceProfile device, Pre
   return c;
 }
 
-FlopsPerSecond ComputeContext::peak(Precision p) const { return peaks_[static_cast<std::size_t>(p)]; }
+FlopsPerSecond ComputeContext::peak(core::Precision p) const { return peaks_[static_cast<std::size_t>(p)]; }
 
 std::optional<GemmShape> gemm_shape(const graph::Op& op, const graph::OpGraph& g) {
   const auto *a = g.input(op, 0), *b = g.input(op, 1), *y = g.output(op, 0);
@@ -346,7 +346,7 @@ Seconds memory_time(Bytes b, const ComputeContext& ctx) {
   return at / (d.achievable_hbm_bandwidth() * d.memory_bound_efficiency(at));
 }
 
-Seconds gemm_time(Flops f, const GemmShape& s, Precision p, const ComputeContext& ctx) {
+Seconds gemm_time(Flops f, const GemmShape& s, core::Precision p, const ComputeContext& ctx) {
   if (f.value <= 0) return Seconds(0);
   const auto& d = ctx.device();
   const double mnk2 = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
@@ -359,7 +359,7 @@ Seconds gemm_time(Flops f, const GemmShape& s, Precision p, const ComputeContext
   return first * (f.value / mnk2);
 }
 
-Seconds gemm_time_unshaped(Flops f, Precision p, const ComputeContext& ctx) {
+Seconds gemm_time_unshaped(Flops f, core::Precision p, const ComputeContext& ctx) {
   if (f.value <= 0) return Seconds(0);
   const auto& d = ctx.device();
   double factor = 1.0;

@@ -16,11 +16,11 @@ Seconds memory_time(Bytes b, const ComputeContext& ctx);
 /// Time of GEMM kernels executing `f` FLOPs of local shape `shape` at `p`:
 /// f / (peak(p) x gemm_efficiency(shape, p)). A shape whose 2mnk is below the
 /// GEMM table's first row costs as much as the first row, in proportion.
-Seconds gemm_time(Flops f, const GemmShape& shape, Precision p, const ComputeContext& ctx);
+Seconds gemm_time(Flops f, const GemmShape& shape, core::Precision p, const ComputeContext& ctx);
 
 /// As gemm_time, for work without a shape: efficiency from the GEMM table at
 /// `f` itself, no skinny or alignment factor.
-Seconds gemm_time_unshaped(Flops f, Precision p, const ComputeContext& ctx);
+Seconds gemm_time_unshaped(Flops f, core::Precision p, const ComputeContext& ctx);
 
 /// op_bytes() times the scaling's byte fraction.
 using ScaledBytes = OpBytes;
@@ -41,7 +41,7 @@ std::int64_t dim_of(const graph::Tensor* t, int i);
 /// kWinogradF2x2 for an fp32 (CUDA-core) Conv with a 3x3 kernel, stride 1,
 /// dilation 1 and one group (cuDNN's autotuner, cudnn.benchmark, picks
 /// Winograd for these; tensor-core precisions run implicit GEMM), else 1.
-double winograd_factor(const graph::Op& op, const graph::OpGraph& g, Precision p);
+double winograd_factor(const graph::Op& op, const graph::OpGraph& g, core::Precision p);
 
 /// cuDNN's NCHW <-> NHWC transposes around one tensor-core convolution when
 /// activations are NCHW (ComputeContext::channels_last() false, precision

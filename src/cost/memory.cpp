@@ -117,14 +117,14 @@ std::pair<Bytes, std::string> compute_largest_temporary(const graph::OpGraph& g,
   };
   const bool flash = ctx.attention() == AttentionMode::flash;
   for (const auto& op : g.ops()) {
-    const Precision p = ctx.precision().of(op);
+    const core::Precision p = ctx.precision().of(op);
     const graph::FusedPattern* pat = nullptr;
     if (op.fused_group && static_cast<std::size_t>(*op.fused_group) < g.fused.size())
       pat = &g.fused[static_cast<std::size_t>(*op.fused_group)];
     if (flash && pat && pat->ops.size() > 1) {
       if (&g.op(pat->ops.front()) != &op) continue;
       const auto& ctx_mm = g.op(pat->ops.back());
-      const Precision pa = ctx.precision().of(graph::OpClass::attention);
+      const core::Precision pa = ctx.precision().of(graph::OpClass::attention);
       Bytes b;
       for (const auto* t : {g.input(op, 0), g.input(op, 1), g.input(ctx_mm, 1), g.output(ctx_mm, 0)})
         if (t) b += bytes_at(*t, pa);

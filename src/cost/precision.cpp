@@ -14,24 +14,24 @@ static_assert(kOpClassCount == 13, "update kOpClassCount users when OpClass chan
 }  // namespace
 
 PrecisionPolicy::PrecisionPolicy() {
-  set(graph::OpClass::embedding, Precision::fp32);
-  set(graph::OpClass::loss, Precision::fp32);
+  set(graph::OpClass::embedding, core::Precision::fp32);
+  set(graph::OpClass::loss, core::Precision::fp32);
 }
 
-PrecisionPolicy PrecisionPolicy::uniform(Precision p) {
+PrecisionPolicy PrecisionPolicy::uniform(core::Precision p) {
   PrecisionPolicy r;
   r.default_ = p;
   r.overrides_ = {};
   return r;
 }
 
-PrecisionPolicy PrecisionPolicy::mixed(Precision p) {
+PrecisionPolicy PrecisionPolicy::mixed(core::Precision p) {
   PrecisionPolicy r;
   r.default_ = p;
   return r;
 }
 
-PrecisionPolicy& PrecisionPolicy::set(graph::OpClass c, Precision p) {
+PrecisionPolicy& PrecisionPolicy::set(graph::OpClass c, core::Precision p) {
   overrides_[index(c)] = p;
   return *this;
 }
@@ -41,15 +41,15 @@ PrecisionPolicy& PrecisionPolicy::clear(graph::OpClass c) {
   return *this;
 }
 
-Precision PrecisionPolicy::of(graph::OpClass c) const { return overrides_[index(c)].value_or(default_); }
+core::Precision PrecisionPolicy::of(graph::OpClass c) const { return overrides_[index(c)].value_or(default_); }
 
 bool PrecisionPolicy::keeps_fp32(graph::OpClass c) const {
-  const Precision p = of(c);
-  return p == Precision::fp32 || p == Precision::tf32;
+  const core::Precision p = of(c);
+  return p == core::Precision::fp32 || p == core::Precision::tf32;
 }
 
-std::vector<Precision> PrecisionPolicy::used() const {
-  std::vector<Precision> r{default_};
+std::vector<core::Precision> PrecisionPolicy::used() const {
+  std::vector<core::Precision> r{default_};
   for (const auto& o : overrides_)
     if (o && std::find(r.begin(), r.end(), *o) == r.end()) r.push_back(*o);
   return r;
@@ -69,7 +69,7 @@ double byte_scale(const graph::Op& op, const graph::OpGraph& g, const PrecisionP
   return static_cast<double>(activation_bytes(policy.of(op))) / static_cast<double>(size);
 }
 
-Bytes bytes_at(const graph::Tensor& t, Precision p) {
+Bytes bytes_at(const graph::Tensor& t, core::Precision p) {
   if (!core::is_floating(t.dtype)) return t.bytes();
   return Bytes(static_cast<double>(t.numel()) * activation_bytes(p));
 }

@@ -40,7 +40,7 @@ bool grads_in_fp32(const ParallelConfig& c, const cost::CostModel& model) {
   // (NeMo: optim.grad_sync_dtype), FSDP reduces in its reduce_dtype.
   if (c.grad_reduce_bytes > 0 && c.framework != Framework::fsdp && c.framework != Framework::ddp)
     return c.grad_reduce_bytes >= 4;
-  const bool fp16 = model.context().precision().default_precision() == cost::Precision::fp16;
+  const bool fp16 = model.context().precision().default_precision() == core::Precision::fp16;
   switch (c.framework) {
     case Framework::megatron: return true;
     case Framework::megatron_legacy:
@@ -173,7 +173,7 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
     m.gradients = st.gradients;
     // DeepSpeed's BF16Optimizer keeps the bf16 gradients and an fp32
     // accumulation buffer for every local parameter: 2 + 4 bytes.
-    if (c.framework == Framework::deepspeed && policy.default_precision() == cost::Precision::bf16)
+    if (c.framework == Framework::deepspeed && policy.default_precision() == core::Precision::bf16)
       m.gradients += Bytes(2.0 * (dense.low_precision + experts.low_precision));
     m.optimizer_states = st.optimizer_states;
     m.state_label = fmt::format("{}, {}{}", cost::optimizer_label(opt), cost::sharding_name(opt.sharding),

@@ -11,7 +11,7 @@ namespace detail {
 
 double wire_scale(const graph::OpGraph& g, const cost::CostModel& model) {
   const auto p = model.context().precision().default_precision();
-  const double wire = (p == cost::Precision::fp32 || p == cost::Precision::tf32) ? 4.0 : 2.0;
+  const double wire = (p == core::Precision::fp32 || p == core::Precision::tf32) ? 4.0 : 2.0;
   for (const auto& t : g.tensors())
     if (t.role == graph::TensorRole::activation && core::is_floating(t.dtype))
       return wire / static_cast<double>(core::dtype_size(t.dtype));

@@ -19,16 +19,16 @@ namespace detail {
 
 double activation_element_bytes(const cost::ComputeContext& ctx) {
   const auto p = ctx.precision().default_precision();
-  return (p == cost::Precision::fp32 || p == cost::Precision::tf32) ? 4.0 : 2.0;
+  return (p == core::Precision::fp32 || p == core::Precision::tf32) ? 4.0 : 2.0;
 }
 
 double grad_reduce_bytes(const ParallelConfig& c, const cost::ComputeContext& ctx) {
   if (c.grad_reduce_bytes > 0) return c.grad_reduce_bytes;
   const auto p = ctx.precision().default_precision();
-  if (p == cost::Precision::fp32 || p == cost::Precision::tf32) return 4.0;
+  if (p == core::Precision::fp32 || p == core::Precision::tf32) return 4.0;
   switch (c.framework) {
     case Framework::megatron_legacy:
-    case Framework::deepspeed: return p == cost::Precision::fp16 ? 2.0 : 4.0;
+    case Framework::deepspeed: return p == core::Precision::fp16 ? 2.0 : 4.0;
     case Framework::megatron:
     case Framework::fsdp:
     case Framework::ddp: return 4.0;
@@ -42,7 +42,7 @@ bool per_micro_batch_sharding(const ParallelConfig& c) {
 
 double gathered_param_bytes(const cost::ComputeContext& ctx) {
   const auto p = ctx.precision().default_precision();
-  return (p == cost::Precision::fp32 || p == cost::Precision::tf32) ? 4.0 : 2.0;
+  return (p == core::Precision::fp32 || p == core::Precision::tf32) ? 4.0 : 2.0;
 }
 
 Result<Seconds> dp_collective(const cost::CostModel& model, const Layout& L, const ParallelConfig& c,
@@ -120,7 +120,7 @@ GradPass grad_pass(const ParallelConfig& c, const cost::ComputeContext& ctx) {
       // update_hp_grads, called after every backward by the pipeline
       // engine): hp_grad.add_(lp_grad.to(fp32)): the cast reads 2 and writes
       // 4 B, the add reads 4 + 4 and writes 4 B.
-      if (p == cost::Precision::bf16) return {18.0, false};
+      if (p == core::Precision::bf16) return {18.0, false};
       // fp16 (and fp32) ZeRO-0/1: autograd accumulates each further
       // micro-batch into .grad in place (read both, write one).
       return {3.0 * pb, true};

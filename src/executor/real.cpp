@@ -60,8 +60,8 @@ Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
     const auto& t = g.tensor(TensorId{i});
     if (t.producer) continue;
     if (t.role == graph::TensorRole::parameter) {
-      if (t.dtype != graph::DType::f32)
-        return make_error("parameter '{}' is {}: the real mode trains fp32 only", t.name, graph::dtype_name(t.dtype));
+      if (t.dtype != core::DType::f32)
+        return make_error("parameter '{}' is {}: the real mode trains fp32 only", t.name, core::dtype_name(t.dtype));
       std::set<int> stages;
       for (auto c : t.consumers) stages.insert(chunk_of[c.value] % l.pp);
       if (stages.size() > 1)
@@ -70,7 +70,7 @@ Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
     } else if (t.role == graph::TensorRole::input && !t.values) {
       if (t.shape.empty() && l.dp * p.training.micro_batches > 1)
         return make_error("graph input '{}' is a scalar: the real mode splits inputs along their first axis", t.name);
-      if (!graph::is_floating(t.dtype) && !runtime_cpu::index_bound(g, TensorId{i}))
+      if (!core::is_floating(t.dtype) && !runtime_cpu::index_bound(g, TensorId{i}))
         return make_error("integer input '{}' indexes no Gather table or loss classes, so its range is unknown",
                           t.name);
     }
@@ -132,14 +132,14 @@ Result<bool> check_step(const plan::Plan& p, const graph::OpGraph& micro_graph, 
       auto& sg = stage_grad[static_cast<std::size_t>(s)];
       auto& sw = stage_w[static_cast<std::size_t>(s)];
       sg.resize(static_cast<std::size_t>(n)), sw.resize(static_cast<std::size_t>(n));
-      PLANNER_TRY_STATUS(world.recv(sg.data(), sg.size(), runtime::DType::f32, src, kTagCheck));
-      PLANNER_TRY_STATUS(world.recv(sw.data(), sw.size(), runtime::DType::f32, src, kTagCheck));
+      PLANNER_TRY_STATUS(world.recv(sg.data(), sg.size(), core::DType::f32, src, kTagCheck));
+      PLANNER_TRY_STATUS(world.recv(sw.data(), sw.size(), core::DType::f32, src, kTagCheck));
     }
   } else if (run.dp_rank() == 0 && coordinate(p, rank, "tp") == 0 && coordinate(p, rank, "cp") == 0) {
     std::int64_t n = 0;
     for (auto id : stage_params[static_cast<std::size_t>(run.pp_rank())]) n += micro_graph.tensor(id).numel();
-    PLANNER_TRY_STATUS(world.send(grad.data(), static_cast<std::size_t>(n), runtime::DType::f32, 0, kTagCheck));
-    PLANNER_TRY_STATUS(world.send(w.data(), static_cast<std::size_t>(n), runtime::DType::f32, 0, kTagCheck));
+    PLANNER_TRY_STATUS(world.send(grad.data(), static_cast<std::size_t>(n), core::DType::f32, 0, kTagCheck));
+    PLANNER_TRY_STATUS(world.send(w.data(), static_cast<std::size_t>(n), core::DType::f32, 0, kTagCheck));
   }
   float verdict = 0;
   if (rank == 0) {
@@ -157,7 +157,7 @@ Result<bool> check_step(const plan::Plan& p, const graph::OpGraph& micro_graph, 
       PLANNER_TRY_STATUS(ref->sync(by_name(micro_graph, stage_params, stage_w)));
     }
   }
-  PLANNER_TRY_STATUS(world.broadcast(&verdict, 1, runtime::DType::f32, 0));
+  PLANNER_TRY_STATUS(world.broadcast(&verdict, 1, core::DType::f32, 0));
   return verdict != 0;
 }
 
@@ -166,7 +166,7 @@ Result<bool> check_step(const plan::Plan& p, const graph::OpGraph& micro_graph, 
 Status gather_totals(runtime::Communicator& world, const Runner& run, RealResult& out) {
   float mine[2] = {static_cast<float>(peak_rss_bytes()), static_cast<float>(run.peak_held_bytes())};
   std::vector<float> all(2 * static_cast<std::size_t>(world.size()));
-  PLANNER_TRY_STATUS(world.all_gather(mine, all.data(), 2, runtime::DType::f32));
+  PLANNER_TRY_STATUS(world.all_gather(mine, all.data(), 2, core::DType::f32));
   for (std::size_t r = 0; r < all.size(); r += 2) {
     out.peak_rss_bytes.push_back(all[r]);
     out.peak_activation_bytes.push_back(all[r + 1]);
@@ -174,7 +174,7 @@ Status gather_totals(runtime::Communicator& world, const Runner& run, RealResult
   // (doubles gathered as their raw bits, two f32 words each: exact sums)
   const double work[2] = {run.recomputed_ops(), run.recomputed_flops()};
   std::vector<double> works(2 * static_cast<std::size_t>(world.size()));
-  PLANNER_TRY_STATUS(world.all_gather(work, works.data(), 4, runtime::DType::f32));
+  PLANNER_TRY_STATUS(world.all_gather(work, works.data(), 4, core::DType::f32));
   for (std::size_t r = 0; r < works.size(); r += 2) {
     out.recomputed_ops_per_step += works[r];
     out.recomputed_flops_per_step += works[r + 1];
@@ -210,9 +210,9 @@ Result<RealResult> run_real(const plan::Plan& p, const RankProgram& prog, const 
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // The step's loss (mean over the global batch) and time (max over ranks).
     float loss = run.holds_loss() ? static_cast<float>(local_loss) : 0.0f;
-    PLANNER_TRY_STATUS(world.all_reduce(&loss, 1, runtime::DType::f32, runtime::ReduceOp::sum));
+    PLANNER_TRY_STATUS(world.all_reduce(&loss, 1, core::DType::f32, runtime::ReduceOp::sum));
     float t = static_cast<float>(dt);
-    PLANNER_TRY_STATUS(world.all_reduce(&t, 1, runtime::DType::f32, runtime::ReduceOp::max));
+    PLANNER_TRY_STATUS(world.all_reduce(&t, 1, core::DType::f32, runtime::ReduceOp::max));
     out.losses.push_back(static_cast<double>(loss) / chunks);
     if (step > opts.warmup) out.step_times_s.push_back(t);
     if (!opts.check || step > kMaxCheckedSteps) continue;

@@ -35,13 +35,13 @@ Status Runner::init_graph() {
     bool any = false;
     for (const auto& in : op.inputs) any = any || (in && needs_grad_[in->value]);
     for (const auto& out : op.outputs)
-      if (out && g_.tensor(*out).dtype == graph::DType::f32) needs_grad_[out->value] = any;
+      if (out && g_.tensor(*out).dtype == core::DType::f32) needs_grad_[out->value] = any;
   }
   for (const auto& out : g_.graph_outputs)
     if (g_.tensor(out).name == "loss") loss_ = out;
   if (!loss_)
     for (const auto& out : g_.graph_outputs)
-      if (g_.tensor(out).dtype == graph::DType::f32 && g_.tensor(out).numel() == 1) loss_ = out;
+      if (g_.tensor(out).dtype == core::DType::f32 && g_.tensor(out).numel() == 1) loss_ = out;
   if (!loss_) return make_error("the model has no scalar loss output");
   return Status::success();
 }

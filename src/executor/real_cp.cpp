@@ -122,7 +122,7 @@ Result<TpLayout> derive_cp_layout(const plan::Plan& p, const OpGraph& g) {
         if (op.inputs[k] && op.inputs[k]->value == i) same = same && l.ops[c.value].in[k].view == made[i];
     }
     if (same) l.stored[i] = made[i];
-    else if (!graph::is_floating(t.dtype))
+    else if (!core::is_floating(t.dtype))
       return make_error("the real mode cannot run op '{}' under context parallelism: integer output '{}' would need an "
                         "all-gather",
                         g.op(*t.producer).name, t.name);

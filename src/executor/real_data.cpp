@@ -85,8 +85,8 @@ std::map<std::uint32_t, Value> draw_global_inputs(const OpGraph& g, std::uint64_
     if (t.values || t.role != graph::TensorRole::input) continue;
     Shape full = t.shape;
     if (!full.empty()) full[0] *= chunks;
-    if (t.dtype == graph::DType::f32) out[id.value] = runtime_cpu::normal_tensor(seed, t.name, full, 0.0f, 1.0f);
-    else if (!graph::is_floating(t.dtype))
+    if (t.dtype == core::DType::f32) out[id.value] = runtime_cpu::normal_tensor(seed, t.name, full, 0.0f, 1.0f);
+    else if (!core::is_floating(t.dtype))
       out[id.value] = runtime_cpu::uniform_indices(seed, t.name, full, runtime_cpu::index_bound(g, id).value_or(1));
   }
   return out;

@@ -58,7 +58,7 @@ Status Runner::full_state(std::vector<float>& grad, std::vector<float>& w) {
   if ((l().zero >= 1 || l().distributed_optimizer) && dp_ > 1) {
     grad.assign(static_cast<std::size_t>(padded_), 0.0f);
     PLANNER_TRY_STATUS(dp_comm_->all_gather(grad_shard_.data(), grad.data(), static_cast<std::size_t>(shard_),
-                                            runtime::DType::f32));
+                                            core::DType::f32));
   }
   if (zero3_) {
     PLANNER_TRY_STATUS(gather_weights());
@@ -80,7 +80,7 @@ Status Runner::full_state(std::vector<float>& grad, std::vector<float>& w) {
 Status Runner::gather_weights() {
   flat_w_.assign(static_cast<std::size_t>(padded_), 0.0f);
   PLANNER_TRY_STATUS(dp_comm_->all_gather(shard_w_.data(), flat_w_.data(), static_cast<std::size_t>(shard_),
-                                          runtime::DType::f32));
+                                          core::DType::f32));
   gathered_ = true;
   return Status::success();
 }
@@ -94,7 +94,7 @@ Status Runner::sync_and_update() {
   const float scale = 1.0f / static_cast<float>(static_cast<std::int64_t>(dp_) * M_);
   if ((l().zero == 0 && !l().distributed_optimizer) || dp_ == 1) {
     if (dp_ > 1)
-      PLANNER_TRY_STATUS(dp_comm_->all_reduce(grad_acc_.data(), grad_acc_.size(), runtime::DType::f32,
+      PLANNER_TRY_STATUS(dp_comm_->all_reduce(grad_acc_.data(), grad_acc_.size(), core::DType::f32,
                                               runtime::ReduceOp::sum));
     for (auto& x : grad_acc_) x *= scale;
     grad_full_ = grad_acc_;
@@ -105,7 +105,7 @@ Status Runner::sync_and_update() {
   // weights and optimizer state, all-gather the weights (ZeRO-3: keep the shard).
   grad_shard_.assign(static_cast<std::size_t>(shard_), 0.0f);
   PLANNER_TRY_STATUS(dp_comm_->reduce_scatter(grad_acc_.data(), grad_shard_.data(), static_cast<std::size_t>(shard_),
-                                              runtime::DType::f32, runtime::ReduceOp::sum));
+                                              core::DType::f32, runtime::ReduceOp::sum));
   for (auto& x : grad_shard_) x *= scale;
   std::span<float> w = zero3_ ? std::span<float>(shard_w_)
                               : std::span<float>(flat_w_).subspan(static_cast<std::size_t>(dp_rank_ * shard_),
@@ -114,7 +114,7 @@ Status Runner::sync_and_update() {
   if (!zero3_) {
     std::vector<float> mine(w.begin(), w.end());
     PLANNER_TRY_STATUS(dp_comm_->all_gather(mine.data(), flat_w_.data(), static_cast<std::size_t>(shard_),
-                                            runtime::DType::f32));
+                                            core::DType::f32));
   }
   return Status::success();
 }

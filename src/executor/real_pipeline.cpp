@@ -79,7 +79,7 @@ void Runner::init_boundaries() {
     for (auto c : t.consumers) last = std::max(last, chunk_of_[c.value]);
     for (int c = pc; c < last; ++c) {
       boundary_[static_cast<std::size_t>(c)].push_back(TensorId{i});
-      if (t.dtype == graph::DType::f32 && needs_grad_[i]) grad_boundary_[static_cast<std::size_t>(c)].push_back(TensorId{i});
+      if (t.dtype == core::DType::f32 && needs_grad_[i]) grad_boundary_[static_cast<std::size_t>(c)].push_back(TensorId{i});
     }
   }
 }
@@ -87,7 +87,7 @@ void Runner::init_boundaries() {
 // Transfers: float tensors as their words, integer ones as raw 8-byte words
 // (two f32 words each; send and recv never look at the bits).
 std::int64_t Runner::words(TensorId id) const {
-  return g_.tensor(id).dtype == graph::DType::f32 ? tp().numel(id) : 2 * tp().numel(id);
+  return g_.tensor(id).dtype == core::DType::f32 ? tp().numel(id) : 2 * tp().numel(id);
 }
 
 void Runner::queue_activations(const plan::ScheduleStep& st, const Task& send) {
@@ -111,14 +111,14 @@ Status Runner::receive_activations(const plan::ScheduleStep& st, const Task& rec
   std::int64_t n = 0;
   for (TensorId id : list) n += words(id);
   std::vector<float> buf(static_cast<std::size_t>(n));
-  PLANNER_TRY_STATUS(world_.recv(buf.data(), buf.size(), runtime::DType::f32, peer_rank(recv.peer_pp), kTagAct));
+  PLANNER_TRY_STATUS(world_.recv(buf.data(), buf.size(), core::DType::f32, peer_rank(recv.peer_pp), kTagAct));
   auto& v = vals(st.micro_batch);
   std::int64_t at = 0;
   for (TensorId id : list) {
     const auto& t = g_.tensor(id);
     const auto shape = tp().shape(id);
     const auto n = runtime_cpu::numel(shape);
-    if (t.dtype == graph::DType::f32) {
+    if (t.dtype == core::DType::f32) {
       v[id.value] = Tensor(shape, std::vector<float>(buf.begin() + at, buf.begin() + at + n));
     } else {
       IndexTensor ix{shape, std::vector<std::int64_t>(static_cast<std::size_t>(n))};
@@ -148,7 +148,7 @@ Status Runner::receive_gradients(const plan::ScheduleStep& st, const Task& recv)
   std::int64_t n = 0;
   for (TensorId id : list) n += tp().numel(id);
   std::vector<float> buf(static_cast<std::size_t>(n));
-  PLANNER_TRY_STATUS(world_.recv(buf.data(), buf.size(), runtime::DType::f32, peer_rank(recv.peer_pp), kTagGrad));
+  PLANNER_TRY_STATUS(world_.recv(buf.data(), buf.size(), core::DType::f32, peer_rank(recv.peer_pp), kTagGrad));
   auto& gr = grs(st.micro_batch);
   std::int64_t at = 0;
   for (TensorId id : list) {
@@ -165,7 +165,7 @@ Status Runner::receive_gradients(const plan::ScheduleStep& st, const Task& recv)
 Status Runner::flush_sends(std::int64_t before) {
   while (!sends_.empty() && (before < 0 || sends_.front().order < before)) {
     auto& s = sends_.front();
-    PLANNER_TRY_STATUS(world_.send(s.buf.data(), s.buf.size(), runtime::DType::f32, s.peer, s.tag));
+    PLANNER_TRY_STATUS(world_.send(s.buf.data(), s.buf.size(), core::DType::f32, s.peer, s.tag));
     sends_.pop_front();
   }
   return Status::success();

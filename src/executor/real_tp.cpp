@@ -506,7 +506,7 @@ class Deriver {
     if (!elementwise(op.type) && op.type != "LayerNormalization" && op.type != "RMSNormalization") return false;
     if (op.outputs.size() != 1 || !op.outputs[0]) return false;
     const Shape& os = g_.tensor(*op.outputs[0]).shape;
-    if (rank_of(os) != 3 || os[1] % l_.tp != 0 || !graph::is_floating(g_.tensor(*op.outputs[0]).dtype)) return false;
+    if (rank_of(os) != 3 || os[1] % l_.tp != 0 || !core::is_floating(g_.tensor(*op.outputs[0]).dtype)) return false;
     for (const auto& v : decl)
       if (v.kind != TpView::Kind::replicated) return false;
     for (const auto& v : in)
@@ -535,13 +535,13 @@ class Deriver {
         if (m.is_split() && !is_output[i] && (reads.empty() || (uniform && reads[0] == m))) v = m;
         // A partial sum every reader reads as one split: reduce-scatter (sp).
         if (m.kind == TpView::Kind::partial && !is_output[i] && uniform && reads[0].is_split() &&
-            graph::is_floating(t.dtype))
+            core::is_floating(t.dtype))
           v = reads[0];
       } else if (t.role == graph::TensorRole::parameter && uniform && reads[0].is_split()) {
         v = reads[0];
       }
       l_.stored[i] = v;
-      if (t.producer && made_[i].is_split() && !v.is_split() && !graph::is_floating(t.dtype))
+      if (t.producer && made_[i].is_split() && !v.is_split() && !core::is_floating(t.dtype))
         return refuse(*t.producer, fmt::format("integer output '{}' would need an all-gather", t.name));
     }
     return Status::success();
@@ -672,20 +672,20 @@ Result<bool> TpRank::store_output(OpId o, std::size_t k, const Value& made, Valu
       send.insert(send.end(), b.data.begin(), b.data.end());
     }
     Tensor mine(local_shape(x.shape, sv, l_.tp));
-    PLANNER_TRY_STATUS(comm_->reduce_scatter(send.data(), mine.data.data(), mine.data.size(), runtime::DType::f32,
+    PLANNER_TRY_STATUS(comm_->reduce_scatter(send.data(), mine.data.data(), mine.data.size(), core::DType::f32,
                                              runtime::ReduceOp::sum));
     stored = std::move(mine);
     return true;
   }
   if (port.view.kind == TpView::Kind::partial) {
     Tensor sum = x;
-    PLANNER_TRY_STATUS(comm_->all_reduce(sum.data.data(), sum.data.size(), runtime::DType::f32, runtime::ReduceOp::sum));
+    PLANNER_TRY_STATUS(comm_->all_reduce(sum.data.data(), sum.data.size(), core::DType::f32, runtime::ReduceOp::sum));
     stored = std::move(sum);
     return true;
   }
   // Split -> whole: all-gather the shares, then put each where it belongs.
   std::vector<float> all(x.data.size() * static_cast<std::size_t>(l_.tp));
-  PLANNER_TRY_STATUS(comm_->all_gather(x.data.data(), all.data(), x.data.size(), runtime::DType::f32));
+  PLANNER_TRY_STATUS(comm_->all_gather(x.data.data(), all.data(), x.data.size(), core::DType::f32));
   const auto& full_shape = g_.tensor(id).shape;
   Tensor whole(full_shape);
   const auto n = full_shape[static_cast<std::size_t>(port.view.dim)];
@@ -705,7 +705,7 @@ Result<std::optional<Tensor>> TpRank::out_grad(OpId o, std::size_t k, const Tens
   if (port.view.kind == TpView::Kind::partial && sv.is_split()) {
     // Reduce-scattered forward: every addend's gradient is the whole one.
     std::vector<float> all(stored.data.size() * static_cast<std::size_t>(l_.tp));
-    PLANNER_TRY_STATUS(comm_->all_gather(stored.data.data(), all.data(), stored.data.size(), runtime::DType::f32));
+    PLANNER_TRY_STATUS(comm_->all_gather(stored.data.data(), all.data(), stored.data.size(), core::DType::f32));
     const auto& full_shape = g_.tensor(id).shape;
     Tensor whole(full_shape);
     const auto n = full_shape[static_cast<std::size_t>(sv.dim)];
@@ -741,7 +741,7 @@ Tensor TpRank::scatter(OpId o, std::size_t i, const Tensor& block) const {
 Status TpRank::finalize(std::optional<Tensor>& whole, std::optional<Tensor>& partial) {
   if (!partial) return Status::success();
   PLANNER_TRY_STATUS(
-      comm_->all_reduce(partial->data.data(), partial->data.size(), runtime::DType::f32, runtime::ReduceOp::sum));
+      comm_->all_reduce(partial->data.data(), partial->data.size(), core::DType::f32, runtime::ReduceOp::sum));
   if (whole) runtime_cpu::accumulate(*whole, *partial);
   else whole = std::move(*partial);
   partial.reset();
@@ -772,7 +772,7 @@ Status TpRank::gather_full(const std::vector<TensorId>& params, std::span<const 
     at_full += static_cast<std::size_t>(t.numel());
   }
   if (l_.tp > 1)
-    PLANNER_TRY_STATUS(comm_->all_reduce(full.data(), full.size(), runtime::DType::f32, runtime::ReduceOp::sum));
+    PLANNER_TRY_STATUS(comm_->all_reduce(full.data(), full.size(), core::DType::f32, runtime::ReduceOp::sum));
   return Status::success();
 }
 

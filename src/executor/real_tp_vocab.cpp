@@ -67,7 +67,7 @@ Status TpRank::vocab_rows(const Tensor& x, const IndexTensor& labels, std::vecto
   std::vector<float> mx(static_cast<std::size_t>(n)), sums(static_cast<std::size_t>(2 * n), 0.0f);
   for (std::int64_t i = 0; i < n; ++i)
     mx[static_cast<std::size_t>(i)] = *std::max_element(x.data.begin() + i * c, x.data.begin() + (i + 1) * c);
-  PLANNER_TRY_STATUS(comm_->all_reduce(mx.data(), mx.size(), runtime::DType::f32, runtime::ReduceOp::max));
+  PLANNER_TRY_STATUS(comm_->all_reduce(mx.data(), mx.size(), core::DType::f32, runtime::ReduceOp::max));
   for (std::int64_t i = 0; i < n; ++i) {
     double s = 0.0;
     for (std::int64_t j = 0; j < c; ++j) s += std::exp(static_cast<double>(x[i * c + j]) - mx[static_cast<std::size_t>(i)]);
@@ -75,7 +75,7 @@ Status TpRank::vocab_rows(const Tensor& x, const IndexTensor& labels, std::vecto
     const std::int64_t y = labels[i] - lo;
     if (y >= 0 && y < c) sums[static_cast<std::size_t>(n + i)] = x[i * c + y];
   }
-  PLANNER_TRY_STATUS(comm_->all_reduce(sums.data(), sums.size(), runtime::DType::f32, runtime::ReduceOp::sum));
+  PLANNER_TRY_STATUS(comm_->all_reduce(sums.data(), sums.size(), core::DType::f32, runtime::ReduceOp::sum));
   lse.resize(static_cast<std::size_t>(n));
   target.resize(static_cast<std::size_t>(n));
   for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {

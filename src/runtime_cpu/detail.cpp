@@ -27,6 +27,22 @@ std::vector<std::int64_t> broadcast_map(const Shape& in, const Shape& out) {
   return map;
 }
 
+namespace {
+
+// Stride of `in` seen from each axis of `out`: 0 where broadcast.
+Shape broadcast_strides(const Shape& in, const Shape& out) {
+  assert(in.size() <= out.size());
+  const std::size_t off = out.size() - in.size();
+  Shape ist = strides_of(in), st(out.size(), 0);
+  for (std::size_t d = 0; d < in.size(); ++d) st[d + off] = in[d] == 1 ? 0 : ist[d];
+  return st;
+}
+
+}  // namespace
+
+BroadcastRuns::BroadcastRuns(const Shape& out, const Shape& in0, const Shape& in1)
+    : out_(out), st0_(broadcast_strides(in0, out)), st1_(broadcast_strides(in1, out)) {}
+
 AxisSplit split_at(const Shape& shape, std::size_t axis) {
   AxisSplit s;
   for (std::size_t d = 0; d < shape.size(); ++d) {

@@ -24,8 +24,12 @@ std::optional<Shape> broadcast_shape(const Shape& a, const Shape& b) {
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   Tensor y(shape);
-  const auto m = detail::broadcast_map(x.shape, shape);
-  for (std::size_t k = 0; k < m.size(); ++k) y.data[k] = x.data[uz(m[k])];
+  const float* in = x.data.data();
+  float* out = y.data.data();
+  detail::BroadcastRuns(shape, x.shape, x.shape).each([&](std::int64_t o, std::int64_t p, std::int64_t s, std::int64_t,
+                                                          std::int64_t, std::int64_t n) {
+    for (std::int64_t j = 0; j < n; ++j) out[o + j] = in[p + j * s];
+  });
   return y;
 }
 
@@ -33,8 +37,18 @@ Tensor sum_to_shape(const Tensor& g, const Shape& shape) {
   if (g.shape == shape) return g;
   // Accumulate in double so that long reductions (bias gradients over many rows) stay exact to fp32.
   std::vector<double> acc(uz(numel(shape)), 0.0);
-  const auto m = detail::broadcast_map(shape, g.shape);
-  for (std::size_t k = 0; k < m.size(); ++k) acc[uz(m[k])] += g.data[k];
+  const float* in = g.data.data();
+  double* a = acc.data();
+  detail::BroadcastRuns(g.shape, shape, shape).each([&](std::int64_t o, std::int64_t p, std::int64_t s, std::int64_t,
+                                                        std::int64_t, std::int64_t n) {
+    if (s == 0) {
+      double t = 0;
+      for (std::int64_t j = 0; j < n; ++j) t += in[o + j];
+      a[p] += t;
+    } else {
+      for (std::int64_t j = 0; j < n; ++j) a[p + j] += in[o + j];
+    }
+  });
   Tensor y(shape);
   for (std::size_t k = 0; k < acc.size(); ++k) y.data[k] = static_cast<float>(acc[k]);
   return y;
@@ -42,14 +56,55 @@ Tensor sum_to_shape(const Tensor& g, const Shape& shape) {
 
 namespace {
 
-float apply(BinaryOp op, float a, float b) {
-  switch (op) {
-    case BinaryOp::add: return a + b;
-    case BinaryOp::sub: return a - b;
-    case BinaryOp::mul: return a * b;
-    case BinaryOp::div: return a / b;
+template <BinaryOp op>
+float apply(float a, float b) {
+  if constexpr (op == BinaryOp::add) return a + b;
+  else if constexpr (op == BinaryOp::sub) return a - b;
+  else if constexpr (op == BinaryOp::mul) return a * b;
+  else return a / b;
+}
+
+// y = a op b over the broadcast shape of y, one run of the last axis at a time.
+template <BinaryOp op>
+void binary_into(const Tensor& a, const Tensor& b, Tensor& y) {
+  const float *pa = a.data.data(), *pb = b.data.data();
+  float* py = y.data.data();
+  if (a.shape == b.shape) {
+    for (std::size_t k = 0; k < y.data.size(); ++k) py[k] = apply<op>(pa[k], pb[k]);
+    return;
   }
-  return 0.0f;
+  detail::BroadcastRuns(y.shape, a.shape, b.shape)
+      .each([&](std::int64_t o, std::int64_t ia, std::int64_t sa, std::int64_t ib, std::int64_t sb, std::int64_t n) {
+        for (std::int64_t j = 0; j < n; ++j) py[o + j] = apply<op>(pa[ia + j * sa], pb[ib + j * sb]);
+      });
+}
+
+// The local gradients of y = a op b at y's shape (summed down to a's and b's
+// shapes by the caller).
+template <BinaryOp op>
+void binary_grads_into(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor& ga, Tensor& gb) {
+  const float *pa = a.data.data(), *pb = b.data.data(), *g = dy.data.data();
+  float *qa = ga.data.data(), *qb = gb.data.data();
+  detail::BroadcastRuns(dy.shape, a.shape, b.shape)
+      .each([&](std::int64_t o, std::int64_t ia, std::int64_t sa, std::int64_t ib, std::int64_t sb, std::int64_t n) {
+        for (std::int64_t j = 0; j < n; ++j) {
+          const std::int64_t k = o + j;
+          if constexpr (op == BinaryOp::add) {
+            qa[k] = g[k];
+            qb[k] = g[k];
+          } else if constexpr (op == BinaryOp::sub) {
+            qa[k] = g[k];
+            qb[k] = -g[k];
+          } else if constexpr (op == BinaryOp::mul) {
+            qa[k] = g[k] * pb[ib + j * sb];
+            qb[k] = g[k] * pa[ia + j * sa];
+          } else {
+            const float x = pa[ia + j * sa], z = pb[ib + j * sb];
+            qa[k] = g[k] / z;
+            qb[k] = -g[k] * x / (z * z);
+          }
+        }
+      });
 }
 
 }  // namespace
@@ -58,27 +113,23 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const auto shape = broadcast_shape(a.shape, b.shape);
   assert(shape);
   Tensor y(*shape);
-  if (a.shape == b.shape) {
-    for (std::size_t k = 0; k < y.data.size(); ++k) y.data[k] = apply(op, a.data[k], b.data[k]);
-    return y;
+  switch (op) {
+    case BinaryOp::add: binary_into<BinaryOp::add>(a, b, y); break;
+    case BinaryOp::sub: binary_into<BinaryOp::sub>(a, b, y); break;
+    case BinaryOp::mul: binary_into<BinaryOp::mul>(a, b, y); break;
+    case BinaryOp::div: binary_into<BinaryOp::div>(a, b, y); break;
   }
-  const auto am = detail::broadcast_map(a.shape, *shape), bm = detail::broadcast_map(b.shape, *shape);
-  for (std::size_t k = 0; k < y.data.size(); ++k) y.data[k] = apply(op, a.data[uz(am[k])], b.data[uz(bm[k])]);
   return y;
 }
 
 BinaryGrads binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dy) {
   const Shape& s = dy.shape;
-  const auto am = detail::broadcast_map(a.shape, s), bm = detail::broadcast_map(b.shape, s);
   Tensor ga(s), gb(s);  // local gradients at the output shape, then summed down
-  for (std::size_t k = 0; k < dy.data.size(); ++k) {
-    const float x = a.data[uz(am[k])], z = b.data[uz(bm[k])], g = dy.data[k];
-    switch (op) {
-      case BinaryOp::add: ga.data[k] = g; gb.data[k] = g; break;
-      case BinaryOp::sub: ga.data[k] = g; gb.data[k] = -g; break;
-      case BinaryOp::mul: ga.data[k] = g * z; gb.data[k] = g * x; break;
-      case BinaryOp::div: ga.data[k] = g / z; gb.data[k] = -g * x / (z * z); break;
-    }
+  switch (op) {
+    case BinaryOp::add: binary_grads_into<BinaryOp::add>(a, b, dy, ga, gb); break;
+    case BinaryOp::sub: binary_grads_into<BinaryOp::sub>(a, b, dy, ga, gb); break;
+    case BinaryOp::mul: binary_grads_into<BinaryOp::mul>(a, b, dy, ga, gb); break;
+    case BinaryOp::div: binary_grads_into<BinaryOp::div>(a, b, dy, ga, gb); break;
   }
   return {sum_to_shape(ga, a.shape), sum_to_shape(gb, b.shape)};
 }

@@ -24,7 +24,7 @@ Result<TensorId> find_loss(const OpGraph& g) {
   std::optional<TensorId> only;
   for (TensorId t : g.graph_outputs) {
     const auto& x = g.tensor(t);
-    if (x.dtype == graph::DType::f32 && x.numel() == 1) {
+    if (x.dtype == core::DType::f32 && x.numel() == 1) {
       if (only) return make_error("the graph has several scalar outputs and none is named 'loss'");
       only = t;
     }
@@ -84,9 +84,9 @@ Status Interpreter::init(const InterpreterOptions& opt) {
   for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
     const graph::Tensor& t = g.tensor(TensorId{i});
     if (t.producer) continue;
-    const bool is_float = t.dtype == graph::DType::f32;
+    const bool is_float = t.dtype == core::DType::f32;
     if (t.role == graph::TensorRole::parameter) {
-      if (!is_float) return make_error("parameter '{}' is {}; the CPU kernels train fp32 only", t.name, graph::dtype_name(t.dtype));
+      if (!is_float) return make_error("parameter '{}' is {}; the CPU kernels train fp32 only", t.name, core::dtype_name(t.dtype));
       const bool bias = t.shape.size() == 1 && ends_with(t.name, ".bias");
       const bool scale = t.shape.size() == 1 && !bias;
       Tensor w = normal_tensor(opt.seed, t.name, t.shape, 0.0f,
@@ -118,7 +118,7 @@ Status Interpreter::init(const InterpreterOptions& opt) {
     bool any = false;
     for (const auto& in : op.inputs) any = any || (in && needs_grad_[in->value]);
     for (const auto& out : op.outputs)
-      if (out && g.tensor(*out).dtype == graph::DType::f32) needs_grad_[out->value] = any;
+      if (out && g.tensor(*out).dtype == core::DType::f32) needs_grad_[out->value] = any;
   }
   if (!needs_grad_[loss_.value]) return make_error("the loss '{}' depends on no parameter", g.tensor(loss_).name);
   return Status::success();
@@ -223,9 +223,9 @@ Status Interpreter::set_input(std::string_view name, Value v) {
     const graph::Tensor& t = g_->tensor(id);
     if (t.name != name || t.role != graph::TensorRole::input || t.values) continue;
     const bool is_float = std::holds_alternative<Tensor>(v);
-    if (is_float != (t.dtype == graph::DType::f32) || value_shape(v) != t.shape)
+    if (is_float != (t.dtype == core::DType::f32) || value_shape(v) != t.shape)
       return make_error("input '{}': the value given is {} {}, the graph's {} {}", t.name, is_float ? "f32" : "int64",
-                        shape_str(value_shape(v)), graph::dtype_name(t.dtype), shape_str(t.shape));
+                        shape_str(value_shape(v)), core::dtype_name(t.dtype), shape_str(t.shape));
     values_[id.value] = std::move(v);
     return Status::success();
   }

@@ -26,9 +26,9 @@ Result<Outs> reshape_fwd(const graph::Op& op, const Inputs& in, const std::vecto
 
 Result<Outs> cast_fwd(const graph::Op& op, const Inputs& in, const std::vector<OutputSpec>& out) {
   if (in.empty() || !in[0]) return op_error(op, "input 0 is missing");
-  const bool to_float = out[0].dtype == graph::DType::f32;
+  const bool to_float = out[0].dtype == core::DType::f32;
   if (!to_float && !is_index_dtype(out[0].dtype))
-    return op_error(op, fmt::format("cast to {} is not supported (fp32 and integers only)", graph::dtype_name(out[0].dtype)));
+    return op_error(op, fmt::format("cast to {} is not supported (fp32 and integers only)", core::dtype_name(out[0].dtype)));
   if (const Tensor* t = as_float(in[0])) {
     if (to_float) return Outs{Value(*t)};
     IndexTensor r{t->shape, std::vector<std::int64_t>(t->data.size())};
@@ -49,7 +49,7 @@ Result<Outs> constant_of_shape_fwd(const graph::Op& op, const std::vector<Output
     else if (const auto* i = std::get_if<std::int64_t>(&it->second)) fill = static_cast<double>(*i);
     else return op_error(op, "value attribute is not a number");
   }
-  if (out[0].dtype == graph::DType::f32) {
+  if (out[0].dtype == core::DType::f32) {
     Tensor t(out[0].shape);
     std::fill(t.data.begin(), t.data.end(), static_cast<float>(fill));
     return Outs{Value(std::move(t))};

@@ -24,11 +24,11 @@ Status check_supported(const graph::Op& op) {
 
 bool is_supported(const graph::Op& op) { return check_supported(op).ok(); }
 
-Result<Value> constant_value(const graph::ConstantValues& cv, const Shape& shape, graph::DType dtype,
+Result<Value> constant_value(const graph::ConstantValues& cv, const Shape& shape, core::DType dtype,
                              std::string_view name) {
   if (static_cast<std::int64_t>(cv.size()) != numel(shape))
     return make_error("constant '{}' holds {} values for shape {}", name, cv.size(), shape_str(shape));
-  if (dtype == graph::DType::f32 || dtype == graph::DType::f64) {
+  if (dtype == core::DType::f32 || dtype == core::DType::f64) {
     Tensor t(shape);
     for (std::size_t k = 0; k < cv.size(); ++k)
       t.data[k] = static_cast<float>(cv.is_float ? cv.floats[k] : static_cast<double>(cv.ints[k]));
@@ -41,7 +41,7 @@ Result<Value> constant_value(const graph::ConstantValues& cv, const Shape& shape
     return Value(std::move(t));
   }
   return make_error("constant '{}' has dtype {}; the CPU kernels run fp32 and integers only", name,
-                    graph::dtype_name(dtype));
+                    core::dtype_name(dtype));
 }
 
 

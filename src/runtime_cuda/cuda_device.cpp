@@ -96,13 +96,13 @@ class CudaDevice final : public Device {
     cudaFree(buffer);
   }
 
-  Status fill(void* buffer, std::size_t count, Precision p, float value) override {
-    return cuda_ok(cuda_kernels::fill(buffer, count, static_cast<int>(precision_size(p)), p == Precision::bf16, value,
+  Status fill(void* buffer, std::size_t count, core::Precision p, float value) override {
+    return cuda_ok(cuda_kernels::fill(buffer, count, static_cast<int>(core::precision_bytes(p)), p == core::Precision::bf16, value,
                                       stream_),
                    "fill kernel");
   }
 
-  Status gemm(Precision p, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+  Status gemm(core::Precision p, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
               const void* b, void* c) override {
     if (m < 1 || n < 1 || k < 1 || batch < 1)
       return make_error("gemm {}x{}x{} (batch {}): every dimension must be >= 1", m, n, k, batch);
@@ -111,10 +111,10 @@ class CudaDevice final : public Device {
     cudaDataType_t type = CUDA_R_32F;
     cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
     switch (p) {
-      case Precision::fp32: break;
-      case Precision::tf32: compute = CUBLAS_COMPUTE_32F_FAST_TF32; break;
-      case Precision::bf16: type = CUDA_R_16BF; break;
-      case Precision::fp16: type = CUDA_R_16F; break;
+      case core::Precision::fp32: break;
+      case core::Precision::tf32: compute = CUBLAS_COMPUTE_32F_FAST_TF32; break;
+      case core::Precision::bf16: type = CUDA_R_16BF; break;
+      case core::Precision::fp16: type = CUDA_R_16F; break;
     }
     const float alpha = 1.0f, beta = 0.0f;
     // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS computes the
@@ -124,7 +124,7 @@ class CudaDevice final : public Device {
                                    static_cast<int>(k), &alpha, b, type, static_cast<int>(n), k * n, a, type,
                                    static_cast<int>(k), m * k, &beta, c, type, static_cast<int>(n), m * n,
                                    static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT),
-        fmt::format("cublasGemmStridedBatchedEx {} {}x{}x{} batch {}", precision_name(p), m, n, k, batch));
+        fmt::format("cublasGemmStridedBatchedEx {} {}x{}x{} batch {}", core::precision_name(p), m, n, k, batch));
   }
 
   Status traffic(const void* src, void* dst, std::size_t capacity, double read_bytes, double write_bytes) override {

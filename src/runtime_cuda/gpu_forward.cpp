@@ -376,7 +376,7 @@ Result<Outs> trilu_fwd(const Context& c, const graph::Op& op, const GInputs& in,
 Result<Outs> cast_fwd(const Context& c, const graph::Op& op, const GInputs& in,
                   const std::vector<runtime_cpu::OutputSpec>& out) {
   PLANNER_TRY(const DTensor* x, dev_in(op, in, 0));
-  if (out[0].dtype == graph::DType::f32) {
+  if (out[0].dtype == core::DType::f32) {
     PLANNER_TRY(DTensor y, clone(*x, x->shape));
     return one(op, out, std::move(y));
   }

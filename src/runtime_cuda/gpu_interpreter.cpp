@@ -89,7 +89,7 @@ Status GpuInterpreter::Impl::init(const OpGraph& graph, const runtime_cpu::Inter
     bool any = false;
     for (const auto& in : op.inputs) any = any || (in && needs_grad[in->value]);
     for (const auto& out : op.outputs)
-      if (out && graph.tensor(*out).dtype == graph::DType::f32) needs_grad[out->value] = any;
+      if (out && graph.tensor(*out).dtype == core::DType::f32) needs_grad[out->value] = any;
   }
   note_memory();
   return Status::success();

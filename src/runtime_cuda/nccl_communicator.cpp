@@ -13,11 +13,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-ncclDataType_t nccl_type(DType t) {
+ncclDataType_t nccl_type(core::DType t) {
   switch (t) {
-    case DType::f32: return ncclFloat32;
-    case DType::bf16: return ncclBfloat16;
-    case DType::f16: return ncclFloat16;
+    case core::DType::f32: return ncclFloat32;
+    case core::DType::bf16: return ncclBfloat16;
+    case core::DType::f16: return ncclFloat16;
   }
   return ncclFloat32;
 }
@@ -98,7 +98,7 @@ class NcclCommunicator final : public Communicator {
   Seconds timeout() const override { return timeout_; }
   void set_fault(std::optional<FaultSpec> f) override { fault_ = f; }
 
-  Status all_reduce(void* buf, std::size_t count, DType dtype, ReduceOp op) override {
+  Status all_reduce(void* buf, std::size_t count, core::DType dtype, ReduceOp op) override {
     const auto k = ++calls_;
     PLANNER_TRY_STATUS(start(CallKind::all_reduce, k));
     PLANNER_TRY_STATUS(check_reduction(CallKind::all_reduce, k, dtype));
@@ -110,7 +110,7 @@ class NcclCommunicator final : public Communicator {
                   ncclAllReduce(buf, buf, count, nccl_type(dtype), nccl_op(op), comm_, stream_));
   }
 
-  Status all_gather(const void* send, void* recv, std::size_t cpr, DType dtype) override {
+  Status all_gather(const void* send, void* recv, std::size_t cpr, core::DType dtype) override {
     const auto k = ++calls_;
     PLANNER_TRY_STATUS(start(CallKind::all_gather, k));
     PLANNER_TRY_STATUS(check_buffer(CallKind::all_gather, k, send, cpr, "send"));
@@ -120,7 +120,7 @@ class NcclCommunicator final : public Communicator {
                   ncclAllGather(src, recv, cpr, nccl_type(dtype), comm_, stream_));
   }
 
-  Status reduce_scatter(const void* send, void* recv, std::size_t cpr, DType dtype,
+  Status reduce_scatter(const void* send, void* recv, std::size_t cpr, core::DType dtype,
                         ReduceOp op) override {
     const auto k = ++calls_;
     PLANNER_TRY_STATUS(start(CallKind::reduce_scatter, k));
@@ -133,7 +133,7 @@ class NcclCommunicator final : public Communicator {
                                     stream_));
   }
 
-  Status all_to_all(const void* send, void* recv, std::size_t cpr, DType dtype) override {
+  Status all_to_all(const void* send, void* recv, std::size_t cpr, core::DType dtype) override {
     const auto k = ++calls_;
     PLANNER_TRY_STATUS(start(CallKind::all_to_all, k));
     PLANNER_TRY_STATUS(check_buffer(CallKind::all_to_all, k, send, cpr, "send"));
@@ -152,7 +152,7 @@ class NcclCommunicator final : public Communicator {
     return finish(CallKind::all_to_all, k, r == ncclSuccess || r == ncclInProgress ? end : r);
   }
 
-  Status broadcast(void* buf, std::size_t count, DType dtype, int root) override {
+  Status broadcast(void* buf, std::size_t count, core::DType dtype, int root) override {
     const auto k = ++calls_;
     PLANNER_TRY_STATUS(start(CallKind::broadcast, k));
     PLANNER_TRY_STATUS(check_peer(CallKind::broadcast, k, root, size_, "root"));
@@ -202,14 +202,14 @@ class NcclCommunicator final : public Communicator {
         new NcclCommunicator(child, stream, device_, std::move(label), timeout_));
   }
 
-  Status send(const void* buf, std::size_t count, DType dtype, int peer, int tag) override {
+  Status send(const void* buf, std::size_t count, core::DType dtype, int peer, int tag) override {
     const auto n = ++p2p_calls_;
     PLANNER_TRY_STATUS(start(CallKind::send, n));
     PLANNER_TRY_STATUS(check_peer(CallKind::send, n, peer, size_, "peer"));
     return finish(CallKind::send, n, ncclSend(buf, count, nccl_type(dtype), peer, comm_, stream_));
   }
 
-  Status recv(void* buf, std::size_t count, DType dtype, int peer, int tag) override {
+  Status recv(void* buf, std::size_t count, core::DType dtype, int peer, int tag) override {
     const auto n = ++p2p_calls_;
     PLANNER_TRY_STATUS(start(CallKind::recv, n));
     PLANNER_TRY_STATUS(check_peer(CallKind::recv, n, peer, size_, "peer"));
@@ -309,7 +309,7 @@ Result<std::unique_ptr<Communicator>> make_nccl_communicator(Communicator& host,
   }
   // The id travels as opaque 2-byte words over the host communicator.
   static_assert(sizeof(ncclUniqueId) % 2 == 0);
-  PLANNER_TRY_STATUS(host.broadcast(&id, sizeof id / 2, DType::bf16, 0));
+  PLANNER_TRY_STATUS(host.broadcast(&id, sizeof id / 2, core::DType::bf16, 0));
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = 0;
   ncclComm_t comm = nullptr;

@@ -87,6 +87,10 @@ no "calibrate reads no model or plan" "$(inc 'planner/(graph|onnx|plan|estimate|
 checks=$((checks + 1))
 vocab=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.cu' --include='*.h' \
   'enum class (Collective|CollectiveKind|CollKind|DType|Precision)\b' src include | grep -vE '^include/planner/core/')
+# ... nor re-exports core's under its own name from a public header (a
+# namespace-scope alias such as runtime::DType or cluster::Collective).
+vocab+=$(grep -rnE --include='*.hpp' --include='*.h' \
+  '^using (core::(Collective|DType|Precision|kCollectiveCount|kPrecisionCount|dtype_name|dtype_size|is_floating|precision_name)\b|(Collective|DType|Precision) *= *core::)' include | grep -vE '^include/planner/core/')
 if [ -n "$vocab" ]; then
   echo "FAIL collectives, element types and precisions are defined in core only (core::Collective, core::DType, core::Precision):"
   echo "$vocab"

@@ -18,7 +18,7 @@
 
 using namespace planner;
 using namespace planner::calibrate;
-using runtime::Precision;
+using core::Precision;
 
 namespace {
 
@@ -114,7 +114,7 @@ TEST_CASE("measure_device on a fake device and 2 fake ranks", "[calibrate]") {
   CHECK(m.launch_sync.value >= 0);
   // Collectives on the split communicator: 4096, 65536, 1048576 bytes each.
   for (auto kind : kCalibratedCollectives) {
-    INFO(cluster::collective_name(kind));
+    INFO(core::to_string(kind));
     const auto& s = m.collectives[static_cast<std::size_t>(kind)];
     REQUIRE(s.size() == 3);
     CHECK(s[2].x == 1048576.0);
@@ -152,15 +152,15 @@ TEST_CASE("device_profile: peaks, factors, bandwidth and launch cost by hand", "
   const auto& d = w->parsed.device;
   CHECK(d.name == "Fake GPU");
   // Peaks: the best rate of each precision.
-  CHECK(d.peak_by_precision[static_cast<std::size_t>(cluster::Precision::bf16)]->value == Approx(8e14));
-  CHECK(d.peak_by_precision[static_cast<std::size_t>(cluster::Precision::fp32)]->value == Approx(5e13));
-  CHECK(d.peak_by_precision[static_cast<std::size_t>(cluster::Precision::tf32)]->value == Approx(4e14));
-  CHECK_FALSE(d.peak_by_precision[static_cast<std::size_t>(cluster::Precision::fp8)].has_value());
+  CHECK(d.peak_by_precision[static_cast<std::size_t>(core::Precision::bf16)]->value == Approx(8e14));
+  CHECK(d.peak_by_precision[static_cast<std::size_t>(core::Precision::fp32)]->value == Approx(5e13));
+  CHECK(d.peak_by_precision[static_cast<std::size_t>(core::Precision::tf32)]->value == Approx(4e14));
+  CHECK_FALSE(d.peak_by_precision[static_cast<std::size_t>(core::Precision::fp8)].has_value());
   // The bf16 table is (2e9, 0.5), (1.6e10, 1). fp32's rate / peak is 0.5 and
   // 1 at those FLOPs: factor 1. tf32's is 0.25 and 1: sqrt(0.5 * 1) = 0.7071.
-  CHECK(*d.gemm_precision_factor[static_cast<std::size_t>(cluster::Precision::fp32)] == Approx(1.0));
-  CHECK(*d.gemm_precision_factor[static_cast<std::size_t>(cluster::Precision::tf32)] == Approx(0.7071).epsilon(1e-4));
-  CHECK(*d.gemm_precision_factor[static_cast<std::size_t>(cluster::Precision::fp16)] == Approx(1.0));
+  CHECK(*d.gemm_precision_factor[static_cast<std::size_t>(core::Precision::fp32)] == Approx(1.0));
+  CHECK(*d.gemm_precision_factor[static_cast<std::size_t>(core::Precision::tf32)] == Approx(0.7071).epsilon(1e-4));
+  CHECK(*d.gemm_precision_factor[static_cast<std::size_t>(core::Precision::fp16)] == Approx(1.0));
   CHECK(d.gemm_misaligned_factor == Approx(0.5));
   CHECK(d.hbm_bandwidth.value == Approx(4e12));
   CHECK(d.launch_overhead.value == Approx(3e-6));

@@ -12,7 +12,7 @@
 
 using namespace planner;
 using namespace planner::calibrate;
-using cluster::Collective;
+using core::Collective;
 
 namespace {
 

@@ -16,7 +16,7 @@
 
 using namespace planner;
 using namespace planner::calibrate;
-using cluster::Collective;
+using core::Collective;
 
 namespace {
 

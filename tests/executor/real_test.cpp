@@ -278,7 +278,7 @@ TEST_CASE("Interpreter::set_input replaces an input and checks its shape", "[exe
   REQUIRE(it.ok());
   std::string ids;
   for (auto id : testing::tiny_gpt().graph_inputs)
-    if (!graph::is_floating(testing::tiny_gpt().tensor(id).dtype)) ids = testing::tiny_gpt().tensor(id).name;
+    if (!core::is_floating(testing::tiny_gpt().tensor(id).dtype)) ids = testing::tiny_gpt().tensor(id).name;
   REQUIRE_FALSE(ids.empty());
   auto l0 = it->forward();
   REQUIRE(l0.ok());

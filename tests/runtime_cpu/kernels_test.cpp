@@ -46,6 +46,65 @@ TEST_CASE("binary ops broadcast and their backward sums over broadcast axes", "[
   }
 }
 
+TEST_CASE("binary ops and sum_to_shape agree with index arithmetic for every broadcast pattern",
+          "[runtime_cpu][elementwise]") {
+  // Shapes [2,3,4] with any subset of axes set to 1, for both operands, and
+  // rank-dropped / 0-d operands: y[i,j,k] = a[i',j',k'] op b[...] where a
+  // broadcast axis reads index 0. The kernels walk runs of the last axis;
+  // this is the per-element definition they must equal exactly.
+  const Shape full{2, 3, 4};
+  auto shape_of = [&](int mask) {
+    Shape s = full;
+    for (int d = 0; d < 3; ++d)
+      if (mask & (1 << d)) s[d] = 1;
+    return s;
+  };
+  auto at = [](const Tensor& t, int i, int j, int k) {  // t aligned on the right of [2,3,4]
+    const std::size_t r = t.shape.size();
+    const std::int64_t idx[3] = {i, j, k};
+    std::int64_t flat = 0;
+    for (std::size_t d = 0; d < r; ++d) {
+      const std::int64_t n = t.shape[d];
+      flat = flat * n + (n == 1 ? 0 : idx[3 - r + d]);
+    }
+    return t.data[static_cast<std::size_t>(flat)];
+  };
+  std::vector<Shape> shapes;
+  for (int m = 0; m < 8; ++m) shapes.push_back(shape_of(m));
+  shapes.push_back({4});
+  shapes.push_back({3, 1});
+  shapes.push_back({});
+  for (const Shape& sa : shapes)
+    for (const Shape& sb : shapes) {
+      const Tensor a = randn("a", sa), b = away_from_zero(randn("b", sb), 0.5f);
+      const Tensor y = binary(BinaryOp::div, binary(BinaryOp::add, a, b), b);
+      const auto out = broadcast_shape(a.shape, b.shape);
+      REQUIRE(out);
+      REQUIRE(y.shape == *out);
+      Tensor yf = broadcast_to(y, full);
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 3; ++j)
+          for (int k = 0; k < 4; ++k) {
+            const float av = at(a, i, j, k), bv = at(b, i, j, k);
+            REQUIRE(yf.data[static_cast<std::size_t>((i * 3 + j) * 4 + k)] == (av + bv) / bv);
+          }
+      // sum_to_shape(broadcast of ones-weighted g) = the sum over broadcast axes, in double.
+      const Tensor g = randn("g", full);
+      const Tensor ga = sum_to_shape(g, a.shape);
+      std::vector<double> want(ga.data.size(), 0.0);
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 3; ++j)
+          for (int k = 0; k < 4; ++k) {
+            std::int64_t flat = 0;
+            const std::size_t r = a.shape.size();
+            const std::int64_t idx[3] = {i, j, k};
+            for (std::size_t d = 0; d < r; ++d) flat = flat * a.shape[d] + (a.shape[d] == 1 ? 0 : idx[3 - r + d]);
+            want[static_cast<std::size_t>(flat)] += g.data[static_cast<std::size_t>((i * 3 + j) * 4 + k)];
+          }
+      for (std::size_t q = 0; q < want.size(); ++q) CHECK(ga.data[q] == Approx(want[q]).epsilon(1e-6));
+    }
+}
+
 TEST_CASE("unary activations: values and backward", "[runtime_cpu][elementwise]") {
   // gelu(1) = 0.5 (1 + erf(1/sqrt 2)) = 0.5 * 1.682689 = 0.841345; sigmoid(0) = 0.5; silu(2) = 2/(1+e^-2) = 1.761594.
   CHECK(unary(UnaryOp::gelu, Tensor({1}, {1.0f}))[0] == Approx(0.841345).epsilon(1e-6));

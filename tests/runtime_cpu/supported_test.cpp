@@ -23,7 +23,7 @@ struct TinyLossGraph {
     const auto w = b.param("ln.weight", {4});
     const auto bias = b.param("ln.bias", {4});
     const auto y = b.tensor("y", {2, 4});
-    const auto labels = b.tensor("labels", {2}, graph::TensorRole::input, graph::DType::i64);
+    const auto labels = b.tensor("labels", {2}, graph::TensorRole::input, core::DType::i64);
     const auto l = b.tensor("loss", {});
     ln = b.op("ln", "LayerNormalization", {x, w, bias}, {y});
     loss = b.op("xent", "SoftmaxCrossEntropyLoss", {y, labels}, {l});

@@ -20,15 +20,15 @@ using namespace planner::runtime;
 namespace {
 
 // Small integers are exact in every precision, so the products are too.
-std::vector<std::uint8_t> encode(const std::vector<float>& v, Precision p) {
-  std::vector<std::uint8_t> out(v.size() * precision_size(p));
+std::vector<std::uint8_t> encode(const std::vector<float>& v, core::Precision p) {
+  std::vector<std::uint8_t> out(v.size() * core::precision_bytes(p));
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (p == Precision::bf16) {
+    if (p == core::Precision::bf16) {
       std::uint32_t bits;
       std::memcpy(&bits, &v[i], 4);
       const auto top = static_cast<std::uint16_t>(bits >> 16);  // exact for small integers
       std::memcpy(out.data() + 2 * i, &top, 2);
-    } else if (p == Precision::fp16) {
+    } else if (p == core::Precision::fp16) {
       const __half h = __float2half(v[i]);
       std::memcpy(out.data() + 2 * i, &h, 2);
     } else {
@@ -38,16 +38,16 @@ std::vector<std::uint8_t> encode(const std::vector<float>& v, Precision p) {
   return out;
 }
 
-std::vector<float> decode(const std::vector<std::uint8_t>& raw, Precision p) {
-  const std::size_t n = raw.size() / precision_size(p);
+std::vector<float> decode(const std::vector<std::uint8_t>& raw, core::Precision p) {
+  const std::size_t n = raw.size() / core::precision_bytes(p);
   std::vector<float> out(n);
   for (std::size_t i = 0; i < n; ++i) {
-    if (p == Precision::bf16) {
+    if (p == core::Precision::bf16) {
       std::uint16_t top;
       std::memcpy(&top, raw.data() + 2 * i, 2);
       const std::uint32_t bits = static_cast<std::uint32_t>(top) << 16;
       std::memcpy(&out[i], &bits, 4);
-    } else if (p == Precision::fp16) {
+    } else if (p == core::Precision::fp16) {
       __half h;
       std::memcpy(&h, raw.data() + 2 * i, 2);
       out[i] = __half2float(h);
@@ -78,22 +78,22 @@ TEST_CASE("cuBLAS GEMMs in every precision, row-major and batched", "[gpu][runti
   const std::vector<float> a{1, 2, 3, 4, 2, 0, 0, 2};
   const std::vector<float> b{1, 0, 2, 0, 1, 3, 5, 6, 7, 8, 9, 10};
   const std::vector<float> want{1, 2, 8, 3, 4, 18, 10, 12, 14, 16, 18, 20};
-  for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16}) {
-    INFO(precision_name(p));
+  for (core::Precision p : {core::Precision::fp32, core::Precision::tf32, core::Precision::bf16, core::Precision::fp16}) {
+    INFO(core::precision_name(p));
     const auto ea = encode(a, p), eb = encode(b, p);
-    auto da = d.allocate(ea.size()), db = d.allocate(eb.size()), dc = d.allocate(want.size() * precision_size(p));
+    auto da = d.allocate(ea.size()), db = d.allocate(eb.size()), dc = d.allocate(want.size() * core::precision_bytes(p));
     REQUIRE((da && db && dc));
     REQUIRE(d.synchronize());
     REQUIRE(cudaMemcpy(*da, ea.data(), ea.size(), cudaMemcpyHostToDevice) == cudaSuccess);
     REQUIRE(cudaMemcpy(*db, eb.data(), eb.size(), cudaMemcpyHostToDevice) == cudaSuccess);
     REQUIRE(d.gemm(p, 2, 2, 3, 2, *da, *db, *dc));
     REQUIRE(d.synchronize());
-    std::vector<std::uint8_t> raw(want.size() * precision_size(p));
+    std::vector<std::uint8_t> raw(want.size() * core::precision_bytes(p));
     REQUIRE(cudaMemcpy(raw.data(), *dc, raw.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
     CHECK(decode(raw, p) == want);
     for (void* x : {*da, *db, *dc}) d.release(x);
   }
-  CHECK_FALSE(d.gemm(Precision::fp32, 1, 0, 3, 2, nullptr, nullptr, nullptr));
+  CHECK_FALSE(d.gemm(core::Precision::fp32, 1, 0, 3, 2, nullptr, nullptr, nullptr));
 }
 
 TEST_CASE("traffic writes the destination; fill; optimizer updates by hand", "[gpu][runtime_cuda]") {
@@ -105,7 +105,7 @@ TEST_CASE("traffic writes the destination; fill; optimizer updates by hand", "[g
   // write_bytes 128 writes the first 8 words (32 floats) only.
   auto src = d.allocate(256), dst = d.allocate(256);
   REQUIRE((src && dst));
-  REQUIRE(d.fill(*src, 64, Precision::fp32, 2.0f));
+  REQUIRE(d.fill(*src, 64, core::Precision::fp32, 2.0f));
   REQUIRE(d.traffic(*src, *dst, 128, 1000, 128));
   REQUIRE(d.synchronize());
   std::vector<float> out(64);
@@ -119,8 +119,8 @@ TEST_CASE("traffic writes the destination; fill; optimizer updates by hand", "[g
     INFO("states " << states);
     auto p = d.allocate(16), g = d.allocate(16), st = d.allocate(32);
     REQUIRE((p && g && st));
-    REQUIRE(d.fill(*p, 4, Precision::fp32, 1.0f));
-    REQUIRE(d.fill(*g, 4, Precision::fp32, 0.5f));
+    REQUIRE(d.fill(*p, 4, core::Precision::fp32, 1.0f));
+    REQUIRE(d.fill(*g, 4, core::Precision::fp32, 0.5f));
     OptimizerUpdate u;
     u.states = states;
     u.lr = 0.1f;

@@ -69,7 +69,7 @@ TEST_CASE("emulated GPU interpreter refuses an op variant the kernels lack befor
   const auto w = b.param("ln.weight", {4});
   const auto y = b.tensor("y", {2, 4});
   const auto mean = b.tensor("ln.mean", {2, 1});
-  const auto labels = b.tensor("labels", {2}, graph::TensorRole::input, graph::DType::i64);
+  const auto labels = b.tensor("labels", {2}, graph::TensorRole::input, core::DType::i64);
   const auto l = b.tensor("loss", {});
   b.op("ln", "LayerNormalization", {x, w}, {y, mean});
   b.op("xent", "SoftmaxCrossEntropyLoss", {y, labels}, {l});

@@ -56,28 +56,28 @@ TEST_CASE("NCCL collectives on every visible GPU", "[gpu][runtime_cuda]") {
         if (!s.ok() && err[r].empty()) err[r] = s.error().message;
       };
       float* a = to_device({10.0f * r, 10.0f * r + 1, 10.0f * r + 2});
-      note(c.all_reduce(a, 3, DType::f32));  // #1
+      note(c.all_reduce(a, 3, core::DType::f32));  // #1
       ar[r] = to_host(a, 3);
       float* mine = to_device({float(r), 100.0f + r});
       float* all = to_device(std::vector<float>(2 * n, -1));
-      note(c.all_gather(mine, all, 2, DType::f32));  // #2
+      note(c.all_gather(mine, all, 2, core::DType::f32));  // #2
       ag[r] = to_host(all, 2 * n);
       std::vector<float> send(2 * n);
       for (int e = 0; e < 2 * n; ++e) send[e] = 100.0f * r + e;
       float* s = to_device(send);
       float* out = to_device({-1, -1});
-      note(c.reduce_scatter(s, out, 2, DType::f32));  // #3
+      note(c.reduce_scatter(s, out, 2, core::DType::f32));  // #3
       rs[r] = to_host(out, 2);
       std::vector<float> t(n);
       for (int j = 0; j < n; ++j) t[j] = 10.0f * r + j;
       float* ts = to_device(t);
       float* tr = to_device(std::vector<float>(n, -1));
-      note(c.all_to_all(ts, tr, 1, DType::f32));  // #4
+      note(c.all_to_all(ts, tr, 1, core::DType::f32));  // #4
       a2a[r] = to_host(tr, n);
       c.set_fault(FaultSpec{0, 6});
       note(c.barrier());  // #5
       float* d = to_device({1.0f + r});
-      note(c.all_reduce(d, 1, DType::f32));  // #6: rank 0 drops its 1
+      note(c.all_reduce(d, 1, core::DType::f32));  // #6: rank 0 drops its 1
       dropped[r] = to_host(d, 1);
       for (float* p : {a, mine, all, s, out, ts, tr, d}) cudaFree(p);
     });

@@ -43,7 +43,7 @@ class RoundModel final : public cost::CostModel {
     REQUIRE(d.attention);
     d.attention->causal.rows = {{1024, 0.2}, {8192, 0.6}};
     d.attention->full.rows = {{1024, 0.2}, {8192, 0.6}};
-    auto c = cost::ComputeContext::create(d, cost::PrecisionPolicy::mixed(cost::Precision::bf16), mode,
+    auto c = cost::ComputeContext::create(d, cost::PrecisionPolicy::mixed(core::Precision::bf16), mode,
                                           cost::RecomputePolicy::none);
     if (!c.ok()) FAIL(c.error().message);
     return std::move(c).value();
@@ -66,7 +66,7 @@ search::Candidate candidate(int dp, int tp, int pp, std::int64_t B, int mb, int 
 
 cost::ProfileCostModel a100(cost::RecomputePolicy r) {
   auto m = cost::ProfileCostModel::create(cost_test::profile("a100-sxm4-80gb"),
-                                          cost::PrecisionPolicy::mixed(cost::Precision::bf16),
+                                          cost::PrecisionPolicy::mixed(core::Precision::bf16),
                                           cost::AttentionMode::flash, r);
   if (!m.ok()) FAIL(m.error().message);
   return std::move(m).value();

@@ -96,13 +96,13 @@ struct CollectiveShape {
   double steps = 1;
 };
 /// Requires: n >= 2.
-CollectiveShape collective_shape(cluster::Collective kind, int n);
+CollectiveShape collective_shape(core::Collective kind, int n);
 
 /// Per-step latency of a collective on one level of n ranks: the intercept
 /// of fit_line over its samples divided by steps, clamped to
 /// [0, 0.99 * min t / steps] so that every sample keeps a positive
 /// bandwidth term. Requires (checked): n >= 2, fit_line's requirements.
-Result<Seconds> fit_latency(cluster::Collective kind, int n, std::span<const Sample> samples);
+Result<Seconds> fit_latency(core::Collective kind, int n, std::span<const Sample> samples);
 
 /// The best bus bandwidth left after latency, factor * S / (t - steps *
 /// alpha), over the samples whose time is at least half bandwidth term
@@ -111,7 +111,7 @@ Result<Seconds> fit_latency(cluster::Collective kind, int n, std::span<const Sam
 /// is the level's bandwidth B; a latency-bound sample that would need e > 1
 /// is capped (solve_table counts it).
 /// Requires: alpha from fit_latency (so t - steps * alpha > 0).
-double best_bus_bandwidth(cluster::Collective kind, int n, Seconds alpha, std::span<const Sample> samples);
+double best_bus_bandwidth(core::Collective kind, int n, Seconds alpha, std::span<const Sample> samples);
 
 /// The table of one collective at one level, solved so that
 /// cluster::collective_time reproduces every sample.
@@ -134,12 +134,12 @@ struct SolvedTable {
 /// row is capped at 1 or floored at 1e-6 and counted.
 /// Requires (checked): level < net.levels.size(), the placement valid for
 /// net, at least one sample.
-Result<SolvedTable> solve_table(cluster::Interconnect net, std::size_t level, cluster::Collective kind,
+Result<SolvedTable> solve_table(cluster::Interconnect net, std::size_t level, core::Collective kind,
                                 cluster::Placement where, std::span<const Sample> samples);
 
 /// Sets the table `solve_table` solves (ring for all_reduce, else the
 /// per-collective table, with `latency` when given).
-void set_table(cluster::Level& level, cluster::Collective kind, cluster::EfficiencyTable table,
+void set_table(cluster::Level& level, core::Collective kind, cluster::EfficiencyTable table,
                std::optional<Seconds> latency);
 
 }  // namespace planner::calibrate

@@ -32,9 +32,9 @@
 namespace planner::calibrate {
 
 /// The collectives calibrate times, in the order it times them.
-inline constexpr std::array<cluster::Collective, 5> kCalibratedCollectives{
-    cluster::Collective::all_gather, cluster::Collective::reduce_scatter, cluster::Collective::all_to_all,
-    cluster::Collective::broadcast, cluster::Collective::all_reduce};
+inline constexpr std::array<core::Collective, 5> kCalibratedCollectives{
+    core::Collective::all_gather, core::Collective::reduce_scatter, core::Collective::all_to_all,
+    core::Collective::broadcast, core::Collective::all_reduce};
 
 struct MeasureOptions {
   /// Small sweep, short budgets (tests; seconds).
@@ -59,8 +59,8 @@ struct CpuMeasurements {
   Sample misaligned;
   /// Triad: x = 24 * elements bytes.
   std::vector<Sample> triad;
-  /// Per collective (indexed by cluster::Collective): x = message bytes.
-  std::array<std::vector<Sample>, cluster::kCollectiveCount> collectives;
+  /// Per collective (indexed by core::Collective): x = message bytes.
+  std::array<std::vector<Sample>, core::kCollectiveCount> collectives;
   /// Resident memory of a rank after start-up (MPI, OpenBLAS), before any
   /// buffer (mean over ranks), and what the collective sweep left resident
   /// once its buffers were freed (max over ranks, >= 0).

@@ -41,7 +41,7 @@ struct DeviceMeasurements {
   std::string host;
   /// Square GEMMs: sizes[i] is n of gemm[p][i] for every precision p.
   std::vector<int> gemm_sizes;
-  std::array<std::vector<Sample>, runtime::kPrecisionCount> gemm;
+  std::array<std::vector<Sample>, runtime::kDevicePrecisionCount> gemm;
   /// bf16 [d x N] x [N x N]: skinny_dims[i] is d.
   int skinny_n = 0;
   std::vector<int> skinny_dims;
@@ -53,8 +53,8 @@ struct DeviceMeasurements {
   std::vector<Sample> copy;
   /// Host cost of a launch plus synchronize beyond the kernel's device time.
   Seconds launch_sync;
-  /// Per collective (indexed by cluster::Collective): x = message bytes.
-  std::array<std::vector<Sample>, cluster::kCollectiveCount> collectives;
+  /// Per collective (indexed by core::Collective): x = message bytes.
+  std::array<std::vector<Sample>, core::kCollectiveCount> collectives;
   /// Device memory: total; in use before any buffer (context, cuBLAS);
   /// what creating the device communicator and its sweep left in use once
   /// the buffers were freed (max over ranks, >= 0).

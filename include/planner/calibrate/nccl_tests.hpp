@@ -43,7 +43,7 @@ struct NcclRow {
 /// One run of one test.
 struct NcclSection {
   int line = 0;  ///< where it starts
-  cluster::Collective kind = cluster::Collective::all_reduce;
+  core::Collective kind = core::Collective::all_reduce;
   std::string test;                ///< "all_reduce_perf" ("" when inferred)
   int ranks = 0;
   int ranks_per_node = 0;          ///< ranks on each host (equal on every host)

@@ -54,9 +54,6 @@ enum class Algorithm : std::uint8_t {
   point_to_point,     ///< send/recv
 };
 
-/// transitional: remove after merge (calibrate still calls it; the names
-/// are core::to_string's).
-inline std::string_view collective_name(core::Collective c) { return core::to_string(c); }
 std::string_view algorithm_name(Algorithm a);
 
 /// Where the ranks of one collective sit (core/collective.hpp).

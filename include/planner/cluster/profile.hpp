@@ -35,8 +35,6 @@
 namespace planner::cluster {
 
 // GEMM precisions are core::Precision (planner/core/precision.hpp).
-/// transitional: remove after merge (calibrate still spells cluster::Precision).
-using Precision = core::Precision;
 
 /// A measured or modelled efficiency y (0 < y <= 1) as a function of a size x
 /// (> 0). Between rows y is interpolated linearly against log(x); outside the
@@ -65,10 +63,6 @@ struct CollectiveTable {
 
 // The collectives the cost model prices are core::Collective
 // (collective.hpp gives their formulas and message-size conventions).
-/// transitional: remove after merge (calibrate still spells cluster::Collective
-/// and cluster::kCollectiveCount; everything else uses core's).
-using Collective = core::Collective;
-using core::kCollectiveCount;
 
 /// One collective's own table at a level (calibrate writes them when the
 /// collectives of a library differ, e.g. MPI's all-to-all vs its all-reduce):

@@ -147,7 +147,7 @@ class ComputeContext {
   /// its own kernel (PyTorch eager on a decomposed export).
   bool fuse_elementwise() const { return fuse_elementwise_; }
   /// Dense tensor-core peak at `p`. Requires: p is used by the policy.
-  FlopsPerSecond peak(Precision p) const;
+  FlopsPerSecond peak(core::Precision p) const;
   /// Peak for memory-bound ops' arithmetic: fp32 (CUDA cores), or the
   /// lowest peak the device lists when it has no fp32 entry.
   FlopsPerSecond vector_peak() const { return vector_peak_; }

@@ -19,8 +19,6 @@
 
 namespace planner::cost {
 
-using core::Precision;
-
 /// Number of graph::OpClass values (OpClass::other is the last).
 inline constexpr std::size_t kOpClassCount = static_cast<std::size_t>(graph::OpClass::other) + 1;
 
@@ -34,38 +32,38 @@ class PrecisionPolicy {
   /// `p` for every class, no override (e.g. uniform(Precision::fp32) for
   /// plain fp32 training, uniform(Precision::bf16) for Korthikanti's
   /// all-16-bit accounting).
-  static PrecisionPolicy uniform(Precision p);
+  static PrecisionPolicy uniform(core::Precision p);
   /// `p` by default, with embedding and loss kept in fp32.
-  static PrecisionPolicy mixed(Precision p);
+  static PrecisionPolicy mixed(core::Precision p);
 
   /// Sets the precision of one class (returns *this for chaining).
-  PrecisionPolicy& set(graph::OpClass c, Precision p);
+  PrecisionPolicy& set(graph::OpClass c, core::Precision p);
   /// Removes the override of one class.
   PrecisionPolicy& clear(graph::OpClass c);
 
   /// The default precision.
-  Precision default_precision() const { return default_; }
+  core::Precision default_precision() const { return default_; }
   /// The compute precision of ops of class `c`.
-  Precision of(graph::OpClass c) const;
+  core::Precision of(graph::OpClass c) const;
   /// The compute precision of `op` (by its class).
-  Precision of(const graph::Op& op) const { return of(op.op_class); }
+  core::Precision of(const graph::Op& op) const { return of(op.op_class); }
   /// True when `c` computes in fp32 or tf32 (4-byte activations, 4-byte
   /// weights: no separate fp32 master copy needed).
   bool keeps_fp32(graph::OpClass c) const;
 
   /// Every precision the policy uses (default and overrides), each once.
-  std::vector<Precision> used() const;
+  std::vector<core::Precision> used() const;
 
   friend bool operator==(const PrecisionPolicy&, const PrecisionPolicy&) = default;
 
  private:
-  Precision default_ = Precision::bf16;
-  std::array<std::optional<Precision>, kOpClassCount> overrides_{};
+  core::Precision default_ = core::Precision::bf16;
+  std::array<std::optional<core::Precision>, kOpClassCount> overrides_{};
 };
 
 /// Bytes per element of an activation computed in `p`: 4 (fp32, tf32), 2
 /// (fp16, bf16), 1 (fp8).
-inline int activation_bytes(Precision p) { return core::precision_bytes(p); }
+inline int activation_bytes(core::Precision p) { return core::precision_bytes(p); }
 
 /// Element size of the op's floating tensors as the graph holds them: the
 /// first floating output, else the first floating input; 0 when the op has
@@ -79,6 +77,6 @@ double byte_scale(const graph::Op& op, const graph::OpGraph& g, const PrecisionP
 
 /// Bytes of `t` held at precision `p`: floating tensors numel x
 /// activation_bytes(p); integer and bool tensors at their own size.
-Bytes bytes_at(const graph::Tensor& t, Precision p);
+Bytes bytes_at(const graph::Tensor& t, core::Precision p);
 
 }  // namespace planner::cost

@@ -26,7 +26,6 @@
 #include "planner/core/dtype.hpp"
 #include "planner/core/result.hpp"
 #include "planner/core/units.hpp"
-#include "planner/graph/dtype.hpp"  // transitional: remove after merge (graph::DType for executor real*, runtime_cpu, runtime_cuda)
 
 namespace planner::graph {
 

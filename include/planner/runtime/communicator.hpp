@@ -39,9 +39,6 @@ namespace planner::runtime {
 /// Element types a communicator moves are core::DType's f32 (IEEE binary32;
 /// the only type reductions accept), bf16 and f16 (both moved as opaque 2
 /// bytes). Requires (every call below): dtype is one of these three.
-/// transitional: remove after merge (runtime_cuda, calibrate, executor real*
-/// and the CLI's run and calibrate commands still spell runtime::DType).
-using DType = core::DType;
 
 /// Element-wise reduction of all_reduce and reduce_scatter.
 enum class ReduceOp : std::uint8_t { sum, max, min };

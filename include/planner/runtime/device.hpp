@@ -38,15 +38,6 @@ inline constexpr int kDevicePrecisionCount = 4;
 /// bf16, fp16; fp8 is an error naming it (no fp8 GEMM here).
 Result<core::Precision> parse_precision(std::string_view text);
 
-/// transitional: remove after merge (calibrate and runtime_cuda still spell
-/// runtime::Precision, runtime::kPrecisionCount, runtime::precision_name and
-/// runtime::precision_size).
-using Precision = core::Precision;
-inline constexpr int kPrecisionCount = kDevicePrecisionCount;  // transitional: remove after merge
-using core::precision_name;                                    // transitional: remove after merge
-/// Bytes per element of `p` (4, 4, 2, 2). transitional: remove after merge
-/// (core::precision_bytes).
-inline std::size_t precision_size(core::Precision p) { return static_cast<std::size_t>(core::precision_bytes(p)); }
 
 /// Device memory as the driver reports it.
 struct DeviceMemory {

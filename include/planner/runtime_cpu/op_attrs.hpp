@@ -137,8 +137,8 @@ inline Result<const IndexTensor*> index_in(const graph::Op& op, const Inputs& in
   return op_error(op, fmt::format("input {} must be an integer tensor", i));
 }
 
-inline bool is_index_dtype(graph::DType t) {
-  using graph::DType;
+inline bool is_index_dtype(core::DType t) {
+  using core::DType;
   return t == DType::i64 || t == DType::i32 || t == DType::i16 || t == DType::i8 || t == DType::u8 ||
          t == DType::u16 || t == DType::u32 || t == DType::u64 || t == DType::boolean;
 }

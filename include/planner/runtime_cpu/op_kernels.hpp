@@ -36,7 +36,7 @@ const Shape& value_shape(const Value& v);
 /// What the caller wants of one output.
 struct OutputSpec {
   Shape shape;
-  graph::DType dtype = graph::DType::f32;
+  core::DType dtype = core::DType::f32;
   /// The values of a `Constant` op's output (graph::Tensor::values).
   const graph::ConstantValues* values = nullptr;
 };
@@ -52,7 +52,7 @@ Status check_supported(const graph::Op& op);
 /// Whether check_supported(op) succeeds.
 bool is_supported(const graph::Op& op);
 /// The value of a constant as the run-time value of dtype `dtype`.
-Result<Value> constant_value(const graph::ConstantValues& cv, const Shape& shape, graph::DType dtype,
+Result<Value> constant_value(const graph::ConstantValues& cv, const Shape& shape, core::DType dtype,
                              std::string_view name);
 
 /// Runs `op` forward. inputs[i] is nullptr for an omitted optional input.
