@@ -18,7 +18,7 @@ TOOLS = os.path.join(REPO, "tools")
 SCRIPT = os.path.join(TOOLS, "validate-published")
 sys.path.insert(0, TOOLS)
 
-from validate_published import mapping, measure, search_check, stats  # noqa: E402
+from validate_published import mapping, measure, ranking, report, search_check, stats  # noqa: E402
 from validate_published.mapping import Skip, map_row  # noqa: E402
 
 
@@ -381,6 +381,75 @@ class Arithmetic(unittest.TestCase):
         self.assertAlmostEqual(stats.error_pct(1.1, 1.0), 10.0)
 
 
+class Ranking(unittest.TestCase):
+    def test_tau_one_discordant_pair(self):
+        # 4 rows, 6 pairs; only the pair (row 2, row 3) is ordered differently:
+        # C = 5, D = 1, no ties: tau = (5 - 1) / 6 = 0.667
+        self.assertAlmostEqual(ranking.kendall_tau_b([1, 2, 3, 4], [10, 20, 40, 30]), 4 / 6)
+        self.assertAlmostEqual(ranking.kendall_tau_b([1, 2, 3], [3, 2, 1]), -1.0)
+        self.assertAlmostEqual(ranking.kendall_tau_b([1, 2, 3], [1, 2, 3]), 1.0)
+
+    def test_tau_b_ties(self):
+        # x = [1, 1, 2], y = [1, 2, 3]: pairs (0,1) tied in x; (0,2) and (1,2) concordant.
+        # C = 2, D = 0, P = 3, Tx = 1, Ty = 0: tau_b = 2 / sqrt(2 x 3) = 0.8165
+        self.assertAlmostEqual(ranking.kendall_tau_b([1, 1, 2], [1, 2, 3]), 2 / 6 ** 0.5)
+        # ties on both sides, in the same pair: x = [1, 1, 2, 3], y = [5, 5, 6, 4]
+        # pairs: (0,1) tied both; (0,2) C; (0,3) D; (1,2) C; (1,3) D; (2,3) D.
+        # C = 2, D = 3, P = 6, Tx = Ty = 1: tau_b = -1 / 5 = -0.2
+        self.assertAlmostEqual(ranking.kendall_tau_b([1, 1, 2, 3], [5, 5, 6, 4]), -0.2)
+        self.assertIsNone(ranking.kendall_tau_b([1, 1, 1], [1, 2, 3]))   # all tied in x
+        self.assertIsNone(ranking.kendall_tau_b([1], [2]))
+
+    def test_regret(self):
+        # predicted best = row 1 (measured 12); measured best = row 0 (10): 20 %
+        regret, picked, best = ranking.top1_regret_pct([2.0, 1.0, 3.0], [10.0, 12.0, 11.0])
+        self.assertAlmostEqual(regret, 20.0)
+        self.assertEqual((picked, best), (1, 0))
+        # right pick: 0 %
+        self.assertEqual(ranking.top1_regret_pct([1.0, 2.0], [5.0, 6.0])[0], 0.0)
+        # rows 0 and 2 tie for the predicted best: the slower measured (row 2, 15) counts: 50 %
+        self.assertAlmostEqual(ranking.top1_regret_pct([1.0, 2.0, 1.0], [10.0, 11.0, 15.0])[0], 50.0)
+
+    def test_sets_and_summary(self):
+        def res(i, key, pred, meas, outcome="compared", n=64):
+            return {"id": f"r{i}", "group": "g", "outcome": outcome, "rank_set": key, "predicted_s": pred,
+                    "measured_s": meas, "num_gpus": n,
+                    "error_pct": None if meas is None else stats.error_pct(pred, meas)}
+        rs = [res(0, "A", 1.0, 10.0), res(1, "A", 2.0, 20.0), res(2, "A", 3.0, 40.0), res(3, "A", 4.0, 30.0),
+              res(4, "B", 1.0, 1.0), res(5, "B", 2.0, 2.0),                     # only 2 rows: no set
+              res(6, "C", 3.0, 1.0, n=1024), res(7, "C", 2.0, 2.0, n=1024), res(8, "C", 1.0, 3.0, n=1024),
+              res(9, "C", 0.5, None, "failed"), res(10, None, 1.0, 1.0, n=8)]
+        rk = ranking.ranking_summary(rs)
+        self.assertEqual([x["set"] for x in rk["sets"]], ["A", "C"])
+        a, c = rk["sets"]
+        self.assertAlmostEqual(a["kendall_tau"], 4 / 6)
+        self.assertEqual((a["top1_regret_pct"], a["predicted_best"], a["measured_best"]), (0.0, "r0", "r0"))
+        self.assertAlmostEqual(c["kendall_tau"], -1.0)
+        self.assertAlmostEqual(c["top1_regret_pct"], 200.0)                  # picks r8 (3.0) over r6 (1.0)
+        self.assertAlmostEqual(rk["mean_kendall_tau"], (4 / 6 - 1) / 2)
+        self.assertEqual((rk["worst_top1_regret_pct"], rk["worst_top1_regret_set"]), (200.0, "C"))
+        self.assertEqual((rk["set_count"], rk["rows_in_sets"]), (2, 7))
+        b = {x["bucket"]: x for x in ranking.scale_buckets(rs)}
+        self.assertEqual([x["bucket"] for x in ranking.scale_buckets(rs)], ["1-8", "9-64", "65-512", ">512"])
+        self.assertEqual((b["1-8"]["rows"], b["9-64"]["rows"], b["65-512"]["rows"], b[">512"]["rows"]), (1, 6, 0, 3))
+        # >512: errors (3-1)/1 = +200 %, 0 %, (1-3)/3 = -66.7 %: signed mean +44.4 %, |mean| 88.9 %
+        self.assertAlmostEqual(b[">512"]["mean_signed_error_pct"], (200 - 200 / 3) / 3)
+        self.assertAlmostEqual(b[">512"]["mean_abs_error_pct"], (200 + 200 / 3) / 3)
+        self.assertIsNone(b["65-512"]["mean_signed_error_pct"])
+        self.assertEqual(ranking.bucket_of(8), "1-8")
+        self.assertEqual(ranking.bucket_of(9), "9-64")
+        self.assertEqual(ranking.bucket_of(512), "65-512")
+        self.assertEqual(ranking.bucket_of(513), ">512")
+
+    def test_rank_set_key_ignores_layout(self):
+        a = map_row(row(), REPO)
+        b = map_row(row(parallelism={"tp": 4, "pp": 2, "dp": 8}, training__micro_batch_size=2), REPO)
+        c = map_row(row(training__global_batch_size=1024), REPO)
+        self.assertEqual(mapping.rank_set("g", a.eff), mapping.rank_set("g", b.eff))
+        self.assertNotEqual(mapping.rank_set("g", a.eff), mapping.rank_set("g", c.eff))
+        self.assertNotIn("-b", a.eff["model_key"].split("-s2048")[1])
+
+
 FAKE_PLANNER = textwrap.dedent("""\
     #!/usr/bin/env python3
     # Fake planner for the harness tests: step time = global batch x 0.01 s,
@@ -477,6 +546,16 @@ class EndToEnd(unittest.TestCase):
         s = d["summary"]["overall"]
         self.assertEqual((s["oom_rows"], s["oom_agree"], s["time_compared"]), (1, 1, 7))
         self.assertEqual(d["summary"]["groups"]["elsewhere"]["mean_abs_error_pct"], 0.0)
+        # r0..r5 form one ranking set; the fake predicts 5.12 s for all (tau undefined) and
+        # the slowest of the tied rows (r5, 9 s) counts against the best (r0, 4 s): +125 %
+        rk = d["summary"]["ranking"]
+        self.assertEqual(rk["set_count"], 1)
+        self.assertEqual(rk["sets"][0]["ids"], [f"r{i}" for i in range(6)])
+        self.assertIsNone(rk["sets"][0]["kendall_tau"])
+        self.assertAlmostEqual(rk["worst_top1_regret_pct"], 125.0)
+        b = {x["bucket"]: x["rows"] for x in d["summary"]["scale_buckets"]}
+        self.assertEqual(b["9-64"], 7)
+        self.assertEqual(d["rows"][0]["num_gpus"], 64)
 
     def test_text_group_and_doc(self):
         doc = os.path.join(self.tmp.name, "v.md")
@@ -488,6 +567,11 @@ class EndToEnd(unittest.TestCase):
             text = f.read()
         self.assertIn("## How a row becomes commands", text)
         self.assertIn("--group elsewhere", text)
+        self.assertIn("## Ranking", text)
+        self.assertIn("Signed mean error by GPU count", text)
+        p = self.run_script(self.runs, "--planner", self.planner)
+        self.assertIn("Ranking: 1 sets of >= 3 rows (6 rows)", p.stdout)
+        self.assertIn("125.0%", p.stdout)
         p = self.run_script(self.runs, "--planner", self.planner, "--write-doc", doc)
         self.assertEqual(p.returncode, 2)
         self.assertIn("--force", p.stderr)

@@ -482,6 +482,12 @@ def model_command(row, shape, mbs, notes):
 
 # ---------------------------------------------------------------------------
 
+def rank_set(group, eff):
+    """Key of the row's ranking set (ranking.py): rows that differ only in layout."""
+    return (f"{group} | {eff['model_key']} | {eff['profile']} x{eff['num_gpus']} | gbs {eff['gbs']} | "
+            f"{eff['precision']}")
+
+
 def map_row(row, repo_root):
     """Mapping for one row; raises Skip with a reason."""
     if not isinstance(row, dict):
@@ -625,6 +631,7 @@ def map_row(row, repo_root):
     eargs.append("--json")
     plan.append(f"@{profile}")
     eff = {"gbs": gbs, "mbs": mbs, "seq": seq, "num_gpus": n, "layers": shape.get("layers"),
-           "hidden": shape.get("hidden"), "vocab": shape.get("vocab"), "profile": profile}
+           "hidden": shape.get("hidden"), "vocab": shape.get("vocab"), "profile": profile,
+           "precision": precision, "model_key": re.sub(r"-b\d+(?=-|$)", "", stem)}
     return Mapping(arch=arch, model_args=margs, model_stem=stem, estimate_args=eargs,
                    plan=" ".join(plan), notes=notes, eff=eff)

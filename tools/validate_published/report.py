@@ -49,6 +49,33 @@ def columns(rows, head):
     return ["  ".join(str(c).ljust(w) for c, w in zip(x, widths)).rstrip() for x in [head] + rows]
 
 
+BUCKET_HEAD = ["GPUs", "rows", "signed mean err", "mean |err|"]
+SET_HEAD = ["set (group | model | profile x GPUs | global batch | precision)", "rows", "Kendall tau",
+            "top-1 regret", "predicted best", "measured best"]
+
+
+def bucket_lines(s):
+    return [[b["bucket"], str(b["rows"]), fmt_pct(b["mean_signed_error_pct"]),
+             fmt_pct(b["mean_abs_error_pct"], False)] for b in s["scale_buckets"]]
+
+
+def fmt_tau(x):
+    return "-" if x is None else f"{x:.3f}"
+
+
+def ranking_line(rk):
+    if not rk["sets"]:
+        return f"Ranking: no set of >= {rk['min_set_rows']} compared rows differing only in layout."
+    return (f"Ranking: {rk['set_count']} sets of >= {rk['min_set_rows']} rows ({rk['rows_in_sets']} rows); "
+            f"mean Kendall tau-b {fmt_tau(rk['mean_kendall_tau'])}; worst top-1 regret "
+            f"{fmt_pct(rk['worst_top1_regret_pct'], False)} ({rk['worst_top1_regret_set']})")
+
+
+def set_lines(rk):
+    return [[x["set"], str(x["rows"]), fmt_tau(x["kendall_tau"]), fmt_pct(x["top1_regret_pct"], False),
+             x["predicted_best"], x["measured_best"]] for x in rk["sets"]]
+
+
 # ---------------------------------------------------------------------------
 # Text.
 
@@ -67,6 +94,11 @@ def text_report(doc):
     s = doc["summary"]
     lines = [group_line("overall", s["overall"])] + [group_line(g, v) for g, v in s["groups"].items()]
     out += ["", "Summary:"] + columns(lines, SUMMARY_HEAD)
+    out += ["", "Signed mean error by GPU count:"] + columns(bucket_lines(s), BUCKET_HEAD)
+    rk = s["ranking"]
+    out += ["", ranking_line(rk)]
+    if rk["sets"]:
+        out += columns(set_lines(rk), SET_HEAD)
     above = [r for r in done if r["error_pct"] is not None and abs(r["error_pct"]) > stats.THRESHOLD_PCT]
     if above:
         out += ["", f"Rows above {stats.THRESHOLD_PCT:g} %:"]
@@ -121,10 +153,16 @@ JSON_FIELDS = [
     ("  fits", "`memory.fits` of the estimate JSON (null when absent)"),
     ("  memory_measured_gb, memory_predicted_gb, memory_error_pct",
      "measured.peak_memory_gb, memory.peak_bytes / 1e9, and their signed error"),
+    ("  num_gpus, rank_set", "GPU count and ranking-set key; null for rows not mapped"),
     ("summary.overall, summary.groups.G", "rows, evaluated (compared + oom_checked), time_compared, skipped, "
      "failed, mean_abs_error_pct, mean_signed_error_pct, p90_abs_error_pct (nearest rank), worst {id, "
      "error_pct}, above_threshold [ids], threshold_pct, oom_rows, oom_agree, fits_checked_ok_rows, "
      "fits_disagreements_ok_rows [ids], memory_rows, memory_mean_abs_error_pct"),
+    ("summary.scale_buckets[]", "bucket (GPU count 1-8, 9-64, 65-512, >512), rows (compared), "
+     "mean_signed_error_pct, mean_abs_error_pct"),
+    ("summary.ranking", "min_set_rows, set_count, rows_in_sets, mean_kendall_tau (over sets where tau-b is "
+     "defined), worst_top1_regret_pct, worst_top1_regret_set, sets[]: set (key), group, rows, ids, "
+     "kendall_tau (tau-b, null when undefined), top1_regret_pct, predicted_best, measured_best (ids)"),
 ]
 
 
@@ -209,6 +247,16 @@ nearest-rank 90th percentile of |error| (rank ceil(0.9 n)).
 """
 
 
+RANKING_TEXT = """\
+Does the planner order layouts as the measurements do? A set is every compared row with the
+same source group, model (shape without the micro-batch), profile, GPU count, global batch and
+precision, i.e. rows that differ only in layout; sets of at least 3 rows are scored. Kendall
+tau-b (Kendall 1945; ties counted as neither concordant nor discordant) compares the predicted
+with the measured seconds per step: 1 = same order, 0 = unrelated, -1 = reversed. Top-1 regret is
+the measured time of the row predicted fastest over the measured fastest, minus 1 (0 % = the
+planner picks the measured best; of rows tied for the predicted best, the slowest counts)."""
+
+
 def rules_tables():
     out = ["", "Source groups:", ""]
     out += md_table(["source_group prefix", "--framework", "--attention", "why"],
@@ -256,7 +304,12 @@ def markdown_report(doc, command):
     lines = [group_line("**overall**", s["overall"])] + [group_line(f"`{g}`", v) for g, v in s["groups"].items()]
     out += md_table(SUMMARY_HEAD, lines)
     out += ["", "Evaluated = time compared + OOM rows checked; errors are of seconds per optimizer step.", "",
-            "## How a row becomes commands", "", RULES] + rules_tables()
+            "Signed mean error by GPU count (compared rows; negative = predicted faster than measured):", ""]
+    out += md_table(BUCKET_HEAD, bucket_lines(s))
+    out += ["", "## Ranking", "", RANKING_TEXT, "", ranking_line(s["ranking"]), ""]
+    if s["ranking"]["sets"]:
+        out += md_table(SET_HEAD, set_lines(s["ranking"]))
+    out += ["", "## How a row becomes commands", "", RULES] + rules_tables()
     done = [r for r in doc["rows"] if r["outcome"] in ("compared", "oom_checked")]
     above = [r for r in done if r["error_pct"] is not None and abs(r["error_pct"]) > stats.THRESHOLD_PCT]
     out += ["", f"## Rows above {stats.THRESHOLD_PCT:g} % ({len(above)})", ""]
