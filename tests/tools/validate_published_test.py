@@ -18,7 +18,7 @@ TOOLS = os.path.join(REPO, "tools")
 SCRIPT = os.path.join(TOOLS, "validate-published")
 sys.path.insert(0, TOOLS)
 
-from validate_published import mapping, measure, ranking, report, search_check, stats  # noqa: E402
+from validate_published import era, mapping, measure, ranking, report, search_check, stats  # noqa: E402
 from validate_published.mapping import Skip, map_row  # noqa: E402
 
 
@@ -49,6 +49,38 @@ def row(**over):
         else:
             r[k] = v
     return r
+
+
+# Source fields of the real groups (as in published_runs.json): the software
+# a row ran follows from these, never from the source_group name.
+SOURCES = {
+    "megatron_sc21_table2": dict(notes="ZeRO-3 via DeepSpeed integrated in Megatron codebase, no TP/PP."),
+    "korthikanti_2022": dict(source={"title": "Korthikanti et al., 'Reducing Activation Recomputation in Large "
+                                              "Transformer Models' (arXiv:2205.05198, MLSys 2023)",
+                                     "location": "Table 3 + Table 5"}),
+    "megatron_readme_h100_2024": dict(source={"title": "NVIDIA/Megatron-LM, README.md 'Training Speed and Scalability'",
+                                              "commit_added": "f2e5db402c44 (2024-07-15)",
+                                              "location": "weak-scaling model table (Megatron-Core r0.8.0)"}),
+    "nemo_2407_h100_fp8": dict(source={"title": "NVIDIA/NeMo docs/source/performance/performance_summary.md (NeMo "
+                                                "24.07 container, DGX-H100, version of 2024-09-09)",
+                                       "location": "Pretraining table (FP8)"}),
+    "megatron_bridge_h100": dict(source={"title": "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md "
+                                                  "(DGX-H100 rows; NeMo 25.11 and 26.02 containers)"}),
+    "mosaicml_llm_foundry": dict(source={"title": "mosaicml/llm-foundry scripts/train/benchmarking/README.md (MPT "
+                                                  "training benchmarks, commit 495218376830)"}),
+    "bigscience_bloom_search": dict(source={"title": "bigscience-workshop/bigscience train/tr11-176B-ml/"
+                                                     "chronicles-prequel.md (BLOOM-176B topology search, Feb 2022)"},
+                                    notes="Snapshot of iteration 2 only. Megatron-DeepSpeed."),
+    "dle_resnet50": dict(source={"title": "NVIDIA/DeepLearningExamples PyTorch/Classification/ConvNets/resnet50v1.5/"
+                                          "README.md (pytorch-21.03 NGC container)"},
+                         notes="PyTorch DDP, DALI data loading, 224x224 images"),
+}
+
+
+def src(group, **over):
+    """Keyword arguments of row() for a row of that group: source_group,
+    source and notes as the real group has them; over replaces any."""
+    return {"source_group": group, **SOURCES[group], **over}
 
 
 def flag(m, name):
@@ -83,7 +115,7 @@ class FlopConventions(unittest.TestCase):
         r = row(model__layers=92, model__hidden=10240, model__heads=80, model__ffn_hidden=None, model__seq_len=4096,
                 model__vocab=131072, training={"global_batch_size": 768}, parallelism={"tp": 8, "pp": 4, "dp": 48},
                 hardware__num_gpus=1536, measured={"tflops_per_gpu": 420.5, "tflops_includes_recompute": False},
-                source_group="megatron_readme_h100_2024", hardware__gpu="H100 SXM 80GB")
+                hardware__gpu="H100 SXM 80GB", **src("megatron_readme_h100_2024"))
         t, how = measure.measured_iteration(r, map_row(r, REPO).eff)
         self.assertAlmostEqual(t, 3.6476, places=3)
         self.assertIn("model FLOPs", how)
@@ -164,19 +196,19 @@ class RowMapping(unittest.TestCase):
         self.assertEqual((flag(m, "--vp"), flag(m, "--schedule"), flag(m, "--micro-batch")), ("2", "interleaved", "2"))
 
     def test_sc21_table2_zero3(self):
-        m = map_row(row(source_group="megatron_sc21_table2", training={"global_batch_size": 1536, "micro_batch_size": 2},
+        m = map_row(row(**src("megatron_sc21_table2"), training={"global_batch_size": 1536, "micro_batch_size": 2},
                         parallelism={"tp": 1, "pp": 1, "dp": 768, "zero_stage": 3}, hardware__num_gpus=768), REPO)
         self.assertEqual((flag(m, "--zero"), flag(m, "--framework"), flag(m, "--dp")), ("3", "deepspeed", "768"))
 
     def test_korthikanti(self):
-        m = map_row(row(source_group="korthikanti_2022", recompute="selective (attention core)",
+        m = map_row(row(**src("korthikanti_2022"), recompute="selective (attention core)",
                         training={"global_batch_size": 64, "micro_batch_size": 1},
                         parallelism={"tp": 8, "pp": 8, "dp": 1, "sequence_parallel": True, "virtual_pipeline_stages": 3},
                         model__layers=96, model__hidden=12288, model__heads=96, model__ffn_hidden=49152), REPO)
         self.assertEqual((flag(m, "--sp"), flag(m, "--vp"), flag(m, "--recompute")), (True, "3", "selective"))
 
     def test_megatron_readme(self):
-        m = map_row(row(source_group="megatron_readme_h100_2024", hardware={"gpu": "H100 SXM 80GB", "num_gpus": 1536},
+        m = map_row(row(**src("megatron_readme_h100_2024"), hardware={"gpu": "H100 SXM 80GB", "num_gpus": 1536},
                         model__ffn_hidden=None, training={"global_batch_size": 768}, recompute=None,
                         precision="bf16 (inferred)", notes="Flags: --tp-comm-overlap",
                         parallelism={"tp": 8, "pp": 4, "dp": 48, "distributed_optimizer": True}), REPO)
@@ -188,7 +220,7 @@ class RowMapping(unittest.TestCase):
         self.assertTrue(any("micro-batch not published" in n for n in m.notes))
 
     def test_nemo_known_config(self):
-        m = map_row(row(source_group="nemo_2407_h100_fp8", model={"type": "decoder LLM", "name": "LLAMA2-13B",
+        m = map_row(row(**src("nemo_2407_h100_fp8"), model={"type": "decoder LLM", "name": "LLAMA2-13B",
                                                                   "seq_len": 4096},
                         training={"global_batch_size": 128, "micro_batch_size": 1},
                         parallelism={"tp": 1, "pp": 4, "dp": 4, "cp": 1, "virtual_pipeline_stages": 10},
@@ -205,7 +237,7 @@ class RowMapping(unittest.TestCase):
         self.assertEqual(flag(m, "--grad-reduce-bytes"), "2")
         self.assertTrue(any("grad_sync_dtype" in n for n in m.notes))
         # Nemotron-340B: GQA 8, squared-ReLU 73728 -> SwiGLU 49152
-        m = map_row(row(source_group="nemo_2407_h100_fp8", model={"type": "decoder LLM", "name": "Nemotron-340B",
+        m = map_row(row(**src("nemo_2407_h100_fp8"), model={"type": "decoder LLM", "name": "Nemotron-340B",
                                                                   "seq_len": 4096},
                         training={"global_batch_size": 32, "micro_batch_size": 1},
                         parallelism={"tp": 8, "pp": 8, "dp": 2, "virtual_pipeline_stages": 12},
@@ -221,7 +253,7 @@ class RowMapping(unittest.TestCase):
         self.assertTrue(any("nemotron_340b.yaml" in n for n in m.notes))
 
     def test_recipe_settings(self):
-        nemo = dict(source_group="nemo_2407_h100_fp8", training={"global_batch_size": 128, "micro_batch_size": 1},
+        nemo = dict(**src("nemo_2407_h100_fp8"), training={"global_batch_size": 128, "micro_batch_size": 1},
                     hardware={"gpu": "H100 SXM 80GB", "num_gpus": 8}, parallelism={"tp": 1, "pp": 1, "dp": 8})
         # Other NeMo bf16/fp8 models keep 16-bit master remainders (Apex store_param_remainders).
         m = map_row(row(model={"type": "decoder LLM", "name": "LLAMA2-7B", "seq_len": 4096}, precision="fp8",
@@ -237,7 +269,7 @@ class RowMapping(unittest.TestCase):
                         recompute=None, **nemo), REPO)
         self.assertIsNone(flag(m, "--master-weights"))
         # Megatron-Bridge's Llama 3.1 405B recipe counts embedding and loss in the pipeline split.
-        m = map_row(row(source_group="megatron_bridge_h100", model={"type": "decoder LLM", "name": "LLAMA3.1_405B",
+        m = map_row(row(**src("megatron_bridge_h100"), model={"type": "decoder LLM", "name": "LLAMA3.1_405B",
                                                                     "seq_len": 8192},
                         training={"global_batch_size": 1536, "micro_batch_size": 1}, precision="FP8-CS",
                         hardware={"gpu": "H100 SXM 80GB", "num_gpus": 1024}, recompute=None,
@@ -246,7 +278,7 @@ class RowMapping(unittest.TestCase):
         self.assertIsNone(flag(m, "--master-weights"))
 
     def test_bridge_llama_and_moe(self):
-        base = dict(source_group="megatron_bridge_h100", hardware={"gpu": "H100 SXM 80GB", "num_gpus": 64},
+        base = dict(**src("megatron_bridge_h100"), hardware={"gpu": "H100 SXM 80GB", "num_gpus": 64},
                     training={"global_batch_size": 128, "micro_batch_size": 1}, recompute=None, precision="FP8-CS")
         m = map_row(row(model={"type": "Llama 3 decoder (GQA, SwiGLU)", "name": "LLAMA3_70B", "layers": 80,
                                "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "seq_len": 8192,
@@ -258,7 +290,7 @@ class RowMapping(unittest.TestCase):
                         parallelism={"tp": 1, "pp": 2, "dp": 32, "ep": 8}, **base), REPO)
 
     def test_mosaicml(self):
-        m = map_row(row(source_group="mosaicml_llm_foundry",
+        m = map_row(row(**src("mosaicml_llm_foundry"),
                         model={"type": "MPT decoder (ALiBi, no bias, expansion 4)", "name": "MPT-1b", "layers": 24,
                                "hidden": 2048, "heads": 16, "ffn_hidden": 8192, "seq_len": 2048, "vocab": 50368},
                         training={"global_batch_size": 512, "micro_batch_size": 8},
@@ -269,7 +301,7 @@ class RowMapping(unittest.TestCase):
         self.assertEqual((flag(m, "--zero"), flag(m, "--framework"), flag(m, "--attention")), ("2", "fsdp", "flash"))
         self.assertTrue(any("MPT approximated as gpt" in n for n in m.notes))
         self.assertIsNone(flag(m, "--grad-reduce-bytes"))
-        m = map_row(row(source_group="mosaicml_llm_foundry", model__type="MPT decoder", training={"global_batch_size": 64,
+        m = map_row(row(**src("mosaicml_llm_foundry"), model__type="MPT decoder", training={"global_batch_size": 64,
                         "micro_batch_size": 8}, parallelism={"dp": 8, "zero_stage": 3,
                         "fsdp": "PyTorch FSDP FULL_SHARD (mixed_precision=PURE)"},
                         hardware={"gpu": "H100 80GB", "num_gpus": 8}, recompute="none", precision="bf16"), REPO)
@@ -278,7 +310,7 @@ class RowMapping(unittest.TestCase):
         self.assertIsNone(flag(m, "--distributed-optimizer"))
 
     def test_bloom(self):
-        m = map_row(row(source_group="bigscience_bloom_search", model__name="BLOOM-shape 181B", model__vocab=250000,
+        m = map_row(row(**src("bigscience_bloom_search"), model__name="BLOOM-shape 181B", model__vocab=250000,
                         model__layers=72, model__hidden=14336, model__heads=64, model__ffn_hidden=57344,
                         training={"global_batch_size": 2048, "micro_batch_size": 2},
                         parallelism={"tp": 8, "pp": 10, "dp": 8, "zero_stage": 1}, recompute="full activation checkpointing",
@@ -290,7 +322,7 @@ class RowMapping(unittest.TestCase):
         self.assertTrue(any("disagrees with num_gpus" in n for n in m.notes))
 
     def test_dle_resnet(self):
-        r = row(source_group="dle_resnet50", model={"type": "CNN", "name": "ResNet-50 v1.5"}, training={},
+        r = row(**src("dle_resnet50"), model={"type": "CNN", "name": "ResNet-50 v1.5"}, training={},
                 parallelism={"dp": 8}, recompute=None, precision="AMP (fp16)",
                 hardware={"gpu": "V100 16GB", "num_gpus": 8, "gpus_per_node": 8, "system": "DGX-1"},
                 measured={"samples_per_s": 8322})
@@ -379,6 +411,80 @@ class Arithmetic(unittest.TestCase):
         self.assertAlmostEqual(s["memory_mean_abs_error_pct"], 10.0)  # (5 + 15) / 2
         self.assertEqual((s["rows"], s["evaluated"], s["skipped"], s["failed"]), (7, 5, 1, 1))
         self.assertAlmostEqual(stats.error_pct(1.1, 1.0), 10.0)
+
+
+class Era(unittest.TestCase):
+    """The software a row ran follows from its source's date and named software (invented rows)."""
+
+    def date(self, title, notes="", **source):
+        return era.source_date({"source": {"title": title, **source}, "notes": notes})[0]
+
+    def test_source_date(self):
+        self.assertAlmostEqual(self.date("Doe et al. (arXiv:2109.01234)"), 2021 + 8 / 12)     # Sept 2021
+        self.assertAlmostEqual(self.date("Doe, arXiv 2109.01234, NeurIPS 2023"), 2021 + 8 / 12)  # arXiv beats year
+        self.assertAlmostEqual(self.date("blog, version of 2023-03-15 (2024 update)"), 2023 + 2 / 12)
+        self.assertAlmostEqual(self.date("perf table", commit_added="abc (2022-11-30)"), 2022 + 10 / 12)
+        self.assertAlmostEqual(self.date("NeMo 23.11 container, DGX H100"), 2023 + 10 / 12)
+        self.assertAlmostEqual(self.date("README (pytorch-20.06 NGC container)"), 2020 + 5 / 12)
+        self.assertAlmostEqual(self.date("logbook, Sept 2020"), 2020 + 8 / 12)
+        self.assertAlmostEqual(self.date("Roe et al., ISCA'20"), 2020.0)
+        self.assertAlmostEqual(self.date("Roe et al., MLSys 2022 and 2023"), 2022.0)           # earliest
+        self.assertIsNone(self.date("repo README, seq 2048, commit 2019abc, 1536 GPUs"))
+        self.assertAlmostEqual(self.date("repo README", notes="measured in 2021"), 2021.0)     # notes last
+        self.assertEqual(era.source_date({"source": {"title": "x", "date": "2020-07"}})[0], 2020 + 6 / 12)
+        self.assertEqual(era.source_date({"date": 2019})[0], 2019.0)
+        self.assertEqual(era.source_date(None), (None, None))
+
+    def legacy_row(self, **over):
+        """A 2021 paper filed under a group name that starts like NeMo 24.07's."""
+        return row(**{"source_group": "nemo_2407_like_but_2021",
+                      "source": {"title": "Roe et al., 'Training big GPTs on A100s' (arXiv:2106.00001)"},
+                      "notes": "Megatron-LM code base.", "precision": "bf16",
+                      "hardware": {"gpu": "H100 SXM 80GB", "num_gpus": 64},
+                      "parallelism": {"tp": 8, "pp": 2, "dp": 4}, "recompute": None, **over})
+
+    def test_old_source_with_new_looking_group_gets_legacy_behaviour(self):
+        m = map_row(self.legacy_row(), REPO)
+        self.assertEqual((flag(m, "--framework"), flag(m, "--attention")), ("megatron-legacy", "unfused"))
+        for f in ("--sp", "--distributed-optimizer", "--tp-comm-overlap", "--grad-reduce-bytes", "--master-weights",
+                  "--fused-loss"):
+            self.assertIsNone(flag(m, f), f)
+        self.assertIsNone(m.eff["stack"])
+        # The same row from a 2024 source that names NeMo 24.07 gets NeMo's behaviour.
+        m = map_row(self.legacy_row(source={"title": "NeMo 24.07 performance summary"}, notes=""), REPO)
+        self.assertEqual((flag(m, "--framework"), flag(m, "--attention"), m.eff["stack"]), ("megatron", "flash", "nemo"))
+        self.assertTrue(flag(m, "--sp") and flag(m, "--distributed-optimizer") and flag(m, "--tp-comm-overlap"))
+
+    def test_named_software_before_its_era_falls_through(self):
+        # A 2021 source naming NeMo (NeMo Megatron) is not given NeMo 24.x / Megatron-Core behaviour.
+        sw = era.software({"source": {"title": "NeMo Megatron GPT, Oct 2021"}}, tp=8)
+        self.assertEqual((sw.framework, sw.attention, sw.stack), ("megatron-legacy", "unfused", None))
+        sw = era.software({"source": {"title": "Megatron-Core scaling, Jan 2025"}})
+        self.assertEqual((sw.framework, sw.attention, sw.stack), ("megatron", "flash", "megatron-core"))
+        sw = era.software({"source": {"title": "Megatron-LM GPT runs, 2024"}})
+        self.assertEqual((sw.framework, sw.attention), ("megatron", None))   # kernel not named: planner default
+        sw = era.software({"source": {"title": "Megatron-DeepSpeed BLOOM, 2023"}, "notes": "flash-attn v2"})
+        self.assertEqual((sw.framework, sw.attention), ("deepspeed", "flash"))
+
+    def test_unknown_groups(self):
+        # Nothing named, a date after FlashAttention, no model parallelism: both flags omitted.
+        sw = era.software({"source": {"title": "Some lab blog (2024)"}}, tp=1, pp=1)
+        self.assertEqual((sw.framework, sw.attention, sw.stack), (None, None, None))
+        # Nothing named, before FlashAttention, tensor parallel: Megatron-LM style of its day, unfused.
+        sw = era.software({"source": {"title": "Some lab blog (2021)"}}, tp=4)
+        self.assertEqual((sw.framework, sw.attention), ("megatron-legacy", "unfused"))
+        # No date at all: nothing assumed.
+        sw = era.software({"source": {"title": "Some lab blog"}}, tp=4)
+        self.assertEqual((sw.framework, sw.attention), (None, None))
+        # A source that says it did not use FlashAttention.
+        sw = era.software({"source": {"title": "FSDP runs, 2023"}, "notes": "run without FlashAttention"})
+        self.assertEqual((sw.framework, sw.attention), ("fsdp", None))
+        # FlashAttention named: flash even when the group name looks old.
+        m = map_row(row(source_group="megatron_sc21_table1_rerun",
+                        source={"title": "GPT weak scaling re-run with FlashAttention-2 (2024)"},
+                        hardware__gpu="H100 SXM 80GB"), REPO)
+        self.assertEqual(flag(m, "--attention"), "flash")
+        self.assertEqual(flag(m, "--framework"), "megatron")   # tp 2, nothing named, dated 2024
 
 
 class Ranking(unittest.TestCase):
@@ -608,10 +714,10 @@ class SearchMapping(unittest.TestCase):
                 hardware__num_gpus=1536, recompute="selective", training={"global_batch_size": 2304,
                                                                            "micro_batch_size": 2}),
             row(parallelism={"tp": 4, "pp": 2, "dp": 4, "cp": 2, "ep": 2}, hardware__num_gpus=64,
-                source_group="nemo_2407_h100_fp8", hardware__gpu="H100 SXM 80GB", precision="fp8",
+                hardware__gpu="H100 SXM 80GB", precision="fp8", **src("nemo_2407_h100_fp8"),
                 training={"global_batch_size": 128, "micro_batch_size": 1}),
             row(parallelism={"tp": 1, "pp": 1, "dp": 64, "zero_stage": 3, "fsdp": "FULL_SHARD PURE"},
-                source_group="mosaicml_llm_foundry", training={"global_batch_size": 512, "micro_batch_size": 8},
+                training={"global_batch_size": 512, "micro_batch_size": 8}, **src("mosaicml_llm_foundry"),
                 hardware__gpus_per_node=4),
         ]
 
@@ -630,7 +736,7 @@ class SearchMapping(unittest.TestCase):
     def test_drops_exactly_the_layout_flags(self):
         for r in self.rows():
             m = map_row(r, REPO)
-            sargs, notes = search_check.search_args(m.estimate_args, r["source_group"])
+            sargs, notes = search_check.search_args(m.estimate_args, m.eff["stack"])
             tail = ["--threads", "1", "--time-limit", "60", "--json"]
             self.assertEqual(sargs[-5:], tail)
             kept = [p for p in self.pairs(m.estimate_args) if p[0] not in self.LAYOUT]
@@ -643,7 +749,7 @@ class SearchMapping(unittest.TestCase):
                 self.assertNotIn(f, sargs)
         # Spot checks of what is kept.
         nemo = map_row(self.rows()[2], REPO)
-        sargs, notes = search_check.search_args(nemo.estimate_args, "nemo_2407_h100_fp8")
+        sargs, notes = search_check.search_args(nemo.estimate_args, "nemo")
         self.assertEqual(notes, [])  # tp 4 with sp: the estimate already has --tp-comm-overlap
         for f in ("--cp", "--ep", "--sp", "--distributed-optimizer"):
             self.assertIn(f, nemo.estimate_args)
@@ -651,7 +757,7 @@ class SearchMapping(unittest.TestCase):
         self.assertEqual(search_check.flag_value(sargs, "--precision"), "fp8")
         self.assertIn("--tp-comm-overlap", sargs)
         foundry = map_row(self.rows()[3], REPO)
-        sargs, _ = search_check.search_args(foundry.estimate_args, "mosaicml_llm_foundry")
+        sargs, _ = search_check.search_args(foundry.estimate_args, "llm-foundry")
         self.assertIn("--fused-loss", sargs)
         self.assertEqual(search_check.flag_value(sargs, "--grad-reduce-bytes"), "2")
         self.assertEqual(search_check.flag_value(sargs, "--gpus-per-node"), "4")
@@ -659,11 +765,12 @@ class SearchMapping(unittest.TestCase):
         self.assertNotIn("--zero", sargs)
 
     def test_overlap_group_with_tp1_and_unknown_flag(self):
-        r = row(parallelism={"tp": 1, "pp": 1, "dp": 8}, hardware__num_gpus=8, source_group="nemo_2407_h100_fp8",
+        r = row(parallelism={"tp": 1, "pp": 1, "dp": 8}, hardware__num_gpus=8, **src("nemo_2407_h100_fp8"),
                 hardware__gpu="H100 SXM 80GB", training={"global_batch_size": 128, "micro_batch_size": 1})
         m = map_row(r, REPO)
         self.assertNotIn("--tp-comm-overlap", m.estimate_args)
-        sargs, notes = search_check.search_args(m.estimate_args, r["source_group"])
+        self.assertEqual(m.eff["stack"], "nemo")
+        sargs, notes = search_check.search_args(m.estimate_args, m.eff["stack"])
         self.assertIn("--tp-comm-overlap", sargs)
         self.assertEqual(len(notes), 1)
         with self.assertRaises(ValueError):

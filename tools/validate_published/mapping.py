@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from . import tables
+from . import era, tables
 
 
 class Skip(Exception):
@@ -132,28 +132,19 @@ def parse_precision(text):
 # ---------------------------------------------------------------------------
 # Framework, attention, profile.
 
-def choose_framework_attention(row, is_cnn, gpu, precision):
-    """(framework or None, attention or None, notes)."""
-    group = as_text(row.get("source_group"))
-    notes = []
-    rule = next((r for r in tables.GROUP_RULES if group.startswith(r[0])), None)
-    if rule:
-        fw, attn = rule[1], (None if is_cnn else rule[2])
-    else:
-        words = (as_text(get(row, "source", "title")) + " " + as_text(row.get("notes"))).lower()
-        fw = next((f for kw, f in tables.FRAMEWORK_KEYWORDS if kw in words), None)
-        notes.append(f"framework from source keywords: {fw}" if fw else "framework unknown: --framework omitted")
-        attn = None if is_cnn else "flash" if "flash" in words else None
-        if not is_cnn:
-            notes.append("attention flash (source mentions FlashAttention)" if attn else
-                         "attention kernel unknown: --attention omitted (planner default)")
+def choose_framework_attention(row, is_cnn, gpu, precision, tp=1, pp=1):
+    """(framework or None, attention or None, stack or None, notes): era.py's
+    rule (source date and named software, never the group name), then
+    FlashAttention's hardware and precision limits."""
+    sw = era.software(row, is_cnn, tp, pp)
+    fw, attn, notes = sw.framework, sw.attention, list(sw.notes)
     no_flash = "V100" if "v100" in gpu.lower() else precision if precision in ("tf32", "fp32") else None
     if no_flash and attn != "unfused":
         why = "needs Ampere or newer" if no_flash == "V100" else "needs 16-bit or fp8 inputs"
         notes.append(f"attention unfused: FlashAttention {why} ({no_flash})" +
                      ("; the model has no attention, but the planner checks the mode" if is_cnn else ""))
         attn = "unfused"
-    return fw, attn, notes
+    return fw, attn, sw.stack, notes
 
 
 def gpu_family_memory(gpu):
@@ -506,17 +497,16 @@ def map_row(row, repo_root):
     arch = shape["arch"]
     notes += pnotes + shape["notes"]
     recompute, rnote = parse_recompute(row.get("recompute"))
-    group = as_text(row.get("source_group"))
+    precision, pnote = parse_precision(row.get("precision"))
+    framework, attention, stack, fnotes = choose_framework_attention(row, arch == "resnet", gpu, precision, tp, pp)
     model_key, _ = known_config(get(row, "model", "name"))
     recipe = next(((st, src) for g, k, st, src in tables.RECIPE_SETTINGS
-                   if group.startswith(g) and k == model_key), None)
+                   if stack == g and k == model_key), None)
     if recipe and "recompute" in recipe[0] and row.get("recompute") is None:
         recompute = recipe[0]["recompute"]
         rnote = f"recompute not stated: {recompute}, from {recipe[1]}"
     recipe_flags = {k: v for k, v in (recipe[0] if recipe else {}).items() if k != "recompute"}
-    precision, pnote = parse_precision(row.get("precision"))
     notes += [x for x in (rnote, pnote) if x]
-    framework, attention, fnotes = choose_framework_attention(row, arch == "resnet", gpu, precision)
     notes += fnotes
 
     par = row.get("parallelism") if isinstance(row.get("parallelism"), dict) else {}
@@ -539,7 +529,7 @@ def map_row(row, repo_root):
         if "interleav" in sched_text:
             notes.append("schedule text says interleaved but no virtual stage count is known: 1f1b used")
         eargs += ["--schedule", sched]
-    conv = next((c for c in tables.GROUP_CONVENTIONS if group.startswith(c[0])), None)
+    conv = next((c for c in tables.STACK_CONVENTIONS if stack == c[0]), None)
     sp = par.get("sequence_parallel")
     if sp is None and tp > 1 and "tp-comm-overlap" in as_text(row.get("notes")).lower():
         sp = True
@@ -551,7 +541,7 @@ def map_row(row, repo_root):
     if sp is True:
         eargs.append("--sp")
         plan.append("sp")
-    overlap_src = next((v for k, v in tables.TP_COMM_OVERLAP_GROUPS.items() if group.startswith(k)), None)
+    overlap_src = tables.TP_COMM_OVERLAP_STACKS.get(stack)
     if tp > 1 and sp is True and ("tp-comm-overlap" in as_text(row.get("notes")).lower() or overlap_src):
         eargs.append("--tp-comm-overlap")
         plan.append("tp-overlap")
@@ -583,10 +573,10 @@ def map_row(row, repo_root):
     if distopt is True:
         eargs.append("--distributed-optimizer")
         plan.append("distopt")
-    if group.startswith(tables.FUSED_LOSS_GROUP[0]):
+    if stack == tables.FUSED_LOSS_STACK[0]:
         eargs.append("--fused-loss")
-        notes.append(f"fused cross-entropy: {tables.FUSED_LOSS_GROUP[1]}")
-    bf16_grads = next((v for k, v in tables.GRAD_REDUCE_BF16_GROUPS.items() if group.startswith(k)), None)
+        notes.append(f"fused cross-entropy: {tables.FUSED_LOSS_STACK[1]}")
+    bf16_grads = tables.GRAD_REDUCE_BF16_STACKS.get(stack)
     if "PURE" in fsdp:
         eargs += ["--grad-reduce-bytes", "2"]
         notes.append("FSDP mixed_precision=PURE: gradients reduced in bf16 (--grad-reduce-bytes 2)")
@@ -604,7 +594,7 @@ def map_row(row, repo_root):
         notes.append(f"optimizer states {recipe_flags['optimizer_state_dtype']}, master weights "
                      f"{recipe_flags.get('master_weights', 'fp32')}: {recipe[1]}")
     master = recipe_flags.get("master_weights")
-    remainder_src = next((v for k, v in tables.MASTER_REMAINDER_GROUPS.items() if group.startswith(k)), None)
+    remainder_src = tables.MASTER_REMAINDER_STACKS.get(stack)
     if master is None and remainder_src and precision in ("bf16", "fp8"):
         master = "remainder"
         notes.append(f"16-bit master-weight remainders (--master-weights remainder): {remainder_src}")
@@ -613,7 +603,7 @@ def map_row(row, repo_root):
         plan.append(f"master-{master}")
     eargs += ["--recompute", recompute, "--precision", precision]
     plan += [f"rc-{recompute}", precision]
-    if arch == "resnet" and group.startswith("dle_resnet"):
+    if arch == "resnet" and "deeplearningexamples" in " ".join(era.source_texts(row)).lower():
         fmt = resnet_memory_format(row, precision, notes)
         eargs += ["--memory-format", fmt]
         plan.append(fmt)
@@ -632,6 +622,6 @@ def map_row(row, repo_root):
     plan.append(f"@{profile}")
     eff = {"gbs": gbs, "mbs": mbs, "seq": seq, "num_gpus": n, "layers": shape.get("layers"),
            "hidden": shape.get("hidden"), "vocab": shape.get("vocab"), "profile": profile,
-           "precision": precision, "model_key": re.sub(r"-b\d+(?=-|$)", "", stem)}
+           "precision": precision, "stack": stack, "model_key": re.sub(r"-b\d+(?=-|$)", "", stem)}
     return Mapping(arch=arch, model_args=margs, model_stem=stem, estimate_args=eargs,
                    plan=" ".join(plan), notes=notes, eff=eff)

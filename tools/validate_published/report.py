@@ -3,7 +3,7 @@
 import json
 import shlex
 
-from . import causes, stats, tables
+from . import causes, era, stats, tables
 
 
 def fmt_s(x):
@@ -206,8 +206,8 @@ size and pp = mp / node. `virtual_pipeline_stages` > 1 -> `--vp V --schedule int
 pipelines `--schedule 1f1b` (`gpipe` when the schedule text says so). `sequence_parallel` true ->
 `--sp`; when it is null, tp > 1 and the notes list `--tp-comm-overlap` (which Megatron accepts only
 with `--sequence-parallel`), `--sp` too. FSDP `mixed_precision=PURE` (bf16 gradient reduction) ->
-`--grad-reduce-bytes 2`; so do bf16/fp8 rows of groups whose performance configs reduce gradients in
-bf16 (table below: the gradient buffer is then 16-bit, docs/estimate.md). Group conventions (table below) fill a null `distributed_optimizer` (when
+`--grad-reduce-bytes 2`; so do bf16/fp8 rows of software stacks whose performance configs reduce gradients in
+bf16 (table below: the gradient buffer is then 16-bit, docs/estimate.md). Stack conventions (table below) fill a null `distributed_optimizer` (when
 no ZeRO stage is given and dp > 1) and a null `sequence_parallel` (when tp > 1), noted. `zero_stage` -> `--zero` (FSDP FULL_SHARD = 3, SHARD_GRAD_OP = 2); `distributed_optimizer`
 true -> `--distributed-optimizer`. Micro-batch: as published; SC'21 Table 1 rows from the
 reproduction scripts (table below); otherwise 1, noted. Global batch: `global_batch_size`, else
@@ -219,12 +219,21 @@ amp_fp8 -> fp8; bf16 / amp_bf16 / BF16 -> bf16; fp16 / "mixed precision (16-bit)
 and Korthikanti trained in fp16; A100 peaks are equal for both 16-bit types); TF32 -> tf32; FP32
 -> fp32; AMP without a dtype -> fp16 (V100).
 
-**Attention and framework** by source group (prefix of `source_group`, first match): rows from
-sources after mid-2022 that use FlashAttention get `--attention flash`, earlier ones `unfused`.
-Unknown groups: framework from keywords of the source title and notes, `flash` when the source
-mentions FlashAttention, otherwise the flag is omitted (noted). Any row on V100 or in tf32/fp32
-gets `unfused` (FlashAttention needs Ampere and 16-bit inputs), CNN rows included: they have no
-attention, but the planner checks the mode against the device and precision.
+**Software (framework, attention, stack)** from the source's date and the software it names,
+never from the `source_group` name (tools/validate_published/era.py). Date: the earliest of
+an explicit date field, full dates in the source fields (2024-07-15), an arXiv id (2104.04473 ->
+2021-04), a container release (NeMo 24.07, pytorch-21.03), a month and year (Feb 2022), a
+venue year (SC'21) or a bare year, in that order of trust; the notes only when the source
+fields give none. Named software: first entry of the table below found in the source fields or
+notes whose `since` date the source does not precede (a 2021 source that names NeMo is not
+given NeMo 24.x behaviour). Nothing named: tensor or pipeline parallelism is read as Megatron-LM
+style (megatron-legacy or megatron by date), otherwise no `--framework`. Attention: `flash` when
+the source names FlashAttention; `unfused` when it is dated before FlashAttention; the stack's
+kernel (table) otherwise; else the flag is omitted (planner default). The stack (nemo,
+megatron-core, megatron-bridge, llm-foundry) selects the stack tables below. Any row on V100
+or in tf32/fp32 gets `unfused` (FlashAttention needs Ampere and 16-bit inputs), CNN rows
+included: they have no attention, but the planner checks the mode against the device and
+precision.
 
 **Profile** from `hardware.gpu` (family and memory) and keywords of `hardware.system`,
 `hardware.inter_node`, `source_group` and the source title (table below, first match); unknown
@@ -258,16 +267,20 @@ planner picks the measured best; of rows tied for the predicted best, the slowes
 
 
 def rules_tables():
-    out = ["", "Source groups:", ""]
-    out += md_table(["source_group prefix", "--framework", "--attention", "why"],
-                    [[f"`{p}`", fw, a or "(none)", why] for p, fw, a, why in tables.GROUP_RULES])
-    out += ["", "Group conventions for fields a row leaves null:", ""]
-    out += md_table(["source_group prefix", "distributed optimizer", "sequence parallel (tp > 1)", "source"],
+    out = ["", "Software a source names (first match whose `since` the source's date does not precede; "
+           f"FlashAttention from {era.fmt_date(tables.FLASH_ATTENTION_FROM[0])}: "
+           f"{tables.FLASH_ATTENTION_FROM[1]}; Megatron-LM overlapped reduction from "
+           f"{era.fmt_date(tables.MEGATRON_OVERLAP_FROM[0])}: {tables.MEGATRON_OVERLAP_FROM[1]}):", ""]
+    out += md_table(["pattern (regex)", "stack", "--framework", "attention", "since", "why"],
+                    [[f"`{p}`", st or "-", fw, a or "(by date / omitted)", era.fmt_date(since[0]) if since else "-",
+                      why] for p, st, fw, a, since, why in tables.SOFTWARE_NAMES])
+    out += ["", "Stack conventions for fields a row leaves null:", ""]
+    out += md_table(["stack", "distributed optimizer", "sequence parallel (tp > 1)", "source"],
                     [[f"`{p}`", "on" if d else "-", "on" if sp else "-", src]
-                     for p, d, sp, src in tables.GROUP_CONVENTIONS])
-    out += ["", "Groups whose gradients are reduced (and held) in bf16 (`--grad-reduce-bytes 2`, bf16/fp8 rows):", ""]
-    out += md_table(["source_group prefix", "source"],
-                    [[f"`{p}`", src] for p, src in tables.GRAD_REDUCE_BF16_GROUPS.items()])
+                     for p, d, sp, src in tables.STACK_CONVENTIONS])
+    out += ["", "Stacks whose gradients are reduced (and held) in bf16 (`--grad-reduce-bytes 2`, bf16/fp8 rows):", ""]
+    out += md_table(["stack", "source"],
+                    [[f"`{p}`", src] for p, src in tables.GRAD_REDUCE_BF16_STACKS.items()])
     out += ["", "Profiles (first matching rule):", ""]
     out += md_table(["GPU", "memory GB", "keywords (any)", "profile"],
                     [[f, m or "any", ", ".join(k) if k else "(any)", f"`{p}`"] for f, m, k, p in tables.PROFILE_RULES])
