@@ -171,9 +171,60 @@ class TextParsing(unittest.TestCase):
         self.assertEqual(P("TF32"), "tf32")
         self.assertEqual(P("FP32"), "fp32")
         self.assertIsNone(mapping.parse_precision("amp_bf16")[1])
-        for bad in (None, "", "int4 magic"):
+        for bad in (None, "", "int4 magic", "int8 quantised"):
             with self.assertRaises(Skip):
                 mapping.parse_precision(bad)
+
+    def test_precision_free_text(self):
+        # Invented texts in the shapes sources use.
+        P = lambda t, fam=None: mapping.parse_precision(t, fam)[0]
+        self.assertEqual(P("mixed precision"), "fp16")
+        self.assertIn("same tensor-core peak", mapping.parse_precision("mixed precision", "A100")[1])
+        self.assertIn("V100 has no bf16", mapping.parse_precision("Mixed-precision training", "V100")[1])
+        self.assertEqual(P("AMP"), "fp16")
+        self.assertEqual(P("torch.cuda.amp"), "fp16")
+        self.assertEqual(P("bf16 mixed"), "bf16")
+        self.assertEqual(P("BFloat16 mixed precision (fp32 master weights)"), "bf16")
+        self.assertEqual(P("fp16 (apex O2)"), "fp16")
+        self.assertEqual(P("apex amp O1"), "fp16")
+        self.assertEqual(P("FP8 hybrid (E4M3 fwd / E5M2 bwd)"), "fp8")
+        self.assertEqual(P("half precision"), "fp16")
+        self.assertEqual(P("TensorFloat-32"), "tf32")
+        self.assertEqual(P("full precision"), "fp32")
+
+    def test_gpu_free_text(self):
+        G = lambda t, date=None: mapping.parse_gpu(t, date)[:2]
+        self.assertEqual(G("A100 SXM4 (DGX A100)", 2020.5), ("A100", 40))     # before the 80 GB part
+        self.assertEqual(G("A100 SXM4 (DGX A100)", 2022.0), ("A100", 80))
+        self.assertEqual(G("A100 SXM4 (DGX A100)"), ("A100", 80))             # date unknown: noted
+        self.assertIn("source date unknown", mapping.parse_gpu("A100 SXM4 (DGX A100)")[2][0])
+        self.assertEqual(G("NVIDIA Ampere (A100 implied by the 312 TFLOP/s peak)", 2021.3), ("A100", 80))
+        self.assertEqual(G("DGX A100 640GB"), ("A100", 80))                   # system total / 8
+        self.assertEqual(G("H100 80GB HBM3"), ("H100", 80))
+        self.assertEqual(G("NVIDIA H100 SXM5"), ("H100", 80))
+        self.assertEqual(G("V100-SXM2-16GB"), ("V100", 16))
+        self.assertEqual(G("Tesla V100 (32 GB)"), ("V100", 32))
+        self.assertEqual(G("Tesla V100", 2017.9), ("V100", 16))
+        self.assertEqual(G("NVIDIA Volta", 2019.0), ("V100", 32))           # Volta's one data-centre part
+        self.assertEqual(G("Tesla P100"), ("P100", 16))
+        self.assertEqual(G("P100-SXM2-16GB"), ("P100", 16))
+        self.assertEqual(G("H200 141GB HBM3e"), ("H200", 141))
+        self.assertEqual(G("Ascend 910"), ("Ascend 910", None))
+        for text, why in [("NVIDIA GH200 Grace Hopper", "Grace Hopper"), ("H100 PCIe", "PCIe"),
+                          ("H100 NVL", "PCIe/NVL"), ("Tesla P100-PCIE-12GB", "PCIe"),
+                          ("NVIDIA Ampere", "only an architecture"), ("A800 80GB", "export part"),
+                          ("A100 24GB", "memory size not one of"), ("TPU v4", "unknown hardware"),
+                          ("Ascend 910B", "unknown hardware"), ("", "not given")]:
+            with self.assertRaises(Skip, msg=text) as c:
+                mapping.parse_gpu(text)
+            self.assertIn(why, str(c.exception), text)
+
+    def test_gpu_text_in_a_row(self):
+        # 'DGX A100' without memory in a 2020 source -> the 40 GB profile; precision 'mixed precision'.
+        m = map_row(row(hardware={"gpu": "A100 SXM4 (DGX A100)", "num_gpus": 64, "gpus_per_node": 8},
+                        source={"title": "Doe et al. (arXiv:2010.00001)"}, precision="mixed precision"), REPO)
+        self.assertEqual(flag(m, "--profile"), "cost_profiles/a100-sxm4-40gb.json")
+        self.assertEqual(flag(m, "--precision"), "fp16")
 
 
 class RowMapping(unittest.TestCase):

@@ -215,9 +215,11 @@ reproduction scripts (table below); otherwise 1, noted. Global batch: `global_ba
 
 **Recompute** (free text): `selective...` -> selective, `full...` -> full, `none` / null -> none,
 other checkpointing text -> full (noted); anything else is skipped. **Precision**: fp8 / FP8-* /
-amp_fp8 -> fp8; bf16 / amp_bf16 / BF16 -> bf16; fp16 / "mixed precision (16-bit)" -> fp16 (SC'21
-and Korthikanti trained in fp16; A100 peaks are equal for both 16-bit types); TF32 -> tf32; FP32
--> fp32; AMP without a dtype -> fp16 (V100).
+amp_fp8 / E4M3 -> fp8; bf16 / amp_bf16 / BF16 / "bf16 mixed" -> bf16; fp16 / "mixed precision
+(16-bit)" / half / Apex AMP (O1, O2) -> fp16 (SC'21 and Korthikanti trained in fp16; A100 peaks
+are equal for both 16-bit types); TF32 -> tf32; FP32 / full precision -> fp32; "AMP" or "mixed
+precision" without a dtype -> fp16 (the only 16-bit type of V100/P100; on A100/H100 fp16 and bf16
+have the same peak, noted); int8/int4 training is skipped.
 
 **Software (framework, attention, stack)** from the source's date and the software it names,
 never from the `source_group` name (tools/validate_published/era.py). Date: the earliest of
@@ -235,9 +237,15 @@ or in tf32/fp32 gets `unfused` (FlashAttention needs Ampere and 16-bit inputs), 
 included: they have no attention, but the planner checks the mode against the device and
 precision.
 
-**Profile** from `hardware.gpu` (family and memory) and keywords of `hardware.system`,
-`hardware.inter_node`, `source_group` and the source title (table below, first match); unknown
-hardware is skipped. `--gpus-per-node` is passed only when the row's `gpus_per_node` differs from
+**Profile** from `hardware.gpu` (family and memory, read from free text by
+`mapping.parse_gpu`) and keywords of `hardware.system`, `hardware.inter_node`, `source_group`
+and the source title (table below, first match). The GPU text: the first GPU model named as a
+whole word (GH200 is not an H200); an architecture alone only when it has one data-centre part
+(Volta -> V100); memory as written, a multiple of 8 of a part's size as a DGX/HGX system's total
+(640 GB -> 8 x 80 GB), otherwise by the source's date (A100: 40 GB before 2021, 80 GB from then
+or when undated; V100: 16 GB before April 2018, 32 GB after; H100 80, H200 141, P100 16), noted.
+PCIe / NVL parts, GH200, A800 / H800, bare Ampere / Hopper and unknown hardware are skipped with
+the reason. `--gpus-per-node` is passed only when the row's `gpus_per_node` differs from
 the profile's node size. No per-row tuning: no `--inter-node-GBps`, no efficiency overrides.
 
 **Measured seconds per step**, first that applies: `measured.iteration_time_s`;

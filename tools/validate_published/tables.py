@@ -106,9 +106,40 @@ PROFILE_RULES = [
     ("V100", 32, None, "v100-sxm2-32gb"),
     ("Ascend 910", None, None, "ascend-910"),
 ]
-# Memory assumed when the GPU string gives none (only one SXM size exists).
-DEFAULT_MEMORY_GB = {"H100": 80, "H200": 141}
-# GPU variants no bundled profile describes.
+# GPU model names in free hardware text (mapping.parse_gpu): (regex, family),
+# matched as whole words (GH200 is not an H200); the first in the text wins.
+GPU_FAMILIES = [
+    ("gh200", "GH200"), ("h200", "H200"), ("h100", "H100"), ("h800", "H800"), ("a100", "A100"), ("a800", "A800"),
+    ("v100", "V100"), ("p100", "P100"), (r"ascend[\s-]*910a?", "Ascend 910"),
+]
+# Text that names only an architecture: (word, its one data-centre part or
+# None when it has several).
+GPU_ARCHITECTURES = [("volta", "V100"), ("ampere", None), ("hopper", None), ("pascal", None), ("turing", None),
+                     ("blackwell", None)]
+# Families the parser knows but no bundled profile describes.
+GPU_WITHOUT_PROFILE = {
+    "GH200": "Grace Hopper superchip: CPU-GPU NVLink-C2C and its memory are not in any profile",
+    "H800": "export part with reduced NVLink bandwidth",
+    "A800": "export part with reduced NVLink bandwidth",
+}
+# Per-GPU memory sizes of the SXM/mezzanine parts (NVIDIA datasheets); a
+# multiple of 8 of one of them is read as a DGX/HGX system's total.
+GPU_MEMORY_SIZES = {"A100": (40, 80), "H100": (80,), "H200": (141,), "V100": (16, 32), "P100": (16,),
+                    "Ascend 910": (32,)}
+# Memory assumed when the text gives none: family -> (date from, size before,
+# size from then on (and when the source date is unknown), why).
+MEMORY_BY_DATE = {
+    "A100": (2021.0, 40, 80, "A100 80GB announced 16 Nov 2020 (NVIDIA press release) and sold from 2021; "
+                             "DGX A100 shipped with 40 GB parts before"),
+    "V100": (2018.25, 16, 32, "V100 32GB announced at GTC, 27 Mar 2018; 16 GB before"),
+    "H100": (0, 80, 80, "the H100 SXM5 part has 80 GB"),
+    "H200": (0, 141, 141, "the H200 SXM part has 141 GB"),
+    "P100": (0, 16, 16, "the P100 SXM2 (NVLink) part has 16 GB; the 12 GB part is PCIe"),
+}
+# Families whose only 16-bit tensor-core type is fp16 (no bf16): 'mixed
+# precision' without a dtype is fp16 there.
+FP16_ONLY_FAMILIES = ("V100", "P100")
+# GPU variants no bundled profile describes (whole words).
 UNSUPPORTED_GPU_WORDS = ("pcie", "nvl")
 
 # Public model configurations, used only to fill fields a row leaves null.
