@@ -219,6 +219,14 @@ class TextParsing(unittest.TestCase):
                 mapping.parse_gpu(text)
             self.assertIn(why, str(c.exception), text)
 
+    def test_p100_row(self):
+        m = map_row(row(hardware={"gpu": "Tesla P100", "num_gpus": 8}, parallelism={"tp": 1, "pp": 1, "dp": 8},
+                        source={"title": "Invented 2018 paper (arXiv:1803.00001)"}, precision="mixed precision",
+                        training={"global_batch_size": 64, "micro_batch_size": 8}), REPO)
+        self.assertEqual(flag(m, "--profile"), "cost_profiles/p100-sxm2-16gb.json")
+        self.assertEqual((flag(m, "--precision"), flag(m, "--attention")), ("fp16", "unfused"))
+        self.assertTrue(any("P100 has no bf16" in n for n in m.notes))
+
     def test_gpu_text_in_a_row(self):
         # 'DGX A100' without memory in a 2020 source -> the 40 GB profile; precision 'mixed precision'.
         m = map_row(row(hardware={"gpu": "A100 SXM4 (DGX A100)", "num_gpus": 64, "gpus_per_node": 8},

@@ -195,15 +195,15 @@ def parse_gpu(text, date=None):
 # ---------------------------------------------------------------------------
 # Framework, attention, profile.
 
-def choose_framework_attention(row, is_cnn, gpu, precision, tp=1, pp=1):
+def choose_framework_attention(row, is_cnn, family, precision, tp=1, pp=1):
     """(framework or None, attention or None, stack or None, notes): era.py's
     rule (source date and named software, never the group name), then
     FlashAttention's hardware and precision limits."""
     sw = era.software(row, is_cnn, tp, pp)
     fw, attn, notes = sw.framework, sw.attention, list(sw.notes)
-    no_flash = "V100" if "v100" in gpu.lower() else precision if precision in ("tf32", "fp32") else None
+    no_flash = family if family in tables.NO_FLASH_FAMILIES else precision if precision in ("tf32", "fp32") else None
     if no_flash and attn != "unfused":
-        why = "needs Ampere or newer" if no_flash == "V100" else "needs 16-bit or fp8 inputs"
+        why = "needs Ampere or newer" if no_flash == family else "needs 16-bit or fp8 inputs"
         notes.append(f"attention unfused: FlashAttention {why} ({no_flash})" +
                      ("; the model has no attention, but the planner checks the mode" if is_cnn else ""))
         attn = "unfused"
@@ -532,7 +532,6 @@ def map_row(row, repo_root):
             notes.append("status not given: ok assumed")
         else:
             raise Skip(f"status '{status}' not understood (expected ok or OOM)")
-    gpu = as_text(get(row, "hardware", "gpu"))
     profile, profile_path, pnotes, family = choose_profile(row, repo_root)
     tp, pp, dp, cp, ep, n = parallel_degrees(row, notes)
     shape = model_shape(row, tp)
@@ -540,7 +539,7 @@ def map_row(row, repo_root):
     notes += pnotes + shape["notes"]
     recompute, rnote = parse_recompute(row.get("recompute"))
     precision, pnote = parse_precision(row.get("precision"), family)
-    framework, attention, stack, fnotes = choose_framework_attention(row, arch == "resnet", gpu, precision, tp, pp)
+    framework, attention, stack, fnotes = choose_framework_attention(row, arch == "resnet", family, precision, tp, pp)
     model_key, _ = known_config(get(row, "model", "name"))
     recipe = next(((st, src) for g, k, st, src in tables.RECIPE_SETTINGS
                    if stack == g and k == model_key), None)

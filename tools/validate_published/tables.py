@@ -104,6 +104,7 @@ PROFILE_RULES = [
     ("H200", 141, None, "h200-sxm-141gb"),
     ("V100", 16, None, "v100-sxm2-16gb"),
     ("V100", 32, None, "v100-sxm2-32gb"),
+    ("P100", 16, None, "p100-sxm2-16gb"),
     ("Ascend 910", None, None, "ascend-910"),
 ]
 # GPU model names in free hardware text (mapping.parse_gpu): (regex, family),
@@ -139,6 +140,9 @@ MEMORY_BY_DATE = {
 # Families whose only 16-bit tensor-core type is fp16 (no bf16): 'mixed
 # precision' without a dtype is fp16 there.
 FP16_ONLY_FAMILIES = ("V100", "P100")
+# Families FlashAttention does not run on (FlashAttention-2 needs Ampere or
+# newer, Dao-AILab/flash-attention README).
+NO_FLASH_FAMILIES = ("V100", "P100")
 # GPU variants no bundled profile describes (whole words).
 UNSUPPORTED_GPU_WORDS = ("pcie", "nvl")
 
