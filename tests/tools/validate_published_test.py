@@ -120,6 +120,24 @@ class FlopConventions(unittest.TestCase):
         self.assertAlmostEqual(t, 3.6476, places=3)
         self.assertIn("model FLOPs", how)
 
+    def test_recompute_inclusive_tflops_by_recompute_mode(self):
+        # B=1, s=2048, l=1, h=1024, V=0:
+        # model = 72 x 2048 x 1024^2 x (1 + 2048/6144) = 1.54619e11 x 1.33333 = 2.06158e11
+        # selective adds the attention core forward 4 B s^2 l h = 4 x 2048^2 x 1024 = 1.71799e10 -> 2.23338e11
+        # full (Eq. 3) = 96 x 2048 x 1024^2 x (1 + 1/3) = 2.06158e11 x 1.33333 = 2.74878e11
+        F, how = measure.hardware_flops(1, 2048, 1, 1024, 0, "selective")
+        self.assertAlmostEqual(F / 2.23338e11, 1.0, places=4)
+        self.assertIn("attention core", how)
+        self.assertAlmostEqual(measure.hardware_flops(1, 2048, 1, 1024, 0, "none")[0] / 2.06158e11, 1.0, places=4)
+        self.assertAlmostEqual(measure.hardware_flops(1, 2048, 1, 1024, 0, "full")[0] / 2.74878e11, 1.0, places=4)
+        # A row with TFLOP/s that include recompute and selective recompute is converted with the
+        # selective count, not Eq. 3 (which assumes full recompute).
+        r = row(recompute="selective")
+        t_sel, how = measure.measured_iteration(r, map_row(r, REPO).eff)
+        t_full, _ = measure.measured_iteration(row(), map_row(row(), REPO).eff)
+        self.assertIn("selective", how)
+        self.assertLess(t_sel, t_full)
+
     def test_six_n_tokens_when_shape_unknown(self):
         # 6 x 7e9 params x (128 x 4096 tokens) / (8 GPUs x 400e12) = 2.2020e16 / 3.2e15 = 6.8813 s
         eff = {"gbs": 128, "seq": 4096, "num_gpus": 8, "layers": None, "hidden": None, "vocab": None}

@@ -663,6 +663,6 @@ def map_row(row, repo_root):
     plan.append(f"@{profile}")
     eff = {"gbs": gbs, "mbs": mbs, "seq": seq, "num_gpus": n, "layers": shape.get("layers"),
            "hidden": shape.get("hidden"), "vocab": shape.get("vocab"), "profile": profile,
-           "precision": precision, "stack": stack, "model_key": re.sub(r"-b\d+(?=-|$)", "", stem)}
+           "precision": precision, "stack": stack, "recompute": recompute, "model_key": re.sub(r"-b\d+(?=-|$)", "", stem)}
     return Mapping(arch=arch, model_args=margs, model_stem=stem, estimate_args=eargs,
                    plan=" ".join(plan), notes=notes, eff=eff)

@@ -252,9 +252,11 @@ the profile's node size. No per-row tuning: no `--inter-node-GBps`, no efficienc
 `derived.iteration_time_s`; global-batch tokens (`global_batch_tokens`, else global batch x
 seq_len) / (`tokens_per_s_per_gpu` x `num_gpus`) or / `tokens_per_s`; global batch /
 `samples_per_s`; FLOPs / (`num_gpus` x `tflops_per_gpu` x 1e12) with the source's convention:
-`tflops_includes_recompute` true -> F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) (Megatron Eq. 3), false
+`tflops_includes_recompute` true -> the row's recompute FLOPs: full -> F = 96 B s l h^2 (1 + s/(6h) +
+V/(16 l h)) (Megatron Eq. 3), selective -> model FLOPs + 4 B s^2 l h (the recomputed attention core),
+none -> model FLOPs; false
 -> F = 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) (model FLOPs), or 8 / 6 x params x tokens when only the
-parameter count is known; `mfu` x `peak_tflops_used` counts as model TFLOP/s. Each row records its
+parameter count is known (8 only with full recompute); `mfu` x `peak_tflops_used` counts as model TFLOP/s. Each row records its
 conversion (`measured_method`). Rows with none (e.g. per-layer timings) are skipped.
 
 **Comparison.** error = (predicted - measured) / measured. OOM rows: agreement when
