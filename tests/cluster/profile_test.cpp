@@ -19,7 +19,7 @@ TEST_CASE("every bundled profile loads and validates", "[cluster]") {
   // The brief's list plus the calibration clusters that differ from DGX.
   for (const char* want : {"v100-sxm2-16gb", "v100-sxm2-32gb", "a100-sxm4-40gb", "a100-sxm4-80gb", "h100-sxm5-80gb",
                            "h200-sxm-141gb", "ascend-910", "jean-zay-a100-80gb", "mosaicml-a100-40gb-roce",
-                           "mosaicml-a100-80gb-roce"}) {
+                           "mosaicml-a100-80gb-roce", "p100-sxm2-16gb"}) {
     CAPTURE(want);
     CHECK(std::find(names.begin(), names.end(), want) != names.end());
   }

@@ -18,7 +18,7 @@ TOOLS = os.path.join(REPO, "tools")
 SCRIPT = os.path.join(TOOLS, "validate-published")
 sys.path.insert(0, TOOLS)
 
-from validate_published import mapping, measure, search_check, stats  # noqa: E402
+from validate_published import era, mapping, measure, ranking, report, search_check, stats  # noqa: E402
 from validate_published.mapping import Skip, map_row  # noqa: E402
 
 
@@ -49,6 +49,38 @@ def row(**over):
         else:
             r[k] = v
     return r
+
+
+# Source fields of the real groups (as in published_runs.json): the software
+# a row ran follows from these, never from the source_group name.
+SOURCES = {
+    "megatron_sc21_table2": dict(notes="ZeRO-3 via DeepSpeed integrated in Megatron codebase, no TP/PP."),
+    "korthikanti_2022": dict(source={"title": "Korthikanti et al., 'Reducing Activation Recomputation in Large "
+                                              "Transformer Models' (arXiv:2205.05198, MLSys 2023)",
+                                     "location": "Table 3 + Table 5"}),
+    "megatron_readme_h100_2024": dict(source={"title": "NVIDIA/Megatron-LM, README.md 'Training Speed and Scalability'",
+                                              "commit_added": "f2e5db402c44 (2024-07-15)",
+                                              "location": "weak-scaling model table (Megatron-Core r0.8.0)"}),
+    "nemo_2407_h100_fp8": dict(source={"title": "NVIDIA/NeMo docs/source/performance/performance_summary.md (NeMo "
+                                                "24.07 container, DGX-H100, version of 2024-09-09)",
+                                       "location": "Pretraining table (FP8)"}),
+    "megatron_bridge_h100": dict(source={"title": "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md "
+                                                  "(DGX-H100 rows; NeMo 25.11 and 26.02 containers)"}),
+    "mosaicml_llm_foundry": dict(source={"title": "mosaicml/llm-foundry scripts/train/benchmarking/README.md (MPT "
+                                                  "training benchmarks, commit 495218376830)"}),
+    "bigscience_bloom_search": dict(source={"title": "bigscience-workshop/bigscience train/tr11-176B-ml/"
+                                                     "chronicles-prequel.md (BLOOM-176B topology search, Feb 2022)"},
+                                    notes="Snapshot of iteration 2 only. Megatron-DeepSpeed."),
+    "dle_resnet50": dict(source={"title": "NVIDIA/DeepLearningExamples PyTorch/Classification/ConvNets/resnet50v1.5/"
+                                          "README.md (pytorch-21.03 NGC container)"},
+                         notes="PyTorch DDP, DALI data loading, 224x224 images"),
+}
+
+
+def src(group, **over):
+    """Keyword arguments of row() for a row of that group: source_group,
+    source and notes as the real group has them; over replaces any."""
+    return {"source_group": group, **SOURCES[group], **over}
 
 
 def flag(m, name):
@@ -83,10 +115,28 @@ class FlopConventions(unittest.TestCase):
         r = row(model__layers=92, model__hidden=10240, model__heads=80, model__ffn_hidden=None, model__seq_len=4096,
                 model__vocab=131072, training={"global_batch_size": 768}, parallelism={"tp": 8, "pp": 4, "dp": 48},
                 hardware__num_gpus=1536, measured={"tflops_per_gpu": 420.5, "tflops_includes_recompute": False},
-                source_group="megatron_readme_h100_2024", hardware__gpu="H100 SXM 80GB")
+                hardware__gpu="H100 SXM 80GB", **src("megatron_readme_h100_2024"))
         t, how = measure.measured_iteration(r, map_row(r, REPO).eff)
         self.assertAlmostEqual(t, 3.6476, places=3)
         self.assertIn("model FLOPs", how)
+
+    def test_recompute_inclusive_tflops_by_recompute_mode(self):
+        # B=1, s=2048, l=1, h=1024, V=0:
+        # model = 72 x 2048 x 1024^2 x (1 + 2048/6144) = 1.54619e11 x 1.33333 = 2.06158e11
+        # selective adds the attention core forward 4 B s^2 l h = 4 x 2048^2 x 1024 = 1.71799e10 -> 2.23338e11
+        # full (Eq. 3) = 96 x 2048 x 1024^2 x (1 + 1/3) = 2.06158e11 x 1.33333 = 2.74878e11
+        F, how = measure.hardware_flops(1, 2048, 1, 1024, 0, "selective")
+        self.assertAlmostEqual(F / 2.23338e11, 1.0, places=4)
+        self.assertIn("attention core", how)
+        self.assertAlmostEqual(measure.hardware_flops(1, 2048, 1, 1024, 0, "none")[0] / 2.06158e11, 1.0, places=4)
+        self.assertAlmostEqual(measure.hardware_flops(1, 2048, 1, 1024, 0, "full")[0] / 2.74878e11, 1.0, places=4)
+        # A row with TFLOP/s that include recompute and selective recompute is converted with the
+        # selective count, not Eq. 3 (which assumes full recompute).
+        r = row(recompute="selective")
+        t_sel, how = measure.measured_iteration(r, map_row(r, REPO).eff)
+        t_full, _ = measure.measured_iteration(row(), map_row(row(), REPO).eff)
+        self.assertIn("selective", how)
+        self.assertLess(t_sel, t_full)
 
     def test_six_n_tokens_when_shape_unknown(self):
         # 6 x 7e9 params x (128 x 4096 tokens) / (8 GPUs x 400e12) = 2.2020e16 / 3.2e15 = 6.8813 s
@@ -139,9 +189,68 @@ class TextParsing(unittest.TestCase):
         self.assertEqual(P("TF32"), "tf32")
         self.assertEqual(P("FP32"), "fp32")
         self.assertIsNone(mapping.parse_precision("amp_bf16")[1])
-        for bad in (None, "", "int4 magic"):
+        for bad in (None, "", "int4 magic", "int8 quantised"):
             with self.assertRaises(Skip):
                 mapping.parse_precision(bad)
+
+    def test_precision_free_text(self):
+        # Invented texts in the shapes sources use.
+        P = lambda t, fam=None: mapping.parse_precision(t, fam)[0]
+        self.assertEqual(P("mixed precision"), "fp16")
+        self.assertIn("same tensor-core peak", mapping.parse_precision("mixed precision", "A100")[1])
+        self.assertIn("V100 has no bf16", mapping.parse_precision("Mixed-precision training", "V100")[1])
+        self.assertEqual(P("AMP"), "fp16")
+        self.assertEqual(P("torch.cuda.amp"), "fp16")
+        self.assertEqual(P("bf16 mixed"), "bf16")
+        self.assertEqual(P("BFloat16 mixed precision (fp32 master weights)"), "bf16")
+        self.assertEqual(P("fp16 (apex O2)"), "fp16")
+        self.assertEqual(P("apex amp O1"), "fp16")
+        self.assertEqual(P("FP8 hybrid (E4M3 fwd / E5M2 bwd)"), "fp8")
+        self.assertEqual(P("half precision"), "fp16")
+        self.assertEqual(P("TensorFloat-32"), "tf32")
+        self.assertEqual(P("full precision"), "fp32")
+
+    def test_gpu_free_text(self):
+        G = lambda t, date=None: mapping.parse_gpu(t, date)[:2]
+        self.assertEqual(G("A100 SXM4 (DGX A100)", 2020.5), ("A100", 40))     # before the 80 GB part
+        self.assertEqual(G("A100 SXM4 (DGX A100)", 2022.0), ("A100", 80))
+        self.assertEqual(G("A100 SXM4 (DGX A100)"), ("A100", 80))             # date unknown: noted
+        self.assertIn("source date unknown", mapping.parse_gpu("A100 SXM4 (DGX A100)")[2][0])
+        self.assertEqual(G("NVIDIA Ampere (A100 implied by the 312 TFLOP/s peak)", 2021.3), ("A100", 80))
+        self.assertEqual(G("DGX A100 640GB"), ("A100", 80))                   # system total / 8
+        self.assertEqual(G("H100 80GB HBM3"), ("H100", 80))
+        self.assertEqual(G("NVIDIA H100 SXM5"), ("H100", 80))
+        self.assertEqual(G("V100-SXM2-16GB"), ("V100", 16))
+        self.assertEqual(G("Tesla V100 (32 GB)"), ("V100", 32))
+        self.assertEqual(G("Tesla V100", 2017.9), ("V100", 16))
+        self.assertEqual(G("NVIDIA Volta", 2019.0), ("V100", 32))           # Volta's one data-centre part
+        self.assertEqual(G("Tesla P100"), ("P100", 16))
+        self.assertEqual(G("P100-SXM2-16GB"), ("P100", 16))
+        self.assertEqual(G("H200 141GB HBM3e"), ("H200", 141))
+        self.assertEqual(G("Ascend 910"), ("Ascend 910", None))
+        for text, why in [("NVIDIA GH200 Grace Hopper", "Grace Hopper"), ("H100 PCIe", "PCIe"),
+                          ("H100 NVL", "PCIe/NVL"), ("Tesla P100-PCIE-12GB", "PCIe"),
+                          ("NVIDIA Ampere", "only an architecture"), ("A800 80GB", "export part"),
+                          ("A100 24GB", "memory size not one of"), ("TPU v4", "unknown hardware"),
+                          ("Ascend 910B", "unknown hardware"), ("", "not given")]:
+            with self.assertRaises(Skip, msg=text) as c:
+                mapping.parse_gpu(text)
+            self.assertIn(why, str(c.exception), text)
+
+    def test_p100_row(self):
+        m = map_row(row(hardware={"gpu": "Tesla P100", "num_gpus": 8}, parallelism={"tp": 1, "pp": 1, "dp": 8},
+                        source={"title": "Invented 2018 paper (arXiv:1803.00001)"}, precision="mixed precision",
+                        training={"global_batch_size": 64, "micro_batch_size": 8}), REPO)
+        self.assertEqual(flag(m, "--profile"), "cost_profiles/p100-sxm2-16gb.json")
+        self.assertEqual((flag(m, "--precision"), flag(m, "--attention")), ("fp16", "unfused"))
+        self.assertTrue(any("P100 has no bf16" in n for n in m.notes))
+
+    def test_gpu_text_in_a_row(self):
+        # 'DGX A100' without memory in a 2020 source -> the 40 GB profile; precision 'mixed precision'.
+        m = map_row(row(hardware={"gpu": "A100 SXM4 (DGX A100)", "num_gpus": 64, "gpus_per_node": 8},
+                        source={"title": "Doe et al. (arXiv:2010.00001)"}, precision="mixed precision"), REPO)
+        self.assertEqual(flag(m, "--profile"), "cost_profiles/a100-sxm4-40gb.json")
+        self.assertEqual(flag(m, "--precision"), "fp16")
 
 
 class RowMapping(unittest.TestCase):
@@ -164,19 +273,19 @@ class RowMapping(unittest.TestCase):
         self.assertEqual((flag(m, "--vp"), flag(m, "--schedule"), flag(m, "--micro-batch")), ("2", "interleaved", "2"))
 
     def test_sc21_table2_zero3(self):
-        m = map_row(row(source_group="megatron_sc21_table2", training={"global_batch_size": 1536, "micro_batch_size": 2},
+        m = map_row(row(**src("megatron_sc21_table2"), training={"global_batch_size": 1536, "micro_batch_size": 2},
                         parallelism={"tp": 1, "pp": 1, "dp": 768, "zero_stage": 3}, hardware__num_gpus=768), REPO)
         self.assertEqual((flag(m, "--zero"), flag(m, "--framework"), flag(m, "--dp")), ("3", "deepspeed", "768"))
 
     def test_korthikanti(self):
-        m = map_row(row(source_group="korthikanti_2022", recompute="selective (attention core)",
+        m = map_row(row(**src("korthikanti_2022"), recompute="selective (attention core)",
                         training={"global_batch_size": 64, "micro_batch_size": 1},
                         parallelism={"tp": 8, "pp": 8, "dp": 1, "sequence_parallel": True, "virtual_pipeline_stages": 3},
                         model__layers=96, model__hidden=12288, model__heads=96, model__ffn_hidden=49152), REPO)
         self.assertEqual((flag(m, "--sp"), flag(m, "--vp"), flag(m, "--recompute")), (True, "3", "selective"))
 
     def test_megatron_readme(self):
-        m = map_row(row(source_group="megatron_readme_h100_2024", hardware={"gpu": "H100 SXM 80GB", "num_gpus": 1536},
+        m = map_row(row(**src("megatron_readme_h100_2024"), hardware={"gpu": "H100 SXM 80GB", "num_gpus": 1536},
                         model__ffn_hidden=None, training={"global_batch_size": 768}, recompute=None,
                         precision="bf16 (inferred)", notes="Flags: --tp-comm-overlap",
                         parallelism={"tp": 8, "pp": 4, "dp": 48, "distributed_optimizer": True}), REPO)
@@ -188,7 +297,7 @@ class RowMapping(unittest.TestCase):
         self.assertTrue(any("micro-batch not published" in n for n in m.notes))
 
     def test_nemo_known_config(self):
-        m = map_row(row(source_group="nemo_2407_h100_fp8", model={"type": "decoder LLM", "name": "LLAMA2-13B",
+        m = map_row(row(**src("nemo_2407_h100_fp8"), model={"type": "decoder LLM", "name": "LLAMA2-13B",
                                                                   "seq_len": 4096},
                         training={"global_batch_size": 128, "micro_batch_size": 1},
                         parallelism={"tp": 1, "pp": 4, "dp": 4, "cp": 1, "virtual_pipeline_stages": 10},
@@ -205,7 +314,7 @@ class RowMapping(unittest.TestCase):
         self.assertEqual(flag(m, "--grad-reduce-bytes"), "2")
         self.assertTrue(any("grad_sync_dtype" in n for n in m.notes))
         # Nemotron-340B: GQA 8, squared-ReLU 73728 -> SwiGLU 49152
-        m = map_row(row(source_group="nemo_2407_h100_fp8", model={"type": "decoder LLM", "name": "Nemotron-340B",
+        m = map_row(row(**src("nemo_2407_h100_fp8"), model={"type": "decoder LLM", "name": "Nemotron-340B",
                                                                   "seq_len": 4096},
                         training={"global_batch_size": 32, "micro_batch_size": 1},
                         parallelism={"tp": 8, "pp": 8, "dp": 2, "virtual_pipeline_stages": 12},
@@ -221,7 +330,7 @@ class RowMapping(unittest.TestCase):
         self.assertTrue(any("nemotron_340b.yaml" in n for n in m.notes))
 
     def test_recipe_settings(self):
-        nemo = dict(source_group="nemo_2407_h100_fp8", training={"global_batch_size": 128, "micro_batch_size": 1},
+        nemo = dict(**src("nemo_2407_h100_fp8"), training={"global_batch_size": 128, "micro_batch_size": 1},
                     hardware={"gpu": "H100 SXM 80GB", "num_gpus": 8}, parallelism={"tp": 1, "pp": 1, "dp": 8})
         # Other NeMo bf16/fp8 models keep 16-bit master remainders (Apex store_param_remainders).
         m = map_row(row(model={"type": "decoder LLM", "name": "LLAMA2-7B", "seq_len": 4096}, precision="fp8",
@@ -237,7 +346,7 @@ class RowMapping(unittest.TestCase):
                         recompute=None, **nemo), REPO)
         self.assertIsNone(flag(m, "--master-weights"))
         # Megatron-Bridge's Llama 3.1 405B recipe counts embedding and loss in the pipeline split.
-        m = map_row(row(source_group="megatron_bridge_h100", model={"type": "decoder LLM", "name": "LLAMA3.1_405B",
+        m = map_row(row(**src("megatron_bridge_h100"), model={"type": "decoder LLM", "name": "LLAMA3.1_405B",
                                                                     "seq_len": 8192},
                         training={"global_batch_size": 1536, "micro_batch_size": 1}, precision="FP8-CS",
                         hardware={"gpu": "H100 SXM 80GB", "num_gpus": 1024}, recompute=None,
@@ -246,7 +355,7 @@ class RowMapping(unittest.TestCase):
         self.assertIsNone(flag(m, "--master-weights"))
 
     def test_bridge_llama_and_moe(self):
-        base = dict(source_group="megatron_bridge_h100", hardware={"gpu": "H100 SXM 80GB", "num_gpus": 64},
+        base = dict(**src("megatron_bridge_h100"), hardware={"gpu": "H100 SXM 80GB", "num_gpus": 64},
                     training={"global_batch_size": 128, "micro_batch_size": 1}, recompute=None, precision="FP8-CS")
         m = map_row(row(model={"type": "Llama 3 decoder (GQA, SwiGLU)", "name": "LLAMA3_70B", "layers": 80,
                                "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "seq_len": 8192,
@@ -258,7 +367,7 @@ class RowMapping(unittest.TestCase):
                         parallelism={"tp": 1, "pp": 2, "dp": 32, "ep": 8}, **base), REPO)
 
     def test_mosaicml(self):
-        m = map_row(row(source_group="mosaicml_llm_foundry",
+        m = map_row(row(**src("mosaicml_llm_foundry"),
                         model={"type": "MPT decoder (ALiBi, no bias, expansion 4)", "name": "MPT-1b", "layers": 24,
                                "hidden": 2048, "heads": 16, "ffn_hidden": 8192, "seq_len": 2048, "vocab": 50368},
                         training={"global_batch_size": 512, "micro_batch_size": 8},
@@ -269,7 +378,7 @@ class RowMapping(unittest.TestCase):
         self.assertEqual((flag(m, "--zero"), flag(m, "--framework"), flag(m, "--attention")), ("2", "fsdp", "flash"))
         self.assertTrue(any("MPT approximated as gpt" in n for n in m.notes))
         self.assertIsNone(flag(m, "--grad-reduce-bytes"))
-        m = map_row(row(source_group="mosaicml_llm_foundry", model__type="MPT decoder", training={"global_batch_size": 64,
+        m = map_row(row(**src("mosaicml_llm_foundry"), model__type="MPT decoder", training={"global_batch_size": 64,
                         "micro_batch_size": 8}, parallelism={"dp": 8, "zero_stage": 3,
                         "fsdp": "PyTorch FSDP FULL_SHARD (mixed_precision=PURE)"},
                         hardware={"gpu": "H100 80GB", "num_gpus": 8}, recompute="none", precision="bf16"), REPO)
@@ -278,7 +387,7 @@ class RowMapping(unittest.TestCase):
         self.assertIsNone(flag(m, "--distributed-optimizer"))
 
     def test_bloom(self):
-        m = map_row(row(source_group="bigscience_bloom_search", model__name="BLOOM-shape 181B", model__vocab=250000,
+        m = map_row(row(**src("bigscience_bloom_search"), model__name="BLOOM-shape 181B", model__vocab=250000,
                         model__layers=72, model__hidden=14336, model__heads=64, model__ffn_hidden=57344,
                         training={"global_batch_size": 2048, "micro_batch_size": 2},
                         parallelism={"tp": 8, "pp": 10, "dp": 8, "zero_stage": 1}, recompute="full activation checkpointing",
@@ -290,7 +399,7 @@ class RowMapping(unittest.TestCase):
         self.assertTrue(any("disagrees with num_gpus" in n for n in m.notes))
 
     def test_dle_resnet(self):
-        r = row(source_group="dle_resnet50", model={"type": "CNN", "name": "ResNet-50 v1.5"}, training={},
+        r = row(**src("dle_resnet50"), model={"type": "CNN", "name": "ResNet-50 v1.5"}, training={},
                 parallelism={"dp": 8}, recompute=None, precision="AMP (fp16)",
                 hardware={"gpu": "V100 16GB", "num_gpus": 8, "gpus_per_node": 8, "system": "DGX-1"},
                 measured={"samples_per_s": 8322})
@@ -379,6 +488,149 @@ class Arithmetic(unittest.TestCase):
         self.assertAlmostEqual(s["memory_mean_abs_error_pct"], 10.0)  # (5 + 15) / 2
         self.assertEqual((s["rows"], s["evaluated"], s["skipped"], s["failed"]), (7, 5, 1, 1))
         self.assertAlmostEqual(stats.error_pct(1.1, 1.0), 10.0)
+
+
+class Era(unittest.TestCase):
+    """The software a row ran follows from its source's date and named software (invented rows)."""
+
+    def date(self, title, notes="", **source):
+        return era.source_date({"source": {"title": title, **source}, "notes": notes})[0]
+
+    def test_source_date(self):
+        self.assertAlmostEqual(self.date("Doe et al. (arXiv:2109.01234)"), 2021 + 8 / 12)     # Sept 2021
+        self.assertAlmostEqual(self.date("Doe, arXiv 2109.01234, NeurIPS 2023"), 2021 + 8 / 12)  # arXiv beats year
+        self.assertAlmostEqual(self.date("blog, version of 2023-03-15 (2024 update)"), 2023 + 2 / 12)
+        self.assertAlmostEqual(self.date("perf table", commit_added="abc (2022-11-30)"), 2022 + 10 / 12)
+        self.assertAlmostEqual(self.date("NeMo 23.11 container, DGX H100"), 2023 + 10 / 12)
+        self.assertAlmostEqual(self.date("README (pytorch-20.06 NGC container)"), 2020 + 5 / 12)
+        self.assertAlmostEqual(self.date("logbook, Sept 2020"), 2020 + 8 / 12)
+        self.assertAlmostEqual(self.date("Roe et al., ISCA'20"), 2020.0)
+        self.assertAlmostEqual(self.date("Roe et al., MLSys 2022 and 2023"), 2022.0)           # earliest
+        self.assertIsNone(self.date("repo README, seq 2048, commit 2019abc, 1536 GPUs"))
+        self.assertAlmostEqual(self.date("repo README", notes="measured in 2021"), 2021.0)     # notes last
+        self.assertEqual(era.source_date({"source": {"title": "x", "date": "2020-07"}})[0], 2020 + 6 / 12)
+        self.assertEqual(era.source_date({"date": 2019})[0], 2019.0)
+        self.assertEqual(era.source_date(None), (None, None))
+
+    def legacy_row(self, **over):
+        """A 2021 paper filed under a group name that starts like NeMo 24.07's."""
+        return row(**{"source_group": "nemo_2407_like_but_2021",
+                      "source": {"title": "Roe et al., 'Training big GPTs on A100s' (arXiv:2106.00001)"},
+                      "notes": "Megatron-LM code base.", "precision": "bf16",
+                      "hardware": {"gpu": "H100 SXM 80GB", "num_gpus": 64},
+                      "parallelism": {"tp": 8, "pp": 2, "dp": 4}, "recompute": None, **over})
+
+    def test_old_source_with_new_looking_group_gets_legacy_behaviour(self):
+        m = map_row(self.legacy_row(), REPO)
+        self.assertEqual((flag(m, "--framework"), flag(m, "--attention")), ("megatron-legacy", "unfused"))
+        for f in ("--sp", "--distributed-optimizer", "--tp-comm-overlap", "--grad-reduce-bytes", "--master-weights",
+                  "--fused-loss"):
+            self.assertIsNone(flag(m, f), f)
+        self.assertIsNone(m.eff["stack"])
+        # The same row from a 2024 source that names NeMo 24.07 gets NeMo's behaviour.
+        m = map_row(self.legacy_row(source={"title": "NeMo 24.07 performance summary"}, notes=""), REPO)
+        self.assertEqual((flag(m, "--framework"), flag(m, "--attention"), m.eff["stack"]), ("megatron", "flash", "nemo"))
+        self.assertTrue(flag(m, "--sp") and flag(m, "--distributed-optimizer") and flag(m, "--tp-comm-overlap"))
+
+    def test_named_software_before_its_era_falls_through(self):
+        # A 2021 source naming NeMo (NeMo Megatron) is not given NeMo 24.x / Megatron-Core behaviour.
+        sw = era.software({"source": {"title": "NeMo Megatron GPT, Oct 2021"}}, tp=8)
+        self.assertEqual((sw.framework, sw.attention, sw.stack), ("megatron-legacy", "unfused", None))
+        sw = era.software({"source": {"title": "Megatron-Core scaling, Jan 2025"}})
+        self.assertEqual((sw.framework, sw.attention, sw.stack), ("megatron", "flash", "megatron-core"))
+        sw = era.software({"source": {"title": "Megatron-LM GPT runs, 2024"}})
+        self.assertEqual((sw.framework, sw.attention), ("megatron", None))   # kernel not named: planner default
+        sw = era.software({"source": {"title": "Megatron-DeepSpeed BLOOM, 2023"}, "notes": "flash-attn v2"})
+        self.assertEqual((sw.framework, sw.attention), ("deepspeed", "flash"))
+
+    def test_unknown_groups(self):
+        # Nothing named, a date after FlashAttention, no model parallelism: both flags omitted.
+        sw = era.software({"source": {"title": "Some lab blog (2024)"}}, tp=1, pp=1)
+        self.assertEqual((sw.framework, sw.attention, sw.stack), (None, None, None))
+        # Nothing named, before FlashAttention, tensor parallel: Megatron-LM style of its day, unfused.
+        sw = era.software({"source": {"title": "Some lab blog (2021)"}}, tp=4)
+        self.assertEqual((sw.framework, sw.attention), ("megatron-legacy", "unfused"))
+        # No date at all: nothing assumed.
+        sw = era.software({"source": {"title": "Some lab blog"}}, tp=4)
+        self.assertEqual((sw.framework, sw.attention), (None, None))
+        # A source that says it did not use FlashAttention.
+        sw = era.software({"source": {"title": "FSDP runs, 2023"}, "notes": "run without FlashAttention"})
+        self.assertEqual((sw.framework, sw.attention), ("fsdp", None))
+        # FlashAttention named: flash even when the group name looks old.
+        m = map_row(row(source_group="megatron_sc21_table1_rerun",
+                        source={"title": "GPT weak scaling re-run with FlashAttention-2 (2024)"},
+                        hardware__gpu="H100 SXM 80GB"), REPO)
+        self.assertEqual(flag(m, "--attention"), "flash")
+        self.assertEqual(flag(m, "--framework"), "megatron")   # tp 2, nothing named, dated 2024
+
+
+class Ranking(unittest.TestCase):
+    def test_tau_one_discordant_pair(self):
+        # 4 rows, 6 pairs; only the pair (row 2, row 3) is ordered differently:
+        # C = 5, D = 1, no ties: tau = (5 - 1) / 6 = 0.667
+        self.assertAlmostEqual(ranking.kendall_tau_b([1, 2, 3, 4], [10, 20, 40, 30]), 4 / 6)
+        self.assertAlmostEqual(ranking.kendall_tau_b([1, 2, 3], [3, 2, 1]), -1.0)
+        self.assertAlmostEqual(ranking.kendall_tau_b([1, 2, 3], [1, 2, 3]), 1.0)
+
+    def test_tau_b_ties(self):
+        # x = [1, 1, 2], y = [1, 2, 3]: pairs (0,1) tied in x; (0,2) and (1,2) concordant.
+        # C = 2, D = 0, P = 3, Tx = 1, Ty = 0: tau_b = 2 / sqrt(2 x 3) = 0.8165
+        self.assertAlmostEqual(ranking.kendall_tau_b([1, 1, 2], [1, 2, 3]), 2 / 6 ** 0.5)
+        # ties on both sides, in the same pair: x = [1, 1, 2, 3], y = [5, 5, 6, 4]
+        # pairs: (0,1) tied both; (0,2) C; (0,3) D; (1,2) C; (1,3) D; (2,3) D.
+        # C = 2, D = 3, P = 6, Tx = Ty = 1: tau_b = -1 / 5 = -0.2
+        self.assertAlmostEqual(ranking.kendall_tau_b([1, 1, 2, 3], [5, 5, 6, 4]), -0.2)
+        self.assertIsNone(ranking.kendall_tau_b([1, 1, 1], [1, 2, 3]))   # all tied in x
+        self.assertIsNone(ranking.kendall_tau_b([1], [2]))
+
+    def test_regret(self):
+        # predicted best = row 1 (measured 12); measured best = row 0 (10): 20 %
+        regret, picked, best = ranking.top1_regret_pct([2.0, 1.0, 3.0], [10.0, 12.0, 11.0])
+        self.assertAlmostEqual(regret, 20.0)
+        self.assertEqual((picked, best), (1, 0))
+        # right pick: 0 %
+        self.assertEqual(ranking.top1_regret_pct([1.0, 2.0], [5.0, 6.0])[0], 0.0)
+        # rows 0 and 2 tie for the predicted best: the slower measured (row 2, 15) counts: 50 %
+        self.assertAlmostEqual(ranking.top1_regret_pct([1.0, 2.0, 1.0], [10.0, 11.0, 15.0])[0], 50.0)
+
+    def test_sets_and_summary(self):
+        def res(i, key, pred, meas, outcome="compared", n=64):
+            return {"id": f"r{i}", "group": "g", "outcome": outcome, "rank_set": key, "predicted_s": pred,
+                    "measured_s": meas, "num_gpus": n,
+                    "error_pct": None if meas is None else stats.error_pct(pred, meas)}
+        rs = [res(0, "A", 1.0, 10.0), res(1, "A", 2.0, 20.0), res(2, "A", 3.0, 40.0), res(3, "A", 4.0, 30.0),
+              res(4, "B", 1.0, 1.0), res(5, "B", 2.0, 2.0),                     # only 2 rows: no set
+              res(6, "C", 3.0, 1.0, n=1024), res(7, "C", 2.0, 2.0, n=1024), res(8, "C", 1.0, 3.0, n=1024),
+              res(9, "C", 0.5, None, "failed"), res(10, None, 1.0, 1.0, n=8)]
+        rk = ranking.ranking_summary(rs)
+        self.assertEqual([x["set"] for x in rk["sets"]], ["A", "C"])
+        a, c = rk["sets"]
+        self.assertAlmostEqual(a["kendall_tau"], 4 / 6)
+        self.assertEqual((a["top1_regret_pct"], a["predicted_best"], a["measured_best"]), (0.0, "r0", "r0"))
+        self.assertAlmostEqual(c["kendall_tau"], -1.0)
+        self.assertAlmostEqual(c["top1_regret_pct"], 200.0)                  # picks r8 (3.0) over r6 (1.0)
+        self.assertAlmostEqual(rk["mean_kendall_tau"], (4 / 6 - 1) / 2)
+        self.assertEqual((rk["worst_top1_regret_pct"], rk["worst_top1_regret_set"]), (200.0, "C"))
+        self.assertEqual((rk["set_count"], rk["rows_in_sets"]), (2, 7))
+        b = {x["bucket"]: x for x in ranking.scale_buckets(rs)}
+        self.assertEqual([x["bucket"] for x in ranking.scale_buckets(rs)], ["1-8", "9-64", "65-512", ">512"])
+        self.assertEqual((b["1-8"]["rows"], b["9-64"]["rows"], b["65-512"]["rows"], b[">512"]["rows"]), (1, 6, 0, 3))
+        # >512: errors (3-1)/1 = +200 %, 0 %, (1-3)/3 = -66.7 %: signed mean +44.4 %, |mean| 88.9 %
+        self.assertAlmostEqual(b[">512"]["mean_signed_error_pct"], (200 - 200 / 3) / 3)
+        self.assertAlmostEqual(b[">512"]["mean_abs_error_pct"], (200 + 200 / 3) / 3)
+        self.assertIsNone(b["65-512"]["mean_signed_error_pct"])
+        self.assertEqual(ranking.bucket_of(8), "1-8")
+        self.assertEqual(ranking.bucket_of(9), "9-64")
+        self.assertEqual(ranking.bucket_of(512), "65-512")
+        self.assertEqual(ranking.bucket_of(513), ">512")
+
+    def test_rank_set_key_ignores_layout(self):
+        a = map_row(row(), REPO)
+        b = map_row(row(parallelism={"tp": 4, "pp": 2, "dp": 8}, training__micro_batch_size=2), REPO)
+        c = map_row(row(training__global_batch_size=1024), REPO)
+        self.assertEqual(mapping.rank_set("g", a.eff), mapping.rank_set("g", b.eff))
+        self.assertNotEqual(mapping.rank_set("g", a.eff), mapping.rank_set("g", c.eff))
+        self.assertNotIn("-b", a.eff["model_key"].split("-s2048")[1])
 
 
 FAKE_PLANNER = textwrap.dedent("""\
@@ -477,6 +729,16 @@ class EndToEnd(unittest.TestCase):
         s = d["summary"]["overall"]
         self.assertEqual((s["oom_rows"], s["oom_agree"], s["time_compared"]), (1, 1, 7))
         self.assertEqual(d["summary"]["groups"]["elsewhere"]["mean_abs_error_pct"], 0.0)
+        # r0..r5 form one ranking set; the fake predicts 5.12 s for all (tau undefined) and
+        # the slowest of the tied rows (r5, 9 s) counts against the best (r0, 4 s): +125 %
+        rk = d["summary"]["ranking"]
+        self.assertEqual(rk["set_count"], 1)
+        self.assertEqual(rk["sets"][0]["ids"], [f"r{i}" for i in range(6)])
+        self.assertIsNone(rk["sets"][0]["kendall_tau"])
+        self.assertAlmostEqual(rk["worst_top1_regret_pct"], 125.0)
+        b = {x["bucket"]: x["rows"] for x in d["summary"]["scale_buckets"]}
+        self.assertEqual(b["9-64"], 7)
+        self.assertEqual(d["rows"][0]["num_gpus"], 64)
 
     def test_text_group_and_doc(self):
         doc = os.path.join(self.tmp.name, "v.md")
@@ -488,6 +750,11 @@ class EndToEnd(unittest.TestCase):
             text = f.read()
         self.assertIn("## How a row becomes commands", text)
         self.assertIn("--group elsewhere", text)
+        self.assertIn("## Ranking", text)
+        self.assertIn("Signed mean error by GPU count", text)
+        p = self.run_script(self.runs, "--planner", self.planner)
+        self.assertIn("Ranking: 1 sets of >= 3 rows (6 rows)", p.stdout)
+        self.assertIn("125.0%", p.stdout)
         p = self.run_script(self.runs, "--planner", self.planner, "--write-doc", doc)
         self.assertEqual(p.returncode, 2)
         self.assertIn("--force", p.stderr)
@@ -524,10 +791,10 @@ class SearchMapping(unittest.TestCase):
                 hardware__num_gpus=1536, recompute="selective", training={"global_batch_size": 2304,
                                                                            "micro_batch_size": 2}),
             row(parallelism={"tp": 4, "pp": 2, "dp": 4, "cp": 2, "ep": 2}, hardware__num_gpus=64,
-                source_group="nemo_2407_h100_fp8", hardware__gpu="H100 SXM 80GB", precision="fp8",
+                hardware__gpu="H100 SXM 80GB", precision="fp8", **src("nemo_2407_h100_fp8"),
                 training={"global_batch_size": 128, "micro_batch_size": 1}),
             row(parallelism={"tp": 1, "pp": 1, "dp": 64, "zero_stage": 3, "fsdp": "FULL_SHARD PURE"},
-                source_group="mosaicml_llm_foundry", training={"global_batch_size": 512, "micro_batch_size": 8},
+                training={"global_batch_size": 512, "micro_batch_size": 8}, **src("mosaicml_llm_foundry"),
                 hardware__gpus_per_node=4),
         ]
 
@@ -546,7 +813,7 @@ class SearchMapping(unittest.TestCase):
     def test_drops_exactly_the_layout_flags(self):
         for r in self.rows():
             m = map_row(r, REPO)
-            sargs, notes = search_check.search_args(m.estimate_args, r["source_group"])
+            sargs, notes = search_check.search_args(m.estimate_args, m.eff["stack"])
             tail = ["--threads", "1", "--time-limit", "60", "--json"]
             self.assertEqual(sargs[-5:], tail)
             kept = [p for p in self.pairs(m.estimate_args) if p[0] not in self.LAYOUT]
@@ -559,7 +826,7 @@ class SearchMapping(unittest.TestCase):
                 self.assertNotIn(f, sargs)
         # Spot checks of what is kept.
         nemo = map_row(self.rows()[2], REPO)
-        sargs, notes = search_check.search_args(nemo.estimate_args, "nemo_2407_h100_fp8")
+        sargs, notes = search_check.search_args(nemo.estimate_args, "nemo")
         self.assertEqual(notes, [])  # tp 4 with sp: the estimate already has --tp-comm-overlap
         for f in ("--cp", "--ep", "--sp", "--distributed-optimizer"):
             self.assertIn(f, nemo.estimate_args)
@@ -567,7 +834,7 @@ class SearchMapping(unittest.TestCase):
         self.assertEqual(search_check.flag_value(sargs, "--precision"), "fp8")
         self.assertIn("--tp-comm-overlap", sargs)
         foundry = map_row(self.rows()[3], REPO)
-        sargs, _ = search_check.search_args(foundry.estimate_args, "mosaicml_llm_foundry")
+        sargs, _ = search_check.search_args(foundry.estimate_args, "llm-foundry")
         self.assertIn("--fused-loss", sargs)
         self.assertEqual(search_check.flag_value(sargs, "--grad-reduce-bytes"), "2")
         self.assertEqual(search_check.flag_value(sargs, "--gpus-per-node"), "4")
@@ -575,11 +842,12 @@ class SearchMapping(unittest.TestCase):
         self.assertNotIn("--zero", sargs)
 
     def test_overlap_group_with_tp1_and_unknown_flag(self):
-        r = row(parallelism={"tp": 1, "pp": 1, "dp": 8}, hardware__num_gpus=8, source_group="nemo_2407_h100_fp8",
+        r = row(parallelism={"tp": 1, "pp": 1, "dp": 8}, hardware__num_gpus=8, **src("nemo_2407_h100_fp8"),
                 hardware__gpu="H100 SXM 80GB", training={"global_batch_size": 128, "micro_batch_size": 1})
         m = map_row(r, REPO)
         self.assertNotIn("--tp-comm-overlap", m.estimate_args)
-        sargs, notes = search_check.search_args(m.estimate_args, r["source_group"])
+        self.assertEqual(m.eff["stack"], "nemo")
+        sargs, notes = search_check.search_args(m.estimate_args, m.eff["stack"])
         self.assertIn("--tp-comm-overlap", sargs)
         self.assertEqual(len(notes), 1)
         with self.assertRaises(ValueError):

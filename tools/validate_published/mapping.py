@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from . import tables
+from . import era, tables
 
 
 class Skip(Exception):
@@ -106,66 +106,108 @@ def parse_recompute(text):
     raise Skip(f"recompute text not understood: '{text}'")
 
 
-def parse_precision(text):
-    """(fp8|bf16|fp16|tf32|fp32, note or None). Raises Skip when absent or unreadable."""
+def parse_precision(text, family=None):
+    """(fp8|bf16|fp16|tf32|fp32, note or None) from free text; family (of
+    parse_gpu) settles 'mixed precision' without a dtype. Raises Skip when
+    absent or unreadable."""
     t = as_text(text).strip().lower()
     if not t:
         raise Skip("precision not given")
     plain = re.fullmatch(r"(?:amp_)?(fp8|bf16|fp16|tf32|fp32)(?:-[a-z]+)?", t)
     if plain:
         return plain.group(1), None
-    if "fp8" in t:
+    if re.search(r"\bint[48]\b", t) and not re.search(r"fp8|bf16|fp16|float16", t):
+        raise Skip(f"precision '{text}': integer training is not modelled")
+    if "fp8" in t or "float8" in t or "e4m3" in t or "e5m2" in t:
         return "fp8", f"precision '{text}' read as fp8"
-    if "bf16" in t or "bfloat16" in t:
+    if "bf16" in t or "bfloat16" in t or "bfloat-16" in t:
         return "bf16", f"precision '{text}' read as bf16"
     if "fp16" in t or "16-bit" in t or "float16" in t or "half" in t:
         return "fp16", f"precision '{text}' read as fp16"
-    if "tf32" in t:
+    if "tf32" in t or "tensorfloat" in t:
         return "tf32", None
-    if "fp32" in t or "float32" in t or "single" in t:
+    if "fp32" in t or "float32" in t or "single" in t or re.search(r"\bfull precision\b", t):
         return "fp32", None
-    if "amp" in t:
-        return "fp16", f"precision '{text}' read as fp16 (AMP without a dtype)"
+    if "apex" in t or re.search(r"\bo[123]\b", t):
+        return "fp16", f"precision '{text}' read as fp16 (NVIDIA Apex AMP casts to fp16)"
+    if re.search(r"\bamp\b|mixed", t):
+        if family in tables.FP16_ONLY_FAMILIES:
+            return "fp16", (f"precision '{text}' read as fp16 (no dtype given; {family} has no bf16, "
+                            "fp16 is its only 16-bit arithmetic)")
+        return "fp16", (f"precision '{text}' read as fp16 (no dtype given; fp16 and bf16 have the same tensor-core "
+                        "peak on A100/H100, so the step time barely depends on the choice)")
     raise Skip(f"precision not understood: '{text}'")
+
+
+def parse_gpu(text, date=None):
+    """(family, memory GB, notes) from a free-text GPU description such as
+    'A100 SXM4 (DGX A100)', 'NVIDIA Ampere (A100 implied by ...)',
+    'H100 80GB HBM3', 'V100-SXM2-16GB' or 'Tesla P100'. date (fractional
+    year of the source, or None) settles a memory size the text omits
+    (tables.MEMORY_BY_DATE). Raises Skip with the reason otherwise."""
+    t = as_text(text).lower()
+    if not t.strip():
+        raise Skip("hardware.gpu not given")
+    found = []
+    for pattern, fam in tables.GPU_FAMILIES:
+        m = re.search(r"(?<![a-z0-9])" + pattern + r"(?![a-z0-9])", t)
+        if m:
+            found.append((m.start(), fam))
+    notes = []
+    if not found:
+        arch = next(((a, fam) for a, fam in tables.GPU_ARCHITECTURES if re.search(r"\b" + a + r"\b", t)), None)
+        if arch is None:
+            raise Skip(f"unknown hardware: GPU '{text}'")
+        if arch[1] is None:
+            raise Skip(f"GPU '{text}' names only an architecture ({arch[0]}), which has several data-centre parts")
+        found = [(0, arch[1])]
+        notes.append(f"GPU '{text}': architecture {arch[0]} read as {arch[1]} (its only data-centre part)")
+    family = min(found)[1]
+    if family in tables.GPU_WITHOUT_PROFILE:
+        raise Skip(f"no bundled profile for GPU '{text}' ({tables.GPU_WITHOUT_PROFILE[family]})")
+    if any(re.search(r"\b" + w + r"\b", t) for w in tables.UNSUPPORTED_GPU_WORDS):
+        raise Skip(f"no bundled profile for GPU '{text}' (PCIe/NVL variant)")
+    sizes = tables.GPU_MEMORY_SIZES.get(family, ())
+    mem = None
+    for m in re.finditer(r"(\d+)\s*-?\s*g(?:b|ib)\b", t):
+        v = int(m.group(1))
+        if v in sizes:
+            mem = v
+            break
+        if v % 8 == 0 and v // 8 in sizes:   # a DGX/HGX system's total, 8 GPUs
+            mem = v // 8
+            notes.append(f"GPU '{text}': {v} GB read as a system of 8 x {mem} GB")
+            break
+    else:
+        if re.search(r"(\d+)\s*-?\s*g(?:b|ib)\b", t) and sizes:
+            raise Skip(f"GPU '{text}': memory size not one of {family}'s ({', '.join(map(str, sizes))} GB)")
+    if mem is None:
+        rule = tables.MEMORY_BY_DATE.get(family)
+        if rule:
+            since, before, after, why = rule
+            mem = after if date is None or date >= since else before
+            notes.append(f"GPU memory not given: {family} {mem} GB assumed ("
+                         + ("source date unknown; " if date is None else "")
+                         + why + ")")
+    return family, mem, notes
 
 
 # ---------------------------------------------------------------------------
 # Framework, attention, profile.
 
-def choose_framework_attention(row, is_cnn, gpu, precision):
-    """(framework or None, attention or None, notes)."""
-    group = as_text(row.get("source_group"))
-    notes = []
-    rule = next((r for r in tables.GROUP_RULES if group.startswith(r[0])), None)
-    if rule:
-        fw, attn = rule[1], (None if is_cnn else rule[2])
-    else:
-        words = (as_text(get(row, "source", "title")) + " " + as_text(row.get("notes"))).lower()
-        fw = next((f for kw, f in tables.FRAMEWORK_KEYWORDS if kw in words), None)
-        notes.append(f"framework from source keywords: {fw}" if fw else "framework unknown: --framework omitted")
-        attn = None if is_cnn else "flash" if "flash" in words else None
-        if not is_cnn:
-            notes.append("attention flash (source mentions FlashAttention)" if attn else
-                         "attention kernel unknown: --attention omitted (planner default)")
-    no_flash = "V100" if "v100" in gpu.lower() else precision if precision in ("tf32", "fp32") else None
+def choose_framework_attention(row, is_cnn, family, precision, tp=1, pp=1):
+    """(framework or None, attention or None, stack or None, notes): era.py's
+    rule (source date and named software, never the group name), then
+    FlashAttention's hardware and precision limits."""
+    sw = era.software(row, is_cnn, tp, pp)
+    fw, attn, notes = sw.framework, sw.attention, list(sw.notes)
+    no_flash = family if family in tables.NO_FLASH_FAMILIES else precision if precision in ("tf32", "fp32") else None
     if no_flash and attn != "unfused":
-        why = "needs Ampere or newer" if no_flash == "V100" else "needs 16-bit or fp8 inputs"
+        why = "needs Ampere or newer" if no_flash == family else "needs 16-bit or fp8 inputs"
         notes.append(f"attention unfused: FlashAttention {why} ({no_flash})" +
                      ("; the model has no attention, but the planner checks the mode" if is_cnn else ""))
         attn = "unfused"
-    return fw, attn, notes
-
-
-def gpu_family_memory(gpu):
-    """('A100', 80) from 'A100 SXM4 80GB'; memory None when absent."""
-    g = gpu.upper()
-    family = None
-    for fam in ("A100", "H100", "H200", "V100", "ASCEND 910"):
-        if fam in g:
-            family = "Ascend 910" if fam == "ASCEND 910" else fam
-            break
-    m = re.search(r"(\d+)\s*G(?:B|IB)\b", g)
-    return family, (int(m.group(1)) if m else None)
+    return fw, attn, sw.stack, notes
 
 
 _PROFILE_CACHE = {}
@@ -190,19 +232,9 @@ def profile_node_size(path):
 
 
 def choose_profile(row, repo_root):
-    """(profile name, relative path, notes). Raises Skip for unknown hardware."""
+    """(profile name, relative path, notes, GPU family). Raises Skip for unknown hardware."""
     gpu = as_text(get(row, "hardware", "gpu"))
-    if not gpu:
-        raise Skip("hardware.gpu not given")
-    if any(w in gpu.lower().split() or w in gpu.lower() for w in tables.UNSUPPORTED_GPU_WORDS):
-        raise Skip(f"no bundled profile for GPU '{gpu}' (PCIe/NVL variant)")
-    family, mem = gpu_family_memory(gpu)
-    notes = []
-    if family is None:
-        raise Skip(f"unknown hardware: GPU '{gpu}'")
-    if mem is None and family in tables.DEFAULT_MEMORY_GB:
-        mem = tables.DEFAULT_MEMORY_GB[family]
-        notes.append(f"GPU memory not given: {family} {mem} GB assumed")
+    family, mem, notes = parse_gpu(gpu, era.source_date(row)[0])
     words = " ".join(as_text(x) for x in (get(row, "hardware", "system"), get(row, "hardware", "inter_node"),
                                            row.get("source_group"), get(row, "source", "title"))).lower()
     for fam, rmem, keywords, name in tables.PROFILE_RULES:
@@ -212,13 +244,14 @@ def choose_profile(row, repo_root):
             continue
         break
     else:
-        raise Skip(f"unknown hardware: no profile rule for GPU '{gpu}'")
+        raise Skip(f"unknown hardware: no profile rule for GPU '{gpu}' ({family}"
+                   + (f" {mem} GB" if mem else "") + ")")
     rel = os.path.join("cost_profiles", name + ".json")
     if not os.path.isfile(os.path.join(repo_root, rel)):
         raise Skip(f"profile {rel} not found")
     if not get(row, "hardware", "system") and not get(row, "hardware", "inter_node"):
         notes.append(f"cluster not published: {name} assumed")
-    return name, rel, notes
+    return name, rel, notes, family
 
 
 # ---------------------------------------------------------------------------
@@ -482,6 +515,12 @@ def model_command(row, shape, mbs, notes):
 
 # ---------------------------------------------------------------------------
 
+def rank_set(group, eff):
+    """Key of the row's ranking set (ranking.py): rows that differ only in layout."""
+    return (f"{group} | {eff['model_key']} | {eff['profile']} x{eff['num_gpus']} | gbs {eff['gbs']} | "
+            f"{eff['precision']}")
+
+
 def map_row(row, repo_root):
     """Mapping for one row; raises Skip with a reason."""
     if not isinstance(row, dict):
@@ -493,24 +532,22 @@ def map_row(row, repo_root):
             notes.append("status not given: ok assumed")
         else:
             raise Skip(f"status '{status}' not understood (expected ok or OOM)")
-    gpu = as_text(get(row, "hardware", "gpu"))
-    profile, profile_path, pnotes = choose_profile(row, repo_root)
+    profile, profile_path, pnotes, family = choose_profile(row, repo_root)
     tp, pp, dp, cp, ep, n = parallel_degrees(row, notes)
     shape = model_shape(row, tp)
     arch = shape["arch"]
     notes += pnotes + shape["notes"]
     recompute, rnote = parse_recompute(row.get("recompute"))
-    group = as_text(row.get("source_group"))
+    precision, pnote = parse_precision(row.get("precision"), family)
+    framework, attention, stack, fnotes = choose_framework_attention(row, arch == "resnet", family, precision, tp, pp)
     model_key, _ = known_config(get(row, "model", "name"))
     recipe = next(((st, src) for g, k, st, src in tables.RECIPE_SETTINGS
-                   if group.startswith(g) and k == model_key), None)
+                   if stack == g and k == model_key), None)
     if recipe and "recompute" in recipe[0] and row.get("recompute") is None:
         recompute = recipe[0]["recompute"]
         rnote = f"recompute not stated: {recompute}, from {recipe[1]}"
     recipe_flags = {k: v for k, v in (recipe[0] if recipe else {}).items() if k != "recompute"}
-    precision, pnote = parse_precision(row.get("precision"))
     notes += [x for x in (rnote, pnote) if x]
-    framework, attention, fnotes = choose_framework_attention(row, arch == "resnet", gpu, precision)
     notes += fnotes
 
     par = row.get("parallelism") if isinstance(row.get("parallelism"), dict) else {}
@@ -533,7 +570,7 @@ def map_row(row, repo_root):
         if "interleav" in sched_text:
             notes.append("schedule text says interleaved but no virtual stage count is known: 1f1b used")
         eargs += ["--schedule", sched]
-    conv = next((c for c in tables.GROUP_CONVENTIONS if group.startswith(c[0])), None)
+    conv = next((c for c in tables.STACK_CONVENTIONS if stack == c[0]), None)
     sp = par.get("sequence_parallel")
     if sp is None and tp > 1 and "tp-comm-overlap" in as_text(row.get("notes")).lower():
         sp = True
@@ -545,7 +582,7 @@ def map_row(row, repo_root):
     if sp is True:
         eargs.append("--sp")
         plan.append("sp")
-    overlap_src = next((v for k, v in tables.TP_COMM_OVERLAP_GROUPS.items() if group.startswith(k)), None)
+    overlap_src = tables.TP_COMM_OVERLAP_STACKS.get(stack)
     if tp > 1 and sp is True and ("tp-comm-overlap" in as_text(row.get("notes")).lower() or overlap_src):
         eargs.append("--tp-comm-overlap")
         plan.append("tp-overlap")
@@ -577,10 +614,10 @@ def map_row(row, repo_root):
     if distopt is True:
         eargs.append("--distributed-optimizer")
         plan.append("distopt")
-    if group.startswith(tables.FUSED_LOSS_GROUP[0]):
+    if stack == tables.FUSED_LOSS_STACK[0]:
         eargs.append("--fused-loss")
-        notes.append(f"fused cross-entropy: {tables.FUSED_LOSS_GROUP[1]}")
-    bf16_grads = next((v for k, v in tables.GRAD_REDUCE_BF16_GROUPS.items() if group.startswith(k)), None)
+        notes.append(f"fused cross-entropy: {tables.FUSED_LOSS_STACK[1]}")
+    bf16_grads = tables.GRAD_REDUCE_BF16_STACKS.get(stack)
     if "PURE" in fsdp:
         eargs += ["--grad-reduce-bytes", "2"]
         notes.append("FSDP mixed_precision=PURE: gradients reduced in bf16 (--grad-reduce-bytes 2)")
@@ -598,7 +635,7 @@ def map_row(row, repo_root):
         notes.append(f"optimizer states {recipe_flags['optimizer_state_dtype']}, master weights "
                      f"{recipe_flags.get('master_weights', 'fp32')}: {recipe[1]}")
     master = recipe_flags.get("master_weights")
-    remainder_src = next((v for k, v in tables.MASTER_REMAINDER_GROUPS.items() if group.startswith(k)), None)
+    remainder_src = tables.MASTER_REMAINDER_STACKS.get(stack)
     if master is None and remainder_src and precision in ("bf16", "fp8"):
         master = "remainder"
         notes.append(f"16-bit master-weight remainders (--master-weights remainder): {remainder_src}")
@@ -607,7 +644,7 @@ def map_row(row, repo_root):
         plan.append(f"master-{master}")
     eargs += ["--recompute", recompute, "--precision", precision]
     plan += [f"rc-{recompute}", precision]
-    if arch == "resnet" and group.startswith("dle_resnet"):
+    if arch == "resnet" and "deeplearningexamples" in " ".join(era.source_texts(row)).lower():
         fmt = resnet_memory_format(row, precision, notes)
         eargs += ["--memory-format", fmt]
         plan.append(fmt)
@@ -625,6 +662,7 @@ def map_row(row, repo_root):
     eargs.append("--json")
     plan.append(f"@{profile}")
     eff = {"gbs": gbs, "mbs": mbs, "seq": seq, "num_gpus": n, "layers": shape.get("layers"),
-           "hidden": shape.get("hidden"), "vocab": shape.get("vocab"), "profile": profile}
+           "hidden": shape.get("hidden"), "vocab": shape.get("vocab"), "profile": profile,
+           "precision": precision, "stack": stack, "recompute": recompute, "model_key": re.sub(r"-b\d+(?=-|$)", "", stem)}
     return Mapping(arch=arch, model_args=margs, model_stem=stem, estimate_args=eargs,
                    plan=" ".join(plan), notes=notes, eff=eff)

@@ -20,6 +20,21 @@ def model_flops(B, s, l, h, V):
     return 72.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h))
 
 
+def hardware_flops(B, s, l, h, V, recompute):
+    """(FLOPs of one step counting recomputation, formula text) for a source
+    whose TFLOP/s include recompute FLOPs, by the row's recompute mode:
+    full -> Megatron Eq. 3 (one extra forward of every layer); selective ->
+    model FLOPs + the recomputed attention core, 4 B s^2 l h (QK^T and AV
+    forward, 2 B s^2 h each per layer; Korthikanti et al. 2022, section 5);
+    none -> model FLOPs (nothing is recomputed, HFU = MFU)."""
+    if recompute == "selective":
+        return (model_flops(B, s, l, h, V) + 4.0 * B * s * s * l * h,
+                "72Bslh^2(1+s/6h+V/12lh) + 4Bs^2lh (model FLOPs + recomputed attention core, selective recompute)")
+    if recompute == "none":
+        return model_flops(B, s, l, h, V), "72Bslh^2(1+s/6h+V/12lh) (recompute-inclusive convention, no recompute)"
+    return megatron_hw_flops(B, s, l, h, V), "96Bslh^2(1+s/6h+V/16lh) (Megatron Eq. 3)"
+
+
 def measured_iteration(row, eff):
     """(seconds, method) or (None, reason). eff: Mapping.eff (effective gbs,
     seq, num_gpus, layers, hidden, vocab: filled configs and assumptions included)."""
@@ -57,11 +72,11 @@ def measured_iteration(row, eff):
             return None, "tflops_per_gpu given but its FLOP convention (tflops_includes_recompute) is not"
         if l and h and V and seq:
             if conv:
-                F, how = megatron_hw_flops(gbs, seq, l, h, V), "96Bslh^2(1+s/6h+V/16lh) (Megatron Eq. 3)"
+                F, how = hardware_flops(gbs, seq, l, h, V, eff.get("recompute", "full"))
             else:
                 F, how = model_flops(gbs, seq, l, h, V), "72Bslh^2(1+s/6h+V/12lh) (model FLOPs)"
         elif params_b and seq:
-            k = 8.0 if conv else 6.0
+            k = 8.0 if conv and eff.get("recompute", "full") == "full" else 6.0
             F, how = k * params_b * 1e9 * gbs * seq, f"{int(k)} x params x tokens"
         else:
             return None, "tflops_per_gpu given but the model shape to count FLOPs is not"

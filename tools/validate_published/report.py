@@ -3,7 +3,7 @@
 import json
 import shlex
 
-from . import causes, stats, tables
+from . import causes, era, stats, tables
 
 
 def fmt_s(x):
@@ -49,6 +49,33 @@ def columns(rows, head):
     return ["  ".join(str(c).ljust(w) for c, w in zip(x, widths)).rstrip() for x in [head] + rows]
 
 
+BUCKET_HEAD = ["GPUs", "rows", "signed mean err", "mean |err|"]
+SET_HEAD = ["set (group | model | profile x GPUs | global batch | precision)", "rows", "Kendall tau",
+            "top-1 regret", "predicted best", "measured best"]
+
+
+def bucket_lines(s):
+    return [[b["bucket"], str(b["rows"]), fmt_pct(b["mean_signed_error_pct"]),
+             fmt_pct(b["mean_abs_error_pct"], False)] for b in s["scale_buckets"]]
+
+
+def fmt_tau(x):
+    return "-" if x is None else f"{x:.3f}"
+
+
+def ranking_line(rk):
+    if not rk["sets"]:
+        return f"Ranking: no set of >= {rk['min_set_rows']} compared rows differing only in layout."
+    return (f"Ranking: {rk['set_count']} sets of >= {rk['min_set_rows']} rows ({rk['rows_in_sets']} rows); "
+            f"mean Kendall tau-b {fmt_tau(rk['mean_kendall_tau'])}; worst top-1 regret "
+            f"{fmt_pct(rk['worst_top1_regret_pct'], False)} ({rk['worst_top1_regret_set']})")
+
+
+def set_lines(rk):
+    return [[x["set"], str(x["rows"]), fmt_tau(x["kendall_tau"]), fmt_pct(x["top1_regret_pct"], False),
+             x["predicted_best"], x["measured_best"]] for x in rk["sets"]]
+
+
 # ---------------------------------------------------------------------------
 # Text.
 
@@ -67,6 +94,11 @@ def text_report(doc):
     s = doc["summary"]
     lines = [group_line("overall", s["overall"])] + [group_line(g, v) for g, v in s["groups"].items()]
     out += ["", "Summary:"] + columns(lines, SUMMARY_HEAD)
+    out += ["", "Signed mean error by GPU count:"] + columns(bucket_lines(s), BUCKET_HEAD)
+    rk = s["ranking"]
+    out += ["", ranking_line(rk)]
+    if rk["sets"]:
+        out += columns(set_lines(rk), SET_HEAD)
     above = [r for r in done if r["error_pct"] is not None and abs(r["error_pct"]) > stats.THRESHOLD_PCT]
     if above:
         out += ["", f"Rows above {stats.THRESHOLD_PCT:g} %:"]
@@ -121,10 +153,16 @@ JSON_FIELDS = [
     ("  fits", "`memory.fits` of the estimate JSON (null when absent)"),
     ("  memory_measured_gb, memory_predicted_gb, memory_error_pct",
      "measured.peak_memory_gb, memory.peak_bytes / 1e9, and their signed error"),
+    ("  num_gpus, rank_set", "GPU count and ranking-set key; null for rows not mapped"),
     ("summary.overall, summary.groups.G", "rows, evaluated (compared + oom_checked), time_compared, skipped, "
      "failed, mean_abs_error_pct, mean_signed_error_pct, p90_abs_error_pct (nearest rank), worst {id, "
      "error_pct}, above_threshold [ids], threshold_pct, oom_rows, oom_agree, fits_checked_ok_rows, "
      "fits_disagreements_ok_rows [ids], memory_rows, memory_mean_abs_error_pct"),
+    ("summary.scale_buckets[]", "bucket (GPU count 1-8, 9-64, 65-512, >512), rows (compared), "
+     "mean_signed_error_pct, mean_abs_error_pct"),
+    ("summary.ranking", "min_set_rows, set_count, rows_in_sets, mean_kendall_tau (over sets where tau-b is "
+     "defined), worst_top1_regret_pct, worst_top1_regret_set, sets[]: set (key), group, rows, ids, "
+     "kendall_tau (tau-b, null when undefined), top1_regret_pct, predicted_best, measured_best (ids)"),
 ]
 
 
@@ -168,8 +206,8 @@ size and pp = mp / node. `virtual_pipeline_stages` > 1 -> `--vp V --schedule int
 pipelines `--schedule 1f1b` (`gpipe` when the schedule text says so). `sequence_parallel` true ->
 `--sp`; when it is null, tp > 1 and the notes list `--tp-comm-overlap` (which Megatron accepts only
 with `--sequence-parallel`), `--sp` too. FSDP `mixed_precision=PURE` (bf16 gradient reduction) ->
-`--grad-reduce-bytes 2`; so do bf16/fp8 rows of groups whose performance configs reduce gradients in
-bf16 (table below: the gradient buffer is then 16-bit, docs/estimate.md). Group conventions (table below) fill a null `distributed_optimizer` (when
+`--grad-reduce-bytes 2`; so do bf16/fp8 rows of software stacks whose performance configs reduce gradients in
+bf16 (table below: the gradient buffer is then 16-bit, docs/estimate.md). Stack conventions (table below) fill a null `distributed_optimizer` (when
 no ZeRO stage is given and dp > 1) and a null `sequence_parallel` (when tp > 1), noted. `zero_stage` -> `--zero` (FSDP FULL_SHARD = 3, SHARD_GRAD_OP = 2); `distributed_optimizer`
 true -> `--distributed-optimizer`. Micro-batch: as published; SC'21 Table 1 rows from the
 reproduction scripts (table below); otherwise 1, noted. Global batch: `global_batch_size`, else
@@ -177,29 +215,48 @@ reproduction scripts (table below); otherwise 1, noted. Global batch: `global_ba
 
 **Recompute** (free text): `selective...` -> selective, `full...` -> full, `none` / null -> none,
 other checkpointing text -> full (noted); anything else is skipped. **Precision**: fp8 / FP8-* /
-amp_fp8 -> fp8; bf16 / amp_bf16 / BF16 -> bf16; fp16 / "mixed precision (16-bit)" -> fp16 (SC'21
-and Korthikanti trained in fp16; A100 peaks are equal for both 16-bit types); TF32 -> tf32; FP32
--> fp32; AMP without a dtype -> fp16 (V100).
+amp_fp8 / E4M3 -> fp8; bf16 / amp_bf16 / BF16 / "bf16 mixed" -> bf16; fp16 / "mixed precision
+(16-bit)" / half / Apex AMP (O1, O2) -> fp16 (SC'21 and Korthikanti trained in fp16; A100 peaks
+are equal for both 16-bit types); TF32 -> tf32; FP32 / full precision -> fp32; "AMP" or "mixed
+precision" without a dtype -> fp16 (the only 16-bit type of V100/P100; on A100/H100 fp16 and bf16
+have the same peak, noted); int8/int4 training is skipped.
 
-**Attention and framework** by source group (prefix of `source_group`, first match): rows from
-sources after mid-2022 that use FlashAttention get `--attention flash`, earlier ones `unfused`.
-Unknown groups: framework from keywords of the source title and notes, `flash` when the source
-mentions FlashAttention, otherwise the flag is omitted (noted). Any row on V100 or in tf32/fp32
-gets `unfused` (FlashAttention needs Ampere and 16-bit inputs), CNN rows included: they have no
-attention, but the planner checks the mode against the device and precision.
+**Software (framework, attention, stack)** from the source's date and the software it names,
+never from the `source_group` name (tools/validate_published/era.py). Date: the earliest of
+an explicit date field, full dates in the source fields (2024-07-15), an arXiv id (2104.04473 ->
+2021-04), a container release (NeMo 24.07, pytorch-21.03), a month and year (Feb 2022), a
+venue year (SC'21) or a bare year, in that order of trust; the notes only when the source
+fields give none. Named software: first entry of the table below found in the source fields or
+notes whose `since` date the source does not precede (a 2021 source that names NeMo is not
+given NeMo 24.x behaviour). Nothing named: tensor or pipeline parallelism is read as Megatron-LM
+style (megatron-legacy or megatron by date), otherwise no `--framework`. Attention: `flash` when
+the source names FlashAttention; `unfused` when it is dated before FlashAttention; the stack's
+kernel (table) otherwise; else the flag is omitted (planner default). The stack (nemo,
+megatron-core, megatron-bridge, llm-foundry) selects the stack tables below. Any row on V100
+or in tf32/fp32 gets `unfused` (FlashAttention needs Ampere and 16-bit inputs), CNN rows
+included: they have no attention, but the planner checks the mode against the device and
+precision.
 
-**Profile** from `hardware.gpu` (family and memory) and keywords of `hardware.system`,
-`hardware.inter_node`, `source_group` and the source title (table below, first match); unknown
-hardware is skipped. `--gpus-per-node` is passed only when the row's `gpus_per_node` differs from
+**Profile** from `hardware.gpu` (family and memory, read from free text by
+`mapping.parse_gpu`) and keywords of `hardware.system`, `hardware.inter_node`, `source_group`
+and the source title (table below, first match). The GPU text: the first GPU model named as a
+whole word (GH200 is not an H200); an architecture alone only when it has one data-centre part
+(Volta -> V100); memory as written, a multiple of 8 of a part's size as a DGX/HGX system's total
+(640 GB -> 8 x 80 GB), otherwise by the source's date (A100: 40 GB before 2021, 80 GB from then
+or when undated; V100: 16 GB before April 2018, 32 GB after; H100 80, H200 141, P100 16), noted.
+PCIe / NVL parts, GH200, A800 / H800, bare Ampere / Hopper and unknown hardware are skipped with
+the reason. `--gpus-per-node` is passed only when the row's `gpus_per_node` differs from
 the profile's node size. No per-row tuning: no `--inter-node-GBps`, no efficiency overrides.
 
 **Measured seconds per step**, first that applies: `measured.iteration_time_s`;
 `derived.iteration_time_s`; global-batch tokens (`global_batch_tokens`, else global batch x
 seq_len) / (`tokens_per_s_per_gpu` x `num_gpus`) or / `tokens_per_s`; global batch /
 `samples_per_s`; FLOPs / (`num_gpus` x `tflops_per_gpu` x 1e12) with the source's convention:
-`tflops_includes_recompute` true -> F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) (Megatron Eq. 3), false
+`tflops_includes_recompute` true -> the row's recompute FLOPs: full -> F = 96 B s l h^2 (1 + s/(6h) +
+V/(16 l h)) (Megatron Eq. 3), selective -> model FLOPs + 4 B s^2 l h (the recomputed attention core),
+none -> model FLOPs; false
 -> F = 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) (model FLOPs), or 8 / 6 x params x tokens when only the
-parameter count is known; `mfu` x `peak_tflops_used` counts as model TFLOP/s. Each row records its
+parameter count is known (8 only with full recompute); `mfu` x `peak_tflops_used` counts as model TFLOP/s. Each row records its
 conversion (`measured_method`). Rows with none (e.g. per-layer timings) are skipped.
 
 **Comparison.** error = (predicted - measured) / measured. OOM rows: agreement when
@@ -209,17 +266,31 @@ nearest-rank 90th percentile of |error| (rank ceil(0.9 n)).
 """
 
 
+RANKING_TEXT = """\
+Does the planner order layouts as the measurements do? A set is every compared row with the
+same source group, model (shape without the micro-batch), profile, GPU count, global batch and
+precision, i.e. rows that differ only in layout; sets of at least 3 rows are scored. Kendall
+tau-b (Kendall 1945; ties counted as neither concordant nor discordant) compares the predicted
+with the measured seconds per step: 1 = same order, 0 = unrelated, -1 = reversed. Top-1 regret is
+the measured time of the row predicted fastest over the measured fastest, minus 1 (0 % = the
+planner picks the measured best; of rows tied for the predicted best, the slowest counts)."""
+
+
 def rules_tables():
-    out = ["", "Source groups:", ""]
-    out += md_table(["source_group prefix", "--framework", "--attention", "why"],
-                    [[f"`{p}`", fw, a or "(none)", why] for p, fw, a, why in tables.GROUP_RULES])
-    out += ["", "Group conventions for fields a row leaves null:", ""]
-    out += md_table(["source_group prefix", "distributed optimizer", "sequence parallel (tp > 1)", "source"],
+    out = ["", "Software a source names (first match whose `since` the source's date does not precede; "
+           f"FlashAttention from {era.fmt_date(tables.FLASH_ATTENTION_FROM[0])}: "
+           f"{tables.FLASH_ATTENTION_FROM[1]}; Megatron-LM overlapped reduction from "
+           f"{era.fmt_date(tables.MEGATRON_OVERLAP_FROM[0])}: {tables.MEGATRON_OVERLAP_FROM[1]}):", ""]
+    out += md_table(["pattern (regex)", "stack", "--framework", "attention", "since", "why"],
+                    [[f"`{p}`", st or "-", fw, a or "(by date / omitted)", era.fmt_date(since[0]) if since else "-",
+                      why] for p, st, fw, a, since, why in tables.SOFTWARE_NAMES])
+    out += ["", "Stack conventions for fields a row leaves null:", ""]
+    out += md_table(["stack", "distributed optimizer", "sequence parallel (tp > 1)", "source"],
                     [[f"`{p}`", "on" if d else "-", "on" if sp else "-", src]
-                     for p, d, sp, src in tables.GROUP_CONVENTIONS])
-    out += ["", "Groups whose gradients are reduced (and held) in bf16 (`--grad-reduce-bytes 2`, bf16/fp8 rows):", ""]
-    out += md_table(["source_group prefix", "source"],
-                    [[f"`{p}`", src] for p, src in tables.GRAD_REDUCE_BF16_GROUPS.items()])
+                     for p, d, sp, src in tables.STACK_CONVENTIONS])
+    out += ["", "Stacks whose gradients are reduced (and held) in bf16 (`--grad-reduce-bytes 2`, bf16/fp8 rows):", ""]
+    out += md_table(["stack", "source"],
+                    [[f"`{p}`", src] for p, src in tables.GRAD_REDUCE_BF16_STACKS.items()])
     out += ["", "Profiles (first matching rule):", ""]
     out += md_table(["GPU", "memory GB", "keywords (any)", "profile"],
                     [[f, m or "any", ", ".join(k) if k else "(any)", f"`{p}`"] for f, m, k, p in tables.PROFILE_RULES])
@@ -256,7 +327,12 @@ def markdown_report(doc, command):
     lines = [group_line("**overall**", s["overall"])] + [group_line(f"`{g}`", v) for g, v in s["groups"].items()]
     out += md_table(SUMMARY_HEAD, lines)
     out += ["", "Evaluated = time compared + OOM rows checked; errors are of seconds per optimizer step.", "",
-            "## How a row becomes commands", "", RULES] + rules_tables()
+            "Signed mean error by GPU count (compared rows; negative = predicted faster than measured):", ""]
+    out += md_table(BUCKET_HEAD, bucket_lines(s))
+    out += ["", "## Ranking", "", RANKING_TEXT, "", ranking_line(s["ranking"]), ""]
+    if s["ranking"]["sets"]:
+        out += md_table(SET_HEAD, set_lines(s["ranking"]))
+    out += ["", "## How a row becomes commands", "", RULES] + rules_tables()
     done = [r for r in doc["rows"] if r["outcome"] in ("compared", "oom_checked")]
     above = [r for r in done if r["error_pct"] is not None and abs(r["error_pct"]) > stats.THRESHOLD_PCT]
     out += ["", f"## Rows above {stats.THRESHOLD_PCT:g} % ({len(above)})", ""]

@@ -10,7 +10,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import stats
-from .mapping import Skip, as_pos_float, get, map_row
+from .mapping import Skip, as_pos_float, get, map_row, rank_set
 from .measure import measured_iteration
 
 
@@ -36,6 +36,7 @@ def new_result(index, row):
         "model_command": None, "estimate_command": None,
         "measured_s": None, "measured_method": None, "predicted_s": None, "error_pct": None,
         "fits": None, "memory_measured_gb": None, "memory_predicted_gb": None, "memory_error_pct": None,
+        "num_gpus": None, "rank_set": None,
     }
 
 
@@ -56,6 +57,7 @@ def prepare(rows, repo_root, planner, models_dir):
             r["outcome"], r["reason"] = "skipped", f"row not understood ({type(e).__name__}: {e})"
             continue
         r["notes"], r["plan"] = list(m.notes), m.plan
+        r["num_gpus"], r["rank_set"] = m.eff["num_gpus"], rank_set(r["group"], m.eff)
         if r["status"] != "OOM":
             t, how = measured_iteration(row, m.eff)
             if t is None:
@@ -139,8 +141,10 @@ def make_models(pool, models, repo_root, timeout, reuse_models):
     for those that failed."""
     def make(item):
         path, argv = item
-        if reuse_models and os.path.isfile(path):
-            return path, None
+        if os.path.isfile(path):
+            if reuse_models:
+                return path, None
+            os.remove(path)  # --keep-models with --force: `planner model` refuses to overwrite
         rc, _out, err = run_process(argv, repo_root, timeout, RETRY_S)
         if rc == 0:
             return path, None

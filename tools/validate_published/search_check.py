@@ -48,7 +48,7 @@ FRAMEWORK_STATE_SHARDING = {
 SEARCH_VP = (2, 3, 4, 6, 8)
 
 
-def search_args(estimate_args, group=""):
+def search_args(estimate_args, stack=None):
     """(`planner search` arguments after the model, without -o, notes).
 
     The estimate's arguments minus the layout flags (LAYOUT_*), in their
@@ -72,7 +72,7 @@ def search_args(estimate_args, group=""):
             i += 1
         else:
             raise ValueError(f"estimate flag {f} is neither a layout flag nor a kept one")
-    overlap = next((v for k, v in tables.TP_COMM_OVERLAP_GROUPS.items() if group.startswith(k)), None)
+    overlap = tables.TP_COMM_OVERLAP_STACKS.get(stack)
     if overlap and "--tp-comm-overlap" not in out:
         out.append("--tp-comm-overlap")
         notes.append("search gets --tp-comm-overlap (the published layout has no tp > 1 with sp, but the "
@@ -123,7 +123,7 @@ def prepare(rows, repo_root, planner, models_dir, plans_dir):
             continue
         try:
             m = map_row(row, repo_root)
-            sargs, snotes = search_args(m.estimate_args, r["group"] if r["group"] != "(none)" else "")
+            sargs, snotes = search_args(m.estimate_args, m.eff["stack"])
         except Skip as e:
             r["outcome"], r["reason"] = "skipped", str(e)
             continue

@@ -6,6 +6,8 @@ percentages, (predicted - measured) / measured x 100.
 
 import math
 
+from . import ranking
+
 THRESHOLD_PCT = 20.0
 
 
@@ -58,8 +60,10 @@ def summarize(results):
 
 
 def summaries(results):
-    """{"overall": ..., "groups": {group: ...}} with groups in first-seen order."""
+    """{"overall": ..., "groups": {group: ...}, "ranking": ..., "scale_buckets": [...]}
+    with groups in first-seen order (ranking.py: ranking sets and scale buckets)."""
     groups = {}
     for r in results:
         groups.setdefault(r["group"], []).append(r)
-    return {"overall": summarize(results), "groups": {g: summarize(rs) for g, rs in groups.items()}}
+    return {"overall": summarize(results), "groups": {g: summarize(rs) for g, rs in groups.items()},
+            "ranking": ranking.ranking_summary(results), "scale_buckets": ranking.scale_buckets(results)}

@@ -6,94 +6,89 @@ uses. Nothing here is tuned per row: entries are keyed on public names,
 hardware and source groups, never on a row id.
 """
 
-# Source groups -> (framework flag, attention flag, why). Matched as prefixes
-# of runs[].source_group, first match wins. attention None = no --attention
-# (CNN rows).
-GROUP_RULES = [
-    ("megatron_sc21_table2", "deepspeed", "unfused",
-     "SC'21 Table 2 (2021): ZeRO-3 is DeepSpeed's engine inside the Megatron code base (row notes); "
-     "pre-FlashAttention"),
-    ("megatron_sc21", "megatron-legacy", "unfused",
-     "Megatron-LM SC'21 (2021): data-parallel all-reduce after the flush; pre-FlashAttention"),
-    ("korthikanti", "megatron-legacy", "unfused",
-     "Korthikanti et al. (Megatron, May 2022): as SC'21; pre-FlashAttention"),
-    ("megatron_readme", "megatron", "flash", "Megatron-Core r0.8 (2024): TransformerEngine flash attention"),
-    ("megatron_bridge", "megatron", "flash", "Megatron-Bridge / NeMo 25.x (2025-26): flash attention"),
-    ("nemo", "megatron", "flash", "NeMo 24.07 (Megatron-Core + TransformerEngine): flash attention"),
-    ("bigscience_bloom", "deepspeed", "unfused",
-     "BLOOM search, Feb 2022, Megatron-DeepSpeed: pre-FlashAttention"),
-    ("mosaicml", "fsdp", "flash", "MosaicML llm-foundry (2023): PyTorch FSDP, flash/triton-flash attention"),
-    ("dle_resnet", "ddp", None, "DeepLearningExamples ResNet-50: PyTorch DDP, CNN"),
+# Dates of software behaviour (fractional years), each with its source.
+FLASH_ATTENTION_FROM = (2022.42, "FlashAttention (Dao et al., arXiv 2205.14135, 27 May 2022)")
+MEGATRON_OVERLAP_FROM = (2023.58, "Megatron-LM commit 2d5220a (2023-08-16) added --overlap-grad-reduce; "
+                                  "before it Megatron-LM reduced gradients after the pipeline flush")
+
+# Software a source names: (regex on the lower-case source fields and notes,
+# stack (key of the tables below) or None, --framework, attention when the
+# source names no kernel or None, since (date, why) or None, why). First
+# entry that matches and whose `since` the source's date does not precede
+# wins (era.py). "megatron-by-date": megatron-legacy before
+# MEGATRON_OVERLAP_FROM, megatron after. Keyed on public software names,
+# never on a source_group.
+SOFTWARE_NAMES = [
+    (r"megatron[- ]bridge", "megatron-bridge", "megatron", "flash", None,
+     "Megatron-Bridge (NeMo 25.x): Megatron-Core models with Transformer Engine fused attention"),
+    (r"megatron[- ]?core|\bmcore\b|\bcore_r\d", "megatron-core", "megatron", "flash", MEGATRON_OVERLAP_FROM,
+     "Megatron-Core: Transformer Engine fused attention, overlapped gradient reduction"),
+    (r"\bnemo\b", "nemo", "megatron", "flash", MEGATRON_OVERLAP_FROM,
+     "NeMo on Megatron-Core and Transformer Engine (fused attention)"),
+    (r"deepspeed|\bzero-?3\b", None, "deepspeed", None, None,
+     "the source names DeepSpeed / ZeRO-3 (Megatron-DeepSpeed included): reduction after the flush"),
+    (r"llm-foundry|mosaicml|\bcomposer\b", "llm-foundry", "fsdp", "flash", None,
+     "llm-foundry / Composer: PyTorch FSDP; MPT yamls set attn_impl flash (or triton, a FlashAttention kernel)"),
+    (r"\bfsdp\b|fully[ _]?sharded", None, "fsdp", None, None, "the source names FSDP"),
+    (r"megatron", None, "megatron-by-date", None, None, "the source names Megatron"),
+    (r"distributeddataparallel|\bddp\b", None, "ddp", None, None, "the source names PyTorch DDP"),
 ]
 
-# Framework defaults of a source group, applied only to fields the row
-# leaves null (each use is noted): distributed optimizer when neither it nor
-# a ZeRO stage is given; sequence parallelism when tp > 1.
-GROUP_CONVENTIONS = [
+# Defaults of a software stack (era.py, SOFTWARE_NAMES), applied only to
+# fields the row leaves null (each use is noted): distributed optimizer when
+# neither it nor a ZeRO stage is given; sequence parallelism when tp > 1.
+STACK_CONVENTIONS = [
     ("nemo", True, True,
      "NeMo-Framework-Launcher conf/training yamls (e.g. llama/llama2_70b.yaml): optim distributed_fused_adam, "
      "sequence_parallel true"),
-    ("megatron_bridge", True, True,
+    ("megatron-bridge", True, True,
      "NeMo 2 / Megatron-Bridge recipes: OptimizerConfig(use_distributed_optimizer=True), sequence parallel "
      "with tp > 1"),
 ]
 
-# Groups whose performance configs reduce (and so hold) gradients in bf16
+# Stacks whose performance configs reduce (and so hold) gradients in bf16
 # rather than Megatron's fp32 default: --grad-reduce-bytes 2.
-GRAD_REDUCE_BF16_GROUPS = {
+GRAD_REDUCE_BF16_STACKS = {
     "nemo": "NeMo-Framework-Launcher H100 performance scripts (examples/training/*/h100/*_fp8*.sh: "
             "+training.model.optim.grad_sync_dtype=bf16; conf/training/nemotron/nemotron_340b.yaml: "
             "optim.grad_sync_dtype bf16)",
 }
 
-# Groups whose optimizer keeps only the low 16 bits of the fp32 master
+# Stacks whose optimizer keeps only the low 16 bits of the fp32 master
 # weights of bf16 parameters (--master-weights remainder) on bf16/fp8 rows.
-MASTER_REMAINDER_GROUPS = {
+MASTER_REMAINDER_STACKS = {
     "nemo": "NeMo 24.07 (r2.0.0rc1) megatron_base_model.py setup_optimization: distributed_fused_adam with "
             "fp32 optimizer dtype on a bf16 (megatron_amp_O2) model sets store_params False, "
             "store_param_remainders True (Apex DistributedFusedAdam)",
 }
 
-# Settings of one model's public recipe in one source group, applied to the
-# row's null fields only (recompute) or as flags the row has no field for
+# Settings of one model's public recipe in one software stack, applied to
+# the row's null fields only (recompute) or as flags the row has no field for
 # (optimizer state dtype, master weights, pipeline split). Keyed on
-# (source_group prefix, KNOWN_CONFIGS key).
+# (stack, KNOWN_CONFIGS key).
 RECIPE_SETTINGS = [
     ("nemo", "NEMOTRON340B",
      dict(recompute="selective", optimizer_state_dtype="bf16", master_weights="none"),
      "NeMo-Framework-Launcher 24.07 conf/training/nemotron/nemotron_340b.yaml: activations_checkpoint_granularity "
      "selective; optim distributed_fused_adam with dtype bf16, so (NeMo r2.0.0rc1 megatron_base_model.py) optimizer "
      "dtype = model dtype and store_params False: bf16 Adam states, no master copy"),
-    ("megatron_bridge", "LLAMA31405B", dict(split_embedding_loss=True),
+    ("megatron-bridge", "LLAMA31405B", dict(split_embedding_loss=True),
      "Megatron-Bridge recipes/llama/llama3.py llama31_405b_pretrain_config: "
      "account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split True"),
 ]
 
-# Groups whose software pipelines tensor-parallel collectives with the GEMMs
+# Stacks that pipeline tensor-parallel collectives with the GEMMs
 # (Transformer Engine userbuffers, `tp_comm_overlap: True` in the NeMo
 # performance recipes and Megatron-Bridge perf configs) when tp > 1; rows
 # whose notes list --tp-comm-overlap get it too.
-TP_COMM_OVERLAP_GROUPS = {
+TP_COMM_OVERLAP_STACKS = {
     "nemo": "NeMo-Framework-Launcher performance configs: model.ub_tp_comm_overlap True with tp > 1",
-    "megatron_bridge": "Megatron-Bridge performance recipes: tp_comm_overlap with tp > 1",
+    "megatron-bridge": "Megatron-Bridge performance recipes: tp_comm_overlap with tp > 1",
 }
 
-# Group whose software computes the loss with a fused cross-entropy kernel.
-FUSED_LOSS_GROUP = ("mosaicml_llm_foundry",
+# Stack that computes the loss with a fused cross-entropy kernel.
+FUSED_LOSS_STACK = ("llm-foundry",
                     "llm-foundry MPT yamls set loss_fn: fused_crossentropy (flash-attn's xentropy kernel)")
-
-# Fallback for unknown groups: keywords in source title + notes (lower case),
-# first match wins.
-FRAMEWORK_KEYWORDS = [
-    ("megatron-deepspeed", "deepspeed"),
-    ("deepspeed", "deepspeed"),
-    ("fsdp", "fsdp"),
-    ("llm-foundry", "fsdp"),
-    ("megatron", "megatron"),
-    ("nemo", "megatron"),
-    ("distributeddataparallel", "ddp"),
-    ("ddp", "ddp"),
-]
 
 # (gpu family, memory GB or None = any, keywords (any of, lower case, in
 # system / inter_node / source_group / source title) or None, profile).
@@ -109,11 +104,46 @@ PROFILE_RULES = [
     ("H200", 141, None, "h200-sxm-141gb"),
     ("V100", 16, None, "v100-sxm2-16gb"),
     ("V100", 32, None, "v100-sxm2-32gb"),
+    ("P100", 16, None, "p100-sxm2-16gb"),
     ("Ascend 910", None, None, "ascend-910"),
 ]
-# Memory assumed when the GPU string gives none (only one SXM size exists).
-DEFAULT_MEMORY_GB = {"H100": 80, "H200": 141}
-# GPU variants no bundled profile describes.
+# GPU model names in free hardware text (mapping.parse_gpu): (regex, family),
+# matched as whole words (GH200 is not an H200); the first in the text wins.
+GPU_FAMILIES = [
+    ("gh200", "GH200"), ("h200", "H200"), ("h100", "H100"), ("h800", "H800"), ("a100", "A100"), ("a800", "A800"),
+    ("v100", "V100"), ("p100", "P100"), (r"ascend[\s-]*910a?", "Ascend 910"),
+]
+# Text that names only an architecture: (word, its one data-centre part or
+# None when it has several).
+GPU_ARCHITECTURES = [("volta", "V100"), ("ampere", None), ("hopper", None), ("pascal", None), ("turing", None),
+                     ("blackwell", None)]
+# Families the parser knows but no bundled profile describes.
+GPU_WITHOUT_PROFILE = {
+    "GH200": "Grace Hopper superchip: CPU-GPU NVLink-C2C and its memory are not in any profile",
+    "H800": "export part with reduced NVLink bandwidth",
+    "A800": "export part with reduced NVLink bandwidth",
+}
+# Per-GPU memory sizes of the SXM/mezzanine parts (NVIDIA datasheets); a
+# multiple of 8 of one of them is read as a DGX/HGX system's total.
+GPU_MEMORY_SIZES = {"A100": (40, 80), "H100": (80,), "H200": (141,), "V100": (16, 32), "P100": (16,),
+                    "Ascend 910": (32,)}
+# Memory assumed when the text gives none: family -> (date from, size before,
+# size from then on (and when the source date is unknown), why).
+MEMORY_BY_DATE = {
+    "A100": (2021.0, 40, 80, "A100 80GB announced 16 Nov 2020 (NVIDIA press release) and sold from 2021; "
+                             "DGX A100 shipped with 40 GB parts before"),
+    "V100": (2018.25, 16, 32, "V100 32GB announced at GTC, 27 Mar 2018; 16 GB before"),
+    "H100": (0, 80, 80, "the H100 SXM5 part has 80 GB"),
+    "H200": (0, 141, 141, "the H200 SXM part has 141 GB"),
+    "P100": (0, 16, 16, "the P100 SXM2 (NVLink) part has 16 GB; the 12 GB part is PCIe"),
+}
+# Families whose only 16-bit tensor-core type is fp16 (no bf16): 'mixed
+# precision' without a dtype is fp16 there.
+FP16_ONLY_FAMILIES = ("V100", "P100")
+# Families FlashAttention does not run on (FlashAttention-2 needs Ampere or
+# newer, Dao-AILab/flash-attention README).
+NO_FLASH_FAMILIES = ("V100", "P100")
+# GPU variants no bundled profile describes (whole words).
 UNSUPPORTED_GPU_WORDS = ("pcie", "nvl")
 
 # Public model configurations, used only to fill fields a row leaves null.
