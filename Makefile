@@ -35,13 +35,17 @@ asan:
 
 # Benchmarks (release build), JSON on stdout and in build/release/bench.json;
 # the executor's predicted-vs-measured table in build/release/bench-executor.json
-# and docs/validation-executor.md (BENCH_EXECUTOR=0 skips it).
+# and docs/validation-executor.md (BENCH_EXECUTOR=0 skips it); `planner
+# validate`'s measured speedups in build/release/bench-validate.json and
+# docs/validation-speedup.md (BENCH_VALIDATE=0 skips it).
 bench: bootstrap
 	cmake --preset release >/dev/null
 	cmake --build --preset release -j $(JOBS)
 	bash tools/bench.sh build/release/planner | tee build/release/bench.json
 	if [ "$${BENCH_EXECUTOR:-1}" != 0 ]; then bash tools/bench_executor.sh build/release/planner \
 	  --doc docs/validation-executor.md | tee build/release/bench-executor.json; fi
+	if [ "$${BENCH_VALIDATE:-1}" != 0 ]; then tools/validate-speedup build/release/planner \
+	  --doc docs/validation-speedup.md | tee build/release/bench-validate.json; fi
 
 # Regenerates the bundled shape-only models from `planner model`.
 models: build-planner
