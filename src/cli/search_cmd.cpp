@@ -70,7 +70,7 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
     j["space_lower_bound_s"] = r.lower_bound.value;
     j["complete"] = r.complete;
     j["layouts"] = {{"enumerated", r.enumerated}, {"pruned_memory", r.pruned_memory}, {"pruned_bound", r.pruned_bound},
-                    {"scored", r.scored}, {"failed", r.failed}};
+                    {"pruned_twin", r.pruned_twin}, {"scored", r.scored}, {"failed", r.failed}};
     j["search_time_s"] = r.elapsed_s;
     nlohmann::json alts = nlohmann::json::array();
     for (const auto& alt : alternatives)
@@ -93,8 +93,10 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
   fmt::print("bound        {:.4g} s (gap {:.1f} %; speed of light {:.4g} s){}\n", r.lower_bound.value,
              100 * (e.step_time.value / r.lower_bound.value - 1), r.speed_of_light.value,
              r.complete ? ", search space exhausted" : ", stopped at --time-limit");
-  fmt::print("searched     {} layouts: {} pruned by memory, {} by bound, {} scored ({} failed) in {:.2f} s\n",
-             r.enumerated, r.pruned_memory, r.pruned_bound, r.scored, r.failed, r.elapsed_s);
+  const std::string twins =
+      r.pruned_twin ? fmt::format(", {} by a fitting data-parallel twin", r.pruned_twin) : std::string();
+  fmt::print("searched     {} layouts: {} pruned by memory, {} by bound{}, {} scored ({} failed) in {:.2f} s\n",
+             r.enumerated, r.pruned_memory, r.pruned_bound, twins, r.scored, r.failed, r.elapsed_s);
   if (!alternatives.empty()) fmt::print("runners-up\n");
   for (const auto& alt : alternatives) fmt::print("  {:.4g} s  {}  ({})\n", alt.step_time_s, alt.layout, alt.why);
   fmt::print("plan         {}\n", out.string());

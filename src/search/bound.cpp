@@ -12,13 +12,18 @@
 //    fastest rate the cost model charges that op at (src/cost/compute.cpp,
 //    attention.cpp): a shaped GEMM at the fastest peak x the GEMM table's
 //    best efficiency up to its 2mnk (its local shape is never larger than
-//    the whole micro-batch's); a convolution at the best rate x 2.25
+//    the whole micro-batch's; under cp at most x / cp when split, the cp
+//    axis splitting only sequence dims, else whole at cp times its share);
+//    a convolution at the best rate x 2.25
 //    (Winograd); memory-bound classes at the vector peak (elementwise ones
 //    only without elementwise fusion, which can make them free), or their
 //    bytes / (tp cp) at the best streaming bandwidth when that is more; a flash
 //    pattern at its FlashAttention FLOPs over peak x the attention table at
-//    its key length (divided by cp once more, as context parallelism may
-//    split both its queries and its FLOPs); the mask ops flash skips and
+//    its key length (context parallelism splits its queries, so its FLOPs,
+//    over cp: that share is the 1/(tp cp) above, not a further division;
+//    the cost model charges the split pattern compute_fraction = 1/(tp cp)
+//    of the whole pattern's FLOPs at the whole key length's rate,
+//    src/cost/attention.cpp); the mask ops flash skips and
 //    host-side shape ops count nothing. Each kernel also pays the launch
 //    overhead (roofline: max(compute, memory) + launch x kernels). Summed
 //    and divided by pp that is `compute`;
@@ -178,7 +183,13 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   per_sample += total(cf.conv, full) / (best * cost::kWinogradF2x2);
   const double mb_scale = std::max(1.0, static_cast<double>(k.micro_batch) / static_cast<double>(f.batch));
   for (const auto& [x, w] : cf.gemm) {
-    const double rate = peak * cost::best_gemm_efficiency(ctx, x * mb_scale);
+    // Under cp a GEMM either splits its tokens over cp (the cp axis splits
+    // sequence dims only), so its local size is at most x / cp, or runs
+    // whole on every cp rank, cp times the work of its 1/N share: at most
+    // the better of the two rates.
+    const double whole = cost::best_gemm_efficiency(ctx, x * mb_scale);
+    const double rate =
+        peak * (k.cp > 1 ? std::max(cost::best_gemm_efficiency(ctx, x * mb_scale / k.cp), whole / k.cp) : whole);
     if (rate > 0) per_sample += total(w, full) / rate;
   }
   // Memory-bound ops: each at least max(FLOPs at the vector peak, bytes at
@@ -200,7 +211,7 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   if (flash) {
     for (const auto& [key, w] : cf.flash) {
       const double rate = cost::attention_rate(ctx, key.first, key.second).value;
-      if (rate > 0) per_sample += total(w, full) / rate / k.cp;
+      if (rate > 0) per_sample += total(w, full) / rate;
     }
   }
   // Launches: every kernel pays the launch overhead on top of its roofline

@@ -188,6 +188,13 @@ TEST_CASE("layout_bound: compute, pipeline stretch and optimizer by hand", "[sea
     const auto b = search::layout_bound(candidate(2, 1, 1, 8, 1), facts, flash);
     // 3.5e9 / (100e12 x 0.6) = 5.833333e-5 per sample x 8 / 2 devices = 2.333333e-4 s
     CHECK(b.compute.value == Approx(2.333333e-4));
+    // dp 2 x cp 4: 8 devices share the same 8 samples' FLOPs, 1/8 each;
+    // context parallelism splits the queries, so the FLOPs, once (the
+    // 1/(tp cp) share of the cost model's compute_fraction), no further:
+    // 5.833333e-5 x 8 / 8 = 5.833333e-5 s.
+    auto cp = candidate(2, 1, 1, 8, 1);
+    cp.config.cp = 4;
+    CHECK(search::layout_bound(cp, facts, flash).compute.value == Approx(5.833333e-5));
   }
   SECTION("optimizer-bound: B = 1 sample on one device") {
     facts.compute = search::ComputeFacts{};

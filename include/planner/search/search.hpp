@@ -6,8 +6,9 @@
 ///
 /// Design note.
 ///   1. Enumerate the space (`enumerate_layouts`): tp over divisors of N
-///      inside a node, pp over divisors of N/tp up to the layer count, cp
-///      (fixed or 1), dp the rest; micro-batch over divisors of B/dp; vp
+///      inside a node, cp over divisors of N/tp that split the sequence
+///      (context_parallel_degrees), pp over divisors of N/(tp cp) up to the
+///      layer count, dp the rest; micro-batch over divisors of B/dp; vp
 ///      where interleaving divides; ZeRO per framework; recompute policies;
 ///      for MoE models ep over divisors of dp*cp that divide the experts.
 ///      `--fix` pins any of them.
@@ -150,9 +151,35 @@ void add_compute_facts(ModelFacts& facts, const graph::OpGraph& g);
 /// Facts read from a graph (annotated and analysed) imported at batch `batch`.
 ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch);
 
+/// Whether the space's layouts with tensor-parallel degree `tp` use
+/// sequence parallelism (tp > 1, not under DeepSpeed, unless `--fix sp`).
+bool sequence_parallel_for(const Space& space, int tp);
+
+/// Context-parallel degrees enumerated at tensor-parallel degree `tp`: 1,
+/// and, for a model with attention under a framework whose estimate runs
+/// context parallelism (estimate::supports_context_parallel), every
+/// divisor cp > 1 of devices / tp whose split of the sequence the estimate
+/// accepts (estimate::context_parallel_error, with sequence_parallel_for).
+/// No cap: memory pruning and the bound decide. Ascending.
+std::vector<int> context_parallel_degrees(const Space& space, const ModelFacts& facts, int tp);
+
 /// Every layout of the space, in canonical order, with `order` set; bounds
 /// not yet set. Layouts the degrees cannot make (divisibility) are left out.
 std::vector<Candidate> enumerate_layouts(const Space& space, const ModelFacts& facts);
+
+/// The data-parallel twin of each context-parallel layout: the enumerated
+/// layout with the same settings but cp folded into dp (dp x cp, cp = 1),
+/// by index into `layouts`; nullopt for cp = 1 and where the space has no
+/// twin (the global batch does not divide, a fixed dp). Under the
+/// estimate a twin does the same work per device with the same gradient
+/// and optimizer-state groups (dp x cp) and no context-parallel exchanges
+/// (the key/value all-gathers); the context-parallel layout saves
+/// activation memory (and, with pp > 1, has cp times the micro-batches to
+/// fill the pipeline). search() therefore scores a layout with a twin only
+/// after the others, and only where its twin gave no fitting estimate
+/// (memory-pruned, too large, failed or not scored): counted as
+/// `pruned_twin` otherwise.
+std::vector<std::optional<std::size_t>> twin_of(const std::vector<Candidate>& layouts);
 
 /// Model state bytes per device no schedule can avoid (weights, gradients,
 /// optimizer states under the candidate's sharding; expert parameters split
@@ -243,6 +270,9 @@ struct Outcome {
   /// Speed of light of the model on the cluster: model FLOPs / (N x peak).
   Seconds speed_of_light;
   std::size_t enumerated = 0, pruned_memory = 0, pruned_bound = 0, scored = 0, failed = 0;
+  /// Context-parallel layouts not scored because their data-parallel twin
+  /// fit (twin_of).
+  std::size_t pruned_twin = 0;
   bool complete = true;  ///< false when the time limit stopped it
   double elapsed_s = 0;
   /// A reason per failed candidate kind, e.g. "heads not divisible by --tp" (first few).
