@@ -72,6 +72,30 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
     j["layouts"] = {{"enumerated", r.enumerated}, {"pruned_memory", r.pruned_memory}, {"pruned_bound", r.pruned_bound},
                     {"pruned_twin", r.pruned_twin}, {"scored", r.scored}, {"failed", r.failed}};
     j["search_time_s"] = r.elapsed_s;
+    {
+      // What the enumerated layouts span (search::space_ranges).
+      const auto& sp = r.space;
+      nlohmann::json space;
+      space["tp"] = sp.tp;
+      space["cp"] = sp.cp;
+      space["pp"] = sp.pp;
+      space["dp"] = sp.dp;
+      space["ep"] = sp.ep;
+      space["micro_batch"] = sp.micro_batch;
+      nlohmann::json pv = nlohmann::json::array(), ss = nlohmann::json::array(), sch = nlohmann::json::array(),
+                     rc = nlohmann::json::array();
+      for (const auto& [pp, vp] : sp.pp_vp) pv.push_back({pp, vp});
+      for (const auto& [zero, distopt] : sp.state_sharding) ss.push_back({{"zero", zero}, {"distributed_optimizer", distopt}});
+      for (auto x : sp.schedules) sch.push_back(sim::schedule_name(x));
+      for (auto x : sp.recompute) rc.push_back(cost::recompute_name(x));
+      space["pp_vp"] = pv;
+      space["state_sharding"] = ss;
+      space["schedules"] = sch;
+      space["recompute"] = rc;
+      space["sequence_parallel_with_tp"] = sp.sequence_parallel;
+      space["stage_cuts"] = sp.stage_cuts;
+      j["space"] = space;
+    }
     nlohmann::json alts = nlohmann::json::array();
     for (const auto& alt : alternatives)
       alts.push_back({{"layout", alt.layout}, {"step_time_s", alt.step_time_s}, {"why", alt.why}});

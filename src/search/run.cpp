@@ -54,6 +54,7 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
       cm.at(cost::RecomputePolicy::selective)->context().attention() == cost::AttentionMode::flash)
     std::erase_if(candidates, [](const Candidate& c) { return c.recompute == cost::RecomputePolicy::selective; });
   r.enumerated = candidates.size();
+  r.space = space_ranges(candidates);
   const cost::CostModel& any = *cm.begin()->second;
   const Bytes capacity = any.device_memory() * space.max_memory_fraction;
   r.speed_of_light = Seconds(facts.flops_per_sample.value * static_cast<double>(space.global_batch) /

@@ -305,6 +305,26 @@ std::vector<std::optional<std::size_t>> twin_of(const std::vector<Candidate>& la
   return out;
 }
 
+SpaceRanges space_ranges(const std::vector<Candidate>& layouts) {
+  SpaceRanges r;
+  for (const auto& c : layouts) {
+    const auto& k = c.config;
+    r.tp.insert(k.tp);
+    r.cp.insert(k.cp);
+    r.pp.insert(k.pp);
+    r.dp.insert(k.dp);
+    r.ep.insert(k.ep);
+    r.micro_batch.insert(k.micro_batch);
+    r.pp_vp.insert({k.pp, k.vp});
+    r.schedules.insert(k.schedule);
+    r.state_sharding.insert({k.zero, k.distributed_optimizer});
+    r.recompute.insert(c.recompute);
+    if (k.tp > 1) r.sequence_parallel.insert(k.sequence_parallel);
+    if (k.pp > 1) r.stage_cuts.insert(k.balance_stages ? "balanced" : "even");
+  }
+  return r;
+}
+
 Bytes memory_floor(const Candidate& c, const ModelFacts& facts) {
   const auto& k = c.config;
   // Experts split over ep only when the model has them (estimate ignores

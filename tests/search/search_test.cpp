@@ -437,3 +437,25 @@ TEST_CASE("twin_of: cp folded into dp, everything else equal", "[search]") {
     }
   CHECK(orphans == 6);
 }
+
+TEST_CASE("space_ranges: what the enumerated layouts span", "[search]") {
+  // The Megatron space of the hand count above (4 devices, 16 tokens, 4 layers).
+  Providers p;
+  const auto facts = search::facts_of(**p.graph_provider()(1), 1);
+  auto s = small_space();
+  s.framework = estimate::Framework::megatron;
+  const auto r = search::space_ranges(search::enumerate_layouts(s, facts));
+  CHECK(r.tp == std::set<int>{1, 2, 4});
+  CHECK(r.cp == std::set<int>{1, 2, 4});
+  CHECK(r.pp == std::set<int>{1, 2, 4});
+  CHECK(r.dp == std::set<int>{1, 2, 4});
+  CHECK(r.ep == std::set<int>{1});
+  CHECK(r.micro_batch == std::set<int>{1, 2});
+  // Interleaving only at pp = 2 (4 layers: pp 4 x v 2 does not divide).
+  CHECK(r.pp_vp == std::set<std::pair<int, int>>{{1, 1}, {2, 1}, {2, 2}, {4, 1}});
+  CHECK(r.schedules == std::set<sim::Schedule>{sim::Schedule::one_f_one_b, sim::Schedule::interleaved});
+  CHECK(r.state_sharding == std::set<std::pair<int, bool>>{{0, false}, {0, true}});
+  // Hybrids (tp-any) turn sequence parallelism off.
+  CHECK(r.sequence_parallel == std::set<bool>{false, true});
+  CHECK(r.stage_cuts == std::set<std::string>{"balanced", "even"});
+}

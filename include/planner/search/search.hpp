@@ -36,6 +36,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -181,6 +182,26 @@ std::vector<Candidate> enumerate_layouts(const Space& space, const ModelFacts& f
 /// `pruned_twin` otherwise.
 std::vector<std::optional<std::size_t>> twin_of(const std::vector<Candidate>& layouts);
 
+/// The values a space's enumerated layouts take, dimension by dimension
+/// (read off the layouts themselves, so a report of what the search tried
+/// cannot drift from enumerate_layouts): the `space` object of `planner
+/// search --json`, from which tools/validate-published derives the options
+/// of a published layout the search did not try.
+struct SpaceRanges {
+  std::set<int> tp, cp, pp, dp, ep, micro_batch;
+  /// (pp, vp) pairs (vp 1 for 1F1B and GPipe).
+  std::set<std::pair<int, int>> pp_vp;
+  std::set<sim::Schedule> schedules;
+  /// (ZeRO stage, distributed optimizer).
+  std::set<std::pair<int, bool>> state_sharding;
+  std::set<cost::RecomputePolicy> recompute;
+  /// Sequence parallelism values of the layouts with tp > 1.
+  std::set<bool> sequence_parallel;
+  /// Stage cuts of the layouts with pp > 1: "even", "balanced".
+  std::set<std::string> stage_cuts;
+};
+SpaceRanges space_ranges(const std::vector<Candidate>& layouts);
+
 /// Model state bytes per device no schedule can avoid (weights, gradients,
 /// optimizer states under the candidate's sharding; expert parameters split
 /// over ep with their states sharded over dp*cp/ep); used to prune.
@@ -275,6 +296,8 @@ struct Outcome {
   std::size_t pruned_twin = 0;
   bool complete = true;  ///< false when the time limit stopped it
   double elapsed_s = 0;
+  /// What the enumerated space spans (space_ranges of every enumerated layout).
+  SpaceRanges space;
   /// A reason per failed candidate kind, e.g. "heads not divisible by --tp" (first few).
   std::vector<std::string> failures;
 };
