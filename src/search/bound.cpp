@@ -97,6 +97,11 @@ void add_compute_facts(ModelFacts& f, const graph::OpGraph& g) {
     w.bwd = cost::kFlashBackwardFactor * fa;
     w.fwd_layer = g.op(p.ops.front()).layer ? fa : 0.0;
     cf.flash[{p.seq_k, causal}] += w;
+    const double kv = static_cast<double>(p.kv_heads > 0 ? p.kv_heads : p.heads) *
+                      static_cast<double>(p.head_dim + p.head_dim_v);
+    const double x = static_cast<double>(p.heads) * static_cast<double>(std::min(p.head_dim, p.head_dim_v));
+    cf.exchanges.push_back(
+        {std::min(kv, x) * static_cast<double>(p.seq_k) * static_cast<double>(p.batch) / b, w.fwd + w.bwd, p.seq_k, causal});
   }
   for (std::uint32_t i = 0; i < g.num_ops(); ++i) {
     const auto& op = g.op(graph::OpId{i});
@@ -232,8 +237,38 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
     grad_passes = static_cast<double>(k.micro_batches()) * gpass.share(k.micro_batches()) *
                   (min_local_parameters(f, mp) / (f.experts > 0 ? static_cast<double>(k.ep) : 1.0)) / k.pp *
                   gpass.bytes / stream_bw;
+  // Context parallelism (argument in docs/search.md, "Bound"): a pattern
+  // whose queries are split over cp needs its whole keys and values on
+  // every cp rank, so some tensor carrying them between the previous
+  // pattern and it is all-gathered over cp (its gradient reduce-scattered
+  // back); else it runs unsplit over cp (its 1/tp share, not 1/(tp cp)),
+  // or it takes them from the previous pattern run unsplit. Each payment
+  // covers at most two consecutive patterns and the first pattern may take
+  // the tokens whole: ceil((P - 1) / 2) of the cheaper of the two, per
+  // micro-batch, over pp ranks.
+  double exchange = 0;
+  if (flash && k.cp > 1 && cf.exchanges.size() > 1) {
+    const auto prec = ctx.precision().default_precision();
+    const double wire = (prec == cost::Precision::fp32 || prec == cost::Precision::tf32) ? 4.0 : 2.0;
+    const int per_node = std::max(1, std::min(k.devices_per_node, k.cp * k.tp));
+    const int rpn = k.tp >= per_node ? 1 : std::max(1, std::min(k.cp, per_node / k.tp));
+    const core::Placement where{k.cp, rpn};
+    double cheapest = std::numeric_limits<double>::infinity();
+    for (const auto& x : cf.exchanges) {
+      const Bytes bytes(x.elems * k.micro_batch * wire / k.tp);
+      const auto ag = model.collective(core::Collective::all_gather, bytes, where);
+      const auto rs = model.collective(core::Collective::reduce_scatter, bytes, where);
+      const double comm = (ag.ok() ? ag->value : 0.0) + (rs.ok() ? rs->value : 0.0);
+      const double rate = cost::attention_rate(ctx, x.key, x.causal).value;
+      const double unsplit = rate > 0 ? x.flops * k.micro_batch / k.tp * (1.0 - 1.0 / k.cp) / rate : 0.0;
+      cheapest = std::min(cheapest, std::min(comm * (k.tp_comm_overlap ? 0.1 : 1.0), unsplit));
+    }
+    const double payments = static_cast<double>((cf.exchanges.size() - 1 + 1) / 2);
+    exchange = payments * cheapest * static_cast<double>(k.micro_batches()) / k.pp;
+  }
+  b.context_exchange = Seconds(exchange);
   b.compute = Seconds(per_sample * static_cast<double>(k.global_batch) / k.devices() +
-                      std::max(vector_compute, vector_memory) + launches + grad_passes);
+                      std::max(vector_compute, vector_memory) + launches + grad_passes + exchange);
   const double m = static_cast<double>(k.micro_batches());
   const double stretch = k.pp > 1 ? 1.0 + (k.pp - 1.0) / (k.vp * m) : 1.0;
   b.pipelined = b.compute * stretch;

@@ -126,6 +126,19 @@ struct ComputeFacts {
   /// Flash-fused attention patterns: FlashAttention FLOPs (halved when
   /// causal; backward 2.5 x), keyed by (key length, causal).
   std::map<std::pair<std::int64_t, bool>, Work> flash;
+  /// Per attention pattern (graph order), what context parallelism must
+  /// exchange for it: the elements per sample of the narrowest tensor that
+  /// carries its whole sequence's keys and values (min of kv_heads x
+  /// (head_dim + head_dim_v) and heads x min(head_dim, head_dim_v), the
+  /// width of a layer's input, per token x the key length), and its
+  /// FlashAttention FLOPs per sample (forward + backward) with its key
+  /// length and causality (what running it unsplit over cp costs).
+  struct Exchange {
+    double elems = 0, flops = 0;
+    std::int64_t key = 0;
+    bool causal = false;
+  };
+  std::vector<Exchange> exchanges;
 };
 
 /// The model as the search needs it, per micro-batch size.
@@ -221,6 +234,13 @@ struct LayoutBound {
   /// launch overhead / pp.)
   /// compute x the pipeline's minimum stretch 1 + (p-1)/(v m).
   Seconds pipelined;
+  /// Context parallelism's key/value exchanges (included in `compute`):
+  /// per micro-batch, of every other attention pattern after the first,
+  /// the cheaper of an all-gather and a reduce-scatter of the narrowest
+  /// tensor carrying its keys and values over the cp axis (x 0.1 under
+  /// tp_comm_overlap) and running the pattern unsplit over cp; / pp.
+  /// Flash attention and cp > 1 only.
+  Seconds context_exchange;
   /// The optimizer step of the pipeline rank with the most parameters:
   /// local parameters (each tensor at its smallest shard over tp x cp)
   /// / pp / optimizer shards x bytes per parameter / streaming bandwidth.
