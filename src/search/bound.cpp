@@ -237,15 +237,15 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
     grad_passes = static_cast<double>(k.micro_batches()) * gpass.share(k.micro_batches()) *
                   (min_local_parameters(f, mp) / (f.experts > 0 ? static_cast<double>(k.ep) : 1.0)) / k.pp *
                   gpass.bytes / stream_bw;
-  // Context parallelism (argument in docs/search.md, "Bound"): a pattern
-  // whose queries are split over cp needs its whole keys and values on
-  // every cp rank, so some tensor carrying them between the previous
-  // pattern and it is all-gathered over cp (its gradient reduce-scattered
-  // back); else it runs unsplit over cp (its 1/tp share, not 1/(tp cp)),
-  // or it takes them from the previous pattern run unsplit. Each payment
-  // covers at most two consecutive patterns and the first pattern may take
-  // the tokens whole: ceil((P - 1) / 2) of the cheaper of the two, per
-  // micro-batch, over pp ranks.
+  // Context parallelism (argument in docs/search.md, "Bound"): every
+  // pattern, split over cp or not, needs its whole keys and values on
+  // every cp rank. Between the previous pattern and it, either some tensor
+  // carrying them is all-gathered over cp (its gradient reduce-scattered
+  // back), or every op on the way is whole on each cp rank: the previous
+  // pattern's output too, so that pattern ran unsplit over cp (its 1/tp
+  // share, not 1/(tp cp); its layer's other ops, not counted, as well).
+  // Only the first pattern may take the tokens whole for nothing: P - 1
+  // payments of the cheaper of the two, per micro-batch, over pp ranks.
   double exchange = 0;
   if (flash && k.cp > 1 && cf.exchanges.size() > 1) {
     const auto prec = ctx.precision().default_precision();
@@ -263,7 +263,7 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
       const double unsplit = rate > 0 ? x.flops * k.micro_batch / k.tp * (1.0 - 1.0 / k.cp) / rate : 0.0;
       cheapest = std::min(cheapest, std::min(comm * (k.tp_comm_overlap ? 0.1 : 1.0), unsplit));
     }
-    const double payments = static_cast<double>((cf.exchanges.size() - 1 + 1) / 2);
+    const double payments = static_cast<double>(cf.exchanges.size() - 1);
     exchange = payments * cheapest * static_cast<double>(k.micro_batches()) / k.pp;
   }
   b.context_exchange = Seconds(exchange);

@@ -124,7 +124,8 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
                                        1024, kConcurrentOps / std::max<std::size_t>(1, g1->num_ops())))));
   // Orders of the candidates scored with a fitting estimate.
   std::vector<bool> fit(orders, false);
-  // Predicted step of every layout scored without error, fitting or not.
+  // Predicted step less the pipeline bubble of every layout scored without
+  // error, fitting or not (-inf for a failed one).
   std::vector<std::optional<double>> step_of(orders);
   bool stopped = false;
   const std::size_t total = live.size() + deferred.size();
@@ -178,7 +179,7 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
           r.failures.push_back(describe(*batch[i]) + ": " + res.error().message);
         continue;
       }
-      step_of[batch[i]->order] = res->step_time.value;
+      step_of[batch[i]->order] = res->step_time.value - res->bubble.value;
       const auto& peak = res->peak_stage();
       if (res->fits && peak.peak() <= capacity) {
         fit[batch[i]->order] = true;
@@ -204,16 +205,18 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   };
   PLANNER_TRY_STATUS(run_batches(live));
   // Second round, by cp ascending. A deferred layout does its twin's work
-  // plus the context-parallel exchanges in less activation memory: worth
-  // scoring only where the twin was faster than the incumbent but did not
-  // fit (or failed), and no smaller cp of the same twin fit (the smallest
-  // cp that fits, as Megatron users choose it). A twin left unscored had a
-  // bound no better than the incumbent; the deferred layout's bound differs
-  // from it only by its shorter pipeline fill (cp times the micro-batches),
-  // not tried.
+  // plus the context-parallel exchanges in less activation memory, and with
+  // pp > 1 fills the pipeline with cp times the micro-batches: its step is
+  // taken to be at least its twin's less the twin's pipeline bubble. It is
+  // scored only where that is below the incumbent (and its bound too), the
+  // twin having been scored (a twin left unscored had a bound no better
+  // than the incumbent; with pp = 1 the deferred layout's is no better
+  // either, with pp > 1 its own bound decides) or having failed; with
+  // pp = 1 also only where no smaller cp of the same twin fit (the smallest
+  // cp that fits, as Megatron users choose it).
   std::set<int> levels;
   for (const auto& c : deferred) levels.insert(c.config.cp);
-  std::vector<bool> twin_done(orders, false);  // a smaller cp of this twin fit
+  std::vector<bool> twin_done(orders, false);  // a smaller cp of this twin fit (pp = 1)
   for (int level : levels) {
     std::vector<Candidate> round;
     const double incumbent = fitting.empty() ? std::numeric_limits<double>::infinity()
@@ -221,7 +224,9 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     for (const auto& c : deferred) {
       if (c.config.cp != level) continue;
       const std::size_t t = *twins[c.order];
-      if (stopped || fit[t] || twin_done[t] || !step_of[t] || *step_of[t] >= incumbent) ++r.pruned_twin;
+      const bool piped = c.config.pp > 1;
+      const bool skip = stopped || (!piped && twin_done[t]) || (step_of[t] ? *step_of[t] >= incumbent : !piped);
+      if (skip) ++r.pruned_twin;
       else round.push_back(c);
     }
     if (round.empty()) continue;

@@ -235,10 +235,10 @@ struct LayoutBound {
   /// compute x the pipeline's minimum stretch 1 + (p-1)/(v m).
   Seconds pipelined;
   /// Context parallelism's key/value exchanges (included in `compute`):
-  /// per micro-batch, of every other attention pattern after the first,
-  /// the cheaper of an all-gather and a reduce-scatter of the narrowest
-  /// tensor carrying its keys and values over the cp axis (x 0.1 under
-  /// tp_comm_overlap) and running the pattern unsplit over cp; / pp.
+  /// per micro-batch, of every attention pattern after the first, the
+  /// cheaper of an all-gather and a reduce-scatter of the narrowest tensor
+  /// carrying its keys and values over the cp axis (x 0.1 under
+  /// tp_comm_overlap) and running the previous pattern unsplit over cp; / pp.
   /// Flash attention and cp > 1 only.
   Seconds context_exchange;
   /// The optimizer step of the pipeline rank with the most parameters:
