@@ -70,8 +70,32 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
     j["space_lower_bound_s"] = r.lower_bound.value;
     j["complete"] = r.complete;
     j["layouts"] = {{"enumerated", r.enumerated}, {"pruned_memory", r.pruned_memory}, {"pruned_bound", r.pruned_bound},
-                    {"scored", r.scored}, {"failed", r.failed}};
+                    {"pruned_twin", r.pruned_twin}, {"scored", r.scored}, {"failed", r.failed}};
     j["search_time_s"] = r.elapsed_s;
+    {
+      // What the enumerated layouts span (search::space_ranges).
+      const auto& sp = r.space;
+      nlohmann::json space;
+      space["tp"] = sp.tp;
+      space["cp"] = sp.cp;
+      space["pp"] = sp.pp;
+      space["dp"] = sp.dp;
+      space["ep"] = sp.ep;
+      space["micro_batch"] = sp.micro_batch;
+      nlohmann::json pv = nlohmann::json::array(), ss = nlohmann::json::array(), sch = nlohmann::json::array(),
+                     rc = nlohmann::json::array();
+      for (const auto& [pp, vp] : sp.pp_vp) pv.push_back({pp, vp});
+      for (const auto& [zero, distopt] : sp.state_sharding) ss.push_back({{"zero", zero}, {"distributed_optimizer", distopt}});
+      for (auto x : sp.schedules) sch.push_back(sim::schedule_name(x));
+      for (auto x : sp.recompute) rc.push_back(cost::recompute_name(x));
+      space["pp_vp"] = pv;
+      space["state_sharding"] = ss;
+      space["schedules"] = sch;
+      space["recompute"] = rc;
+      space["sequence_parallel_with_tp"] = sp.sequence_parallel;
+      space["stage_cuts"] = sp.stage_cuts;
+      j["space"] = space;
+    }
     nlohmann::json alts = nlohmann::json::array();
     for (const auto& alt : alternatives)
       alts.push_back({{"layout", alt.layout}, {"step_time_s", alt.step_time_s}, {"why", alt.why}});
@@ -93,8 +117,10 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
   fmt::print("bound        {:.4g} s (gap {:.1f} %; speed of light {:.4g} s){}\n", r.lower_bound.value,
              100 * (e.step_time.value / r.lower_bound.value - 1), r.speed_of_light.value,
              r.complete ? ", search space exhausted" : ", stopped at --time-limit");
-  fmt::print("searched     {} layouts: {} pruned by memory, {} by bound, {} scored ({} failed) in {:.2f} s\n",
-             r.enumerated, r.pruned_memory, r.pruned_bound, r.scored, r.failed, r.elapsed_s);
+  const std::string twins =
+      r.pruned_twin ? fmt::format(", {} by a fitting data-parallel twin", r.pruned_twin) : std::string();
+  fmt::print("searched     {} layouts: {} pruned by memory, {} by bound{}, {} scored ({} failed) in {:.2f} s\n",
+             r.enumerated, r.pruned_memory, r.pruned_bound, twins, r.scored, r.failed, r.elapsed_s);
   if (!alternatives.empty()) fmt::print("runners-up\n");
   for (const auto& alt : alternatives) fmt::print("  {:.4g} s  {}  ({})\n", alt.step_time_s, alt.layout, alt.why);
   fmt::print("plan         {}\n", out.string());

@@ -30,6 +30,16 @@ bool fuses_elementwise(Framework f) {
   return f == Framework::megatron || f == Framework::megatron_legacy || f == Framework::deepspeed;
 }
 
+bool supports_context_parallel(Framework f) { return f == Framework::megatron; }
+
+std::optional<std::string> context_parallel_error(std::int64_t seq, int tp, int cp, bool sequence_parallel) {
+  if (cp > 1 && seq % cp != 0) return fmt::format("sequence length {} is not divisible by `cp` {}", seq, cp);
+  if (sequence_parallel && seq % (static_cast<std::int64_t>(tp) * cp) != 0)
+    return fmt::format("sequence length {} is not divisible by tp*cp = {} (`sequence_parallel` splits it)", seq,
+                       static_cast<std::int64_t>(tp) * cp);
+  return std::nullopt;
+}
+
 Result<Framework> parse_framework(std::string_view s) {
   for (const auto& [k, n] : kFrameworks)
     if (n == s) return k;

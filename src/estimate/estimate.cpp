@@ -190,11 +190,11 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
     const auto& first = g.op(p.ops.front());
     if (c.tp > 1 && p.heads % c.tp != 0)
       return Error{fmt::format("attention heads {} of '{}' are not divisible by `tp` {}", p.heads, first.name, c.tp)};
-    if (c.cp > 1 && p.seq_q % c.cp != 0)
-      return Error{fmt::format("sequence length {} of '{}' is not divisible by `cp` {}", p.seq_q, first.name, c.cp)};
-    if (c.sequence_parallel && p.seq_q % (c.tp * c.cp) != 0)
-      return Error{fmt::format("sequence length {} of '{}' is not divisible by tp*cp = {} (`sequence_parallel` splits it)", p.seq_q,
-                                    first.name, c.tp * c.cp)};
+    if (auto why = context_parallel_error(p.seq_q, c.tp, c.cp, c.sequence_parallel)) {
+      // "sequence length S of 'op' is not ..." (the op named after the length).
+      const std::string prefix = fmt::format("sequence length {}", p.seq_q);
+      return Error{fmt::format("{} of '{}'{}", prefix, first.name, why->substr(prefix.size()))};
+    }
   }
 
   // Layers and chunks.

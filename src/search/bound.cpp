@@ -12,13 +12,18 @@
 //    fastest rate the cost model charges that op at (src/cost/compute.cpp,
 //    attention.cpp): a shaped GEMM at the fastest peak x the GEMM table's
 //    best efficiency up to its 2mnk (its local shape is never larger than
-//    the whole micro-batch's); a convolution at the best rate x 2.25
+//    the whole micro-batch's; under cp at most x / cp when split, the cp
+//    axis splitting only sequence dims, else whole at cp times its share);
+//    a convolution at the best rate x 2.25
 //    (Winograd); memory-bound classes at the vector peak (elementwise ones
 //    only without elementwise fusion, which can make them free), or their
 //    bytes / (tp cp) at the best streaming bandwidth when that is more; a flash
 //    pattern at its FlashAttention FLOPs over peak x the attention table at
-//    its key length (divided by cp once more, as context parallelism may
-//    split both its queries and its FLOPs); the mask ops flash skips and
+//    its key length (context parallelism splits its queries, so its FLOPs,
+//    over cp: that share is the 1/(tp cp) above, not a further division;
+//    the cost model charges the split pattern compute_fraction = 1/(tp cp)
+//    of the whole pattern's FLOPs at the whole key length's rate,
+//    src/cost/attention.cpp); the mask ops flash skips and
 //    host-side shape ops count nothing. Each kernel also pays the launch
 //    overhead (roofline: max(compute, memory) + launch x kernels). Summed
 //    and divided by pp that is `compute`;
@@ -92,6 +97,11 @@ void add_compute_facts(ModelFacts& f, const graph::OpGraph& g) {
     w.bwd = cost::kFlashBackwardFactor * fa;
     w.fwd_layer = g.op(p.ops.front()).layer ? fa : 0.0;
     cf.flash[{p.seq_k, causal}] += w;
+    const double kv = static_cast<double>(p.kv_heads > 0 ? p.kv_heads : p.heads) *
+                      static_cast<double>(p.head_dim + p.head_dim_v);
+    const double x = static_cast<double>(p.heads) * static_cast<double>(std::min(p.head_dim, p.head_dim_v));
+    cf.exchanges.push_back(
+        {std::min(kv, x) * static_cast<double>(p.seq_k) * static_cast<double>(p.batch) / b, w.fwd + w.bwd, p.seq_k, causal});
   }
   for (std::uint32_t i = 0; i < g.num_ops(); ++i) {
     const auto& op = g.op(graph::OpId{i});
@@ -178,7 +188,13 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   per_sample += total(cf.conv, full) / (best * cost::kWinogradF2x2);
   const double mb_scale = std::max(1.0, static_cast<double>(k.micro_batch) / static_cast<double>(f.batch));
   for (const auto& [x, w] : cf.gemm) {
-    const double rate = peak * cost::best_gemm_efficiency(ctx, x * mb_scale);
+    // Under cp a GEMM either splits its tokens over cp (the cp axis splits
+    // sequence dims only), so its local size is at most x / cp, or runs
+    // whole on every cp rank, cp times the work of its 1/N share: at most
+    // the better of the two rates.
+    const double whole = cost::best_gemm_efficiency(ctx, x * mb_scale);
+    const double rate =
+        peak * (k.cp > 1 ? std::max(cost::best_gemm_efficiency(ctx, x * mb_scale / k.cp), whole / k.cp) : whole);
     if (rate > 0) per_sample += total(w, full) / rate;
   }
   // Memory-bound ops: each at least max(FLOPs at the vector peak, bytes at
@@ -200,7 +216,7 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   if (flash) {
     for (const auto& [key, w] : cf.flash) {
       const double rate = cost::attention_rate(ctx, key.first, key.second).value;
-      if (rate > 0) per_sample += total(w, full) / rate / k.cp;
+      if (rate > 0) per_sample += total(w, full) / rate;
     }
   }
   // Launches: every kernel pays the launch overhead on top of its roofline
@@ -221,8 +237,38 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
     grad_passes = static_cast<double>(k.micro_batches()) * gpass.share(k.micro_batches()) *
                   (min_local_parameters(f, mp) / (f.experts > 0 ? static_cast<double>(k.ep) : 1.0)) / k.pp *
                   gpass.bytes / stream_bw;
+  // Context parallelism (argument in docs/search.md, "Bound"): every
+  // pattern, split over cp or not, needs its whole keys and values on
+  // every cp rank. Between the previous pattern and it, either some tensor
+  // carrying them is all-gathered over cp (its gradient reduce-scattered
+  // back), or every op on the way is whole on each cp rank: the previous
+  // pattern's output too, so that pattern ran unsplit over cp (its 1/tp
+  // share, not 1/(tp cp); its layer's other ops, not counted, as well).
+  // Only the first pattern may take the tokens whole for nothing: P - 1
+  // payments of the cheaper of the two, per micro-batch, over pp ranks.
+  double exchange = 0;
+  if (flash && k.cp > 1 && cf.exchanges.size() > 1) {
+    const auto prec = ctx.precision().default_precision();
+    const double wire = (prec == cost::Precision::fp32 || prec == cost::Precision::tf32) ? 4.0 : 2.0;
+    const int per_node = std::max(1, std::min(k.devices_per_node, k.cp * k.tp));
+    const int rpn = k.tp >= per_node ? 1 : std::max(1, std::min(k.cp, per_node / k.tp));
+    const core::Placement where{k.cp, rpn};
+    double cheapest = std::numeric_limits<double>::infinity();
+    for (const auto& x : cf.exchanges) {
+      const Bytes bytes(x.elems * k.micro_batch * wire / k.tp);
+      const auto ag = model.collective(core::Collective::all_gather, bytes, where);
+      const auto rs = model.collective(core::Collective::reduce_scatter, bytes, where);
+      const double comm = (ag.ok() ? ag->value : 0.0) + (rs.ok() ? rs->value : 0.0);
+      const double rate = cost::attention_rate(ctx, x.key, x.causal).value;
+      const double unsplit = rate > 0 ? x.flops * k.micro_batch / k.tp * (1.0 - 1.0 / k.cp) / rate : 0.0;
+      cheapest = std::min(cheapest, std::min(comm * (k.tp_comm_overlap ? 0.1 : 1.0), unsplit));
+    }
+    const double payments = static_cast<double>(cf.exchanges.size() - 1);
+    exchange = payments * cheapest * static_cast<double>(k.micro_batches()) / k.pp;
+  }
+  b.context_exchange = Seconds(exchange);
   b.compute = Seconds(per_sample * static_cast<double>(k.global_batch) / k.devices() +
-                      std::max(vector_compute, vector_memory) + launches + grad_passes);
+                      std::max(vector_compute, vector_memory) + launches + grad_passes + exchange);
   const double m = static_cast<double>(k.micro_batches());
   const double stretch = k.pp > 1 ? 1.0 + (k.pp - 1.0) / (k.vp * m) : 1.0;
   b.pipelined = b.compute * stretch;

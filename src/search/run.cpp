@@ -6,6 +6,8 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -52,6 +54,7 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
       cm.at(cost::RecomputePolicy::selective)->context().attention() == cost::AttentionMode::flash)
     std::erase_if(candidates, [](const Candidate& c) { return c.recompute == cost::RecomputePolicy::selective; });
   r.enumerated = candidates.size();
+  r.space = space_ranges(candidates);
   const cost::CostModel& any = *cm.begin()->second;
   const Bytes capacity = any.device_memory() * space.max_memory_fraction;
   r.speed_of_light = Seconds(facts.flops_per_sample.value * static_cast<double>(space.global_batch) /
@@ -67,6 +70,10 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   std::map<cost::RecomputePolicy, MemoryFacts> memory;
   for (const auto& [policy, m] : cm)
     if (dynamic_cast<const cost::ProfileCostModel*>(m)) memory[policy] = memory_facts(*g1, *m);
+  // Indexed by canonical order (the selective layouts erased above leave gaps).
+  std::size_t orders = 0;
+  for (const auto& c : candidates) orders = std::max(orders, c.order + 1);
+  std::vector<bool> memory_pruned(orders, false);
   for (auto& c : candidates) {
     const auto mem = memory.find(c.recompute);
     c.bound = layout_bound(c, facts, *cm.at(c.recompute), mem == memory.end() ? nullptr : &mem->second).total;
@@ -75,14 +82,31 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     smallest_floor = std::min(smallest_floor, floor);
     if (floor > capacity) {
       ++r.pruned_memory;
+      memory_pruned[c.order] = true;
       continue;
     }
     live.push_back(c);
   }
-  std::stable_sort(live.begin(), live.end(), [](const Candidate& a, const Candidate& b) {
+  // Context-parallel layouts with a data-parallel twin (twin_of) wait for a
+  // second round, scored only where the twin gave no fitting estimate.
+  std::vector<std::optional<std::size_t>> twins(orders);  // the twin's order
+  if (!space.fixed.cp) {
+    const auto t = twin_of(candidates);
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+      if (t[i] && !memory_pruned[candidates[*t[i]].order]) twins[candidates[i].order] = candidates[*t[i]].order;
+  }
+  std::vector<Candidate> deferred;
+  std::erase_if(live, [&](const Candidate& c) {
+    if (!twins[c.order]) return false;
+    deferred.push_back(c);
+    return true;
+  });
+  auto by_bound = [](const Candidate& a, const Candidate& b) {
     if (a.bound.value != b.bound.value) return a.bound.value < b.bound.value;
     return a.order < b.order;
-  });
+  };
+  std::stable_sort(live.begin(), live.end(), by_bound);
+  std::stable_sort(deferred.begin(), deferred.end(), by_bound);
 
   std::vector<Scored> fitting;
   Bytes smallest_peak(std::numeric_limits<double>::infinity());
@@ -98,14 +122,24 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   const int threads = std::max(
       1, std::min(options.threads, static_cast<int>(std::min<std::size_t>(
                                        1024, kConcurrentOps / std::max<std::size_t>(1, g1->num_ops())))));
+  // Orders of the candidates scored with a fitting estimate.
+  std::vector<bool> fit(orders, false);
+  // Predicted step less the pipeline bubble of every layout scored without
+  // error, fitting or not (-inf for a failed one).
+  std::vector<std::optional<double>> step_of(orders);
+  bool stopped = false;
+  const std::size_t total = live.size() + deferred.size();
+  std::size_t done_before = 0;
+  // Branch and bound over `list` (sorted by bound), in batches.
+  auto run_batches = [&](const std::vector<Candidate>& list) -> Status {
   std::size_t next = 0;
-  while (next < live.size()) {
+  while (next < list.size()) {
     const double incumbent = fitting.empty() ? std::numeric_limits<double>::infinity()
                                              : fitting.front().estimate.step_time.value;
     // The next batch of candidates whose bound can still beat the incumbent.
     std::vector<const Candidate*> batch;
-    while (next < live.size() && batch.size() < options.batch) {
-      const Candidate& c = live[next++];
+    while (next < list.size() && batch.size() < options.batch) {
+      const Candidate& c = list[next++];
       if (c.bound.value >= incumbent) {
         ++r.pruned_bound;
         continue;
@@ -140,12 +174,15 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
       auto& res = *out[i];
       if (!res.ok()) {
         ++r.failed;
+        step_of[batch[i]->order] = -std::numeric_limits<double>::infinity();  // no estimate: try its cp twins
         if (++failure_counts[res.error().message] == 1 && r.failures.size() < 5)
           r.failures.push_back(describe(*batch[i]) + ": " + res.error().message);
         continue;
       }
+      step_of[batch[i]->order] = res->step_time.value - res->bubble.value;
       const auto& peak = res->peak_stage();
       if (res->fits && peak.peak() <= capacity) {
+        fit[batch[i]->order] = true;
         fitting.push_back(Scored{*batch[i], std::move(res).value()});
       } else if (peak.peak() < smallest_peak) {
         smallest_peak = peak.peak();
@@ -157,10 +194,45 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     if (fitting.size() > options.top_k) fitting.resize(options.top_k);
     if (options.progress) options.progress(next, live.size());
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (elapsed > options.time_limit_s && next < live.size()) {
+    if (elapsed > options.time_limit_s && next < list.size()) {
       r.complete = false;
+      stopped = true;
       break;
     }
+  }
+  done_before += list.size();
+  return {};
+  };
+  PLANNER_TRY_STATUS(run_batches(live));
+  // Second round, by cp ascending. A deferred layout does its twin's work
+  // plus the context-parallel exchanges in less activation memory, and with
+  // pp > 1 fills the pipeline with cp times the micro-batches: its step is
+  // taken to be at least its twin's less the twin's pipeline bubble. It is
+  // scored only where that is below the incumbent (and its bound too), the
+  // twin having been scored (a twin left unscored had a bound no better
+  // than the incumbent; with pp = 1 the deferred layout's is no better
+  // either, with pp > 1 its own bound decides) or having failed; with
+  // pp = 1 also only where no smaller cp of the same twin fit (the smallest
+  // cp that fits, as Megatron users choose it).
+  std::set<int> levels;
+  for (const auto& c : deferred) levels.insert(c.config.cp);
+  std::vector<bool> twin_done(orders, false);  // a smaller cp of this twin fit (pp = 1)
+  for (int level : levels) {
+    std::vector<Candidate> round;
+    const double incumbent = fitting.empty() ? std::numeric_limits<double>::infinity()
+                                             : fitting.front().estimate.step_time.value;
+    for (const auto& c : deferred) {
+      if (c.config.cp != level) continue;
+      const std::size_t t = *twins[c.order];
+      const bool piped = c.config.pp > 1;
+      const bool skip = stopped || (!piped && twin_done[t]) || (step_of[t] ? *step_of[t] >= incumbent : !piped);
+      if (skip) ++r.pruned_twin;
+      else round.push_back(c);
+    }
+    if (round.empty()) continue;
+    PLANNER_TRY_STATUS(run_batches(round));
+    for (const auto& c : round)
+      if (fit[c.order]) twin_done[*twins[c.order]] = true;
   }
   r.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
   if (fitting.empty()) {

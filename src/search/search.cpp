@@ -5,7 +5,9 @@
 #include "planner/search/search.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -115,6 +117,21 @@ ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch) {
   return f;
 }
 
+bool sequence_parallel_for(const Space& s, int tp) {
+  const bool no_sp = s.framework == estimate::Framework::deepspeed;
+  return s.fixed.sequence_parallel ? (*s.fixed.sequence_parallel && tp > 1) : (tp > 1 && !no_sp);
+}
+
+std::vector<int> context_parallel_degrees(const Space& s, const ModelFacts& facts, int tp) {
+  std::vector<int> out = {1};
+  if (tp < 1 || s.devices % tp != 0 || facts.seq <= 0 || !estimate::supports_context_parallel(s.framework))
+    return out;
+  const bool sp = sequence_parallel_for(s, tp);
+  for (int cp : divisors(s.devices / tp))
+    if (cp > 1 && !estimate::context_parallel_error(facts.seq, tp, cp, sp)) out.push_back(cp);
+  return out;
+}
+
 std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts) {
   std::vector<Candidate> out;
   const auto& fx = s.fixed;
@@ -127,7 +144,6 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
   // (Korthikanti et al.) but no distributed optimizer; Megatron-DeepSpeed
   // has neither (ZeRO instead).
   const bool data_only = s.framework == estimate::Framework::fsdp || s.framework == estimate::Framework::ddp;
-  const bool no_sp = s.framework == estimate::Framework::deepspeed;
   std::vector<int> tps;
   for (int tp : divisors(N))
     if (tp <= s.devices_per_node && (facts.heads == 0 || facts.heads % tp == 0) && (!data_only || tp == 1))
@@ -137,13 +153,7 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
       fx.recompute ? std::vector<cost::RecomputePolicy>{*fx.recompute} : s.recompute;
   for (int tp : tps) {
     if (tp < 1 || N % tp != 0) continue;
-    // Context parallelism for long sequences (>= 8k tokens): the sequence
-    // split over 2 or 4 ranks, each a divisor of it.
-    std::vector<int> cps = {1};
-    if (facts.seq >= 8192 && !data_only && s.framework == estimate::Framework::megatron)
-      for (int cp : {2, 4})
-        if (facts.seq % (cp * tp) == 0) cps.push_back(cp);
-    for (int cp : pick(fx.cp, cps)) {
+    for (int cp : pick(fx.cp, context_parallel_degrees(s, facts, tp))) {
       if (cp < 1 || (N / tp) % cp != 0) continue;
       const int rest = N / tp / cp;
       std::vector<int> pps;
@@ -224,9 +234,6 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
           for (const auto& [sched, v] : scheds)
             for (const auto& [zero, distopt, ep] : shardings)
               for (auto rc : policies) {
-                // Context parallelism is there to avoid recomputing long
-                // sequences' activations: tried without recompute only.
-                if (cp > 1 && !fx.cp && rc != cost::RecomputePolicy::none) continue;
                 Candidate c;
                 auto& k = c.config;
                 k.dp = dp;
@@ -240,7 +247,7 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
                 k.schedule = sched;
                 k.zero = zero;
                 k.distributed_optimizer = distopt;
-                k.sequence_parallel = fx.sequence_parallel ? (*fx.sequence_parallel && tp > 1) : (tp > 1 && !no_sp);
+                k.sequence_parallel = sequence_parallel_for(s, tp);
                 k.framework = s.framework;
                 k.optimizer = s.optimizer;
                 k.tp_comm_overlap = s.base.tp_comm_overlap && tp > 1 && k.sequence_parallel;
@@ -276,6 +283,46 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
   }
   for (std::size_t i = 0; i < out.size(); ++i) out[i].order = i;
   return out;
+}
+
+std::vector<std::optional<std::size_t>> twin_of(const std::vector<Candidate>& layouts) {
+  // Everything but dp and cp, then dp x cp.
+  auto key = [](const Candidate& c) {
+    const auto& k = c.config;
+    return std::make_tuple(k.tp, k.pp, k.vp, k.ep, k.micro_batch, static_cast<int>(k.schedule), k.zero,
+                           k.distributed_optimizer, k.sequence_parallel, k.tp_splits_batch, k.balance_stages,
+                           k.split_embedding_loss, static_cast<int>(c.recompute), k.dp * k.cp);
+  };
+  std::map<decltype(key(layouts.front())), std::size_t> plain;
+  for (std::size_t i = 0; i < layouts.size(); ++i)
+    if (layouts[i].config.cp == 1 && layouts[i].config.layers_per_chunk.empty()) plain.emplace(key(layouts[i]), i);
+  std::vector<std::optional<std::size_t>> out(layouts.size());
+  for (std::size_t i = 0; i < layouts.size(); ++i) {
+    if (layouts[i].config.cp == 1 || !layouts[i].config.layers_per_chunk.empty()) continue;
+    const auto it = plain.find(key(layouts[i]));
+    if (it != plain.end()) out[i] = it->second;
+  }
+  return out;
+}
+
+SpaceRanges space_ranges(const std::vector<Candidate>& layouts) {
+  SpaceRanges r;
+  for (const auto& c : layouts) {
+    const auto& k = c.config;
+    r.tp.insert(k.tp);
+    r.cp.insert(k.cp);
+    r.pp.insert(k.pp);
+    r.dp.insert(k.dp);
+    r.ep.insert(k.ep);
+    r.micro_batch.insert(k.micro_batch);
+    r.pp_vp.insert({k.pp, k.vp});
+    r.schedules.insert(k.schedule);
+    r.state_sharding.insert({k.zero, k.distributed_optimizer});
+    r.recompute.insert(c.recompute);
+    if (k.tp > 1) r.sequence_parallel.insert(k.sequence_parallel);
+    if (k.pp > 1) r.stage_cuts.insert(k.balance_stages ? "balanced" : "even");
+  }
+  return r;
 }
 
 Bytes memory_floor(const Candidate& c, const ModelFacts& facts) {

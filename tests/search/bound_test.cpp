@@ -93,6 +93,54 @@ TEST_CASE("min_local_parameters: each tensor at its smallest split, sizes rounde
   CHECK(search::min_local_parameters(facts, 4) == 29376);
 }
 
+namespace {
+// RoundModel's context (flash) with every collective at 1 ms.
+class CommModel final : public cost::CostModel {
+ public:
+  cost::OpTime op_time(const graph::Op&, const graph::OpGraph&, const cost::OpScaling&) const override { return {}; }
+  Result<Seconds> collective(core::Collective, Bytes, cluster::Placement) const override { return Seconds(1e-3); }
+  cost::MemoryBreakdown memory(const graph::OpGraph&, const cost::MemorySetup&) const override { return {}; }
+  Bytes device_memory() const override { return Bytes(80e9); }
+  FlopsPerSecond peak() const override { return FlopsPerSecond(100e12); }
+  const cost::ComputeContext& context() const override { return round_.context(); }
+
+ private:
+  RoundModel round_{cost::AttentionMode::flash};
+};
+}  // namespace
+
+TEST_CASE("layout_bound: context parallelism's key/value exchanges by hand", "[search][bound]") {
+  const CommModel model;
+  search::ModelFacts facts;
+  facts.batch = 1;
+  // Three attention patterns of 1e12 FLOPs per sample (forward + backward) at
+  // 8192 causal keys (table 0.6: 60 TFLOP/s), 1e6 elements to exchange each.
+  for (int i = 0; i < 3; ++i) facts.compute.exchanges.push_back({1e6, 1e12, 8192, true});
+  // dp 2 x cp 2, tp 1, B = 4, micro-batch 1: m = 2 micro-batches.
+  auto c = candidate(2, 1, 1, 4, 1);
+  c.config.cp = 2;
+  // Per micro-batch and pattern after the first: all-gather + reduce-scatter
+  // 2 ms, or the previous pattern unsplit over cp, 1e12 x (1 - 1/2) / 60e12
+  // = 8.333 ms: 2 ms. 3 - 1 = 2 payments x 2 micro-batches / pp 1 = 8 ms.
+  CHECK(search::layout_bound(c, facts, model).context_exchange.value == Approx(8e-3));
+  CHECK(search::layout_bound(c, facts, model).compute.value == Approx(8e-3));
+  // Overlapped with the GEMMs (tp_comm_overlap): at least 10 % exposed: 0.8 ms.
+  c.config.tp_comm_overlap = true;
+  CHECK(search::layout_bound(c, facts, model).context_exchange.value == Approx(8e-4));
+  c.config.tp_comm_overlap = false;
+  // Small patterns (1e10 FLOPs): unsplit is cheaper, 1e10 x 0.5 / 60e12 =
+  // 8.333e-5 s, x 2 payments x 2 micro-batches = 3.3333e-4 s.
+  for (auto& x : facts.compute.exchanges) x.flops = 1e10;
+  CHECK(search::layout_bound(c, facts, model).context_exchange.value == Approx(3.3333333e-4));
+  // One pattern (it may take the tokens whole) or cp = 1: nothing.
+  facts.compute.exchanges.resize(1);
+  CHECK(search::layout_bound(c, facts, model).context_exchange.value == 0);
+  facts.compute.exchanges.resize(3);
+  c.config.cp = 1;
+  c.config.dp = 4;
+  CHECK(search::layout_bound(c, facts, model).context_exchange.value == 0);
+}
+
 TEST_CASE("layout_bound: compute, pipeline stretch and optimizer by hand", "[search][bound]") {
   const RoundModel model;
   auto facts = search::facts_of(small_gpt(2), 2);
@@ -188,6 +236,13 @@ TEST_CASE("layout_bound: compute, pipeline stretch and optimizer by hand", "[sea
     const auto b = search::layout_bound(candidate(2, 1, 1, 8, 1), facts, flash);
     // 3.5e9 / (100e12 x 0.6) = 5.833333e-5 per sample x 8 / 2 devices = 2.333333e-4 s
     CHECK(b.compute.value == Approx(2.333333e-4));
+    // dp 2 x cp 4: 8 devices share the same 8 samples' FLOPs, 1/8 each;
+    // context parallelism splits the queries, so the FLOPs, once (the
+    // 1/(tp cp) share of the cost model's compute_fraction), no further:
+    // 5.833333e-5 x 8 / 8 = 5.833333e-5 s.
+    auto cp = candidate(2, 1, 1, 8, 1);
+    cp.config.cp = 4;
+    CHECK(search::layout_bound(cp, facts, flash).compute.value == Approx(5.833333e-5));
   }
   SECTION("optimizer-bound: B = 1 sample on one device") {
     facts.compute = search::ComputeFacts{};

@@ -1,6 +1,8 @@
 // The outer layout search: --fix parsing, the enumerated space (counted by
 // hand), memory floors, and branch and bound against exhaustive scoring.
 
+#include <set>
+
 #include <catch2/catch.hpp>
 
 #include "estimate/estimate_fixtures.hpp"
@@ -111,9 +113,66 @@ TEST_CASE("the enumerated space, counted by hand", "[search]") {
   // with dp > 1 double (tp=1: pp=1 2, pp=2 4; tp=2 pp=1 2), and so do the
   // hybrids of tp=2 pp=1 (dp=2): 2 more, and the balanced variants of
   // tp=1 pp=2 (dp=2): 2 more.
+  // Megatron also runs context parallelism: cp over the divisors of
+  // N / tp whose split of the 16 tokens the estimate accepts (16 % (tp cp)
+  // with sequence parallelism), each with both optimizer options (dp cp > 1):
+  //   tp=1 cp=2: pp=1 (dp=2): mb 1, 2                                   2 x 2 =  4
+  //              pp=2 (dp=1): mb 1, 2: 1f1b and v=2 (4), balanced (2)   6 x 2 = 12
+  //        cp=4: pp=1 (dp=1): mb 1, 2                                   2 x 2 =  4
+  //   tp=2 cp=2: pp=1 (dp=1): mb 1, 2, and their hybrids                4 x 2 =  8
+  //   tp=4: N / tp = 1, no cp > 1                                               28
   s = small_space();
   s.framework = estimate::Framework::megatron;
+  CHECK(search::enumerate_layouts(s, facts).size() == 26 + 8 + 2 + 2 + 28);
+  s.fixed.cp = 1;
   CHECK(search::enumerate_layouts(s, facts).size() == 26 + 8 + 2 + 2);
+}
+
+TEST_CASE("cp: every divisor of N / tp that splits the sequence, no cap", "[search]") {
+  search::Space s;
+  s.framework = estimate::Framework::megatron;
+  search::ModelFacts f;
+  f.layers = 32;
+  f.heads = 32;
+  // 96 tokens on 64 devices at tp = 8: N / tp = 8, cp in {2, 4, 8}; with
+  // sequence parallelism 96 % (8 cp) holds for cp = 2 (16) and 4 (32), not
+  // 8 (64); without it 96 % cp holds for all three.
+  s.devices = 64;
+  f.seq = 96;
+  CHECK(search::context_parallel_degrees(s, f, 8) == std::vector<int>{1, 2, 4});
+  s.fixed.sequence_parallel = false;
+  CHECK(search::context_parallel_degrees(s, f, 8) == std::vector<int>{1, 2, 4, 8});
+  // tp = 1: no sequence parallelism; N / tp = 64: 96 % cp for 2, 4, 8, 16, 32 (not 64).
+  s.fixed.sequence_parallel.reset();
+  CHECK(search::context_parallel_degrees(s, f, 1) == std::vector<int>{1, 2, 4, 8, 16, 32});
+  // Frameworks whose estimate does not run cp, and models without attention: cp = 1.
+  for (auto fw : {estimate::Framework::megatron_legacy, estimate::Framework::deepspeed, estimate::Framework::fsdp,
+                  estimate::Framework::ddp}) {
+    s.framework = fw;
+    CHECK(search::context_parallel_degrees(s, f, 8) == std::vector<int>{1});
+  }
+  s.framework = estimate::Framework::megatron;
+  f.seq = 0;
+  CHECK(search::context_parallel_degrees(s, f, 8) == std::vector<int>{1});
+
+  // Llama-2-7B at 512k tokens on 512 H100 (8 per node), global batch 8, tp = 8:
+  // N / tp = 64 and 2^19 tokens split by 8 cp for every power of two up to
+  // 64, so cp in {1, 2, 4, 8, 16, 32, 64} (the old space stopped at 4).
+  s.devices = 512;
+  s.devices_per_node = 8;
+  s.global_batch = 8;
+  s.fixed.tp = 8;
+  f.seq = 524288;
+  f.parameters = 6.74e9;
+  std::set<int> cps;
+  for (const auto& c : search::enumerate_layouts(s, f)) cps.insert(c.config.cp);
+  CHECK(cps == std::set<int>{1, 2, 4, 8, 16, 32, 64});
+  // Recompute is searched with cp > 1 too (full recompute may fit where
+  // none does not): tp 8 cp 16 dp 4 (pp 1, micro-batch 1) with each policy.
+  std::set<cost::RecomputePolicy> policies;
+  for (const auto& c : search::enumerate_layouts(s, f))
+    if (c.config.cp == 16 && c.config.dp == 4 && c.config.pp == 1) policies.insert(c.recompute);
+  CHECK(policies.size() == 3);
 }
 
 TEST_CASE("memory floor: model state with the candidate's sharding", "[search]") {
@@ -328,4 +387,75 @@ TEST_CASE("search ep: experts that fit only split over ep; memory pruning stays 
     CHECK(e.peak_stage().peak() > p.model.capacity);
   }
   CHECK(pruned == r->pruned_memory);
+}
+
+TEST_CASE("twin_of: cp folded into dp, everything else equal", "[search]") {
+  // Megatron, 4 devices, 16 tokens: tp=1 cp=2 dp=2 pp=1 micro-batch 1 has
+  // the twin tp=1 cp=1 dp=4 micro-batch 1 (same optimizer option); tp=1
+  // cp=4 dp=1 likewise dp=4; tp=1 cp=2 pp=2 dp=1 has tp=1 pp=2 dp=2. A
+  // global batch of 2 leaves dp=4 out: cp x dp = 4 layouts have no twin.
+  Providers p;
+  const auto facts = search::facts_of(**p.graph_provider()(1), 1);
+  auto s = small_space();
+  s.framework = estimate::Framework::megatron;
+  s.hybrid_tp = false;
+  const auto all = search::enumerate_layouts(s, facts);
+  const auto twins = search::twin_of(all);
+  REQUIRE(twins.size() == all.size());
+  std::size_t with_twin = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto& k = all[i].config;
+    if (k.cp == 1) {
+      CHECK(!twins[i]);
+      continue;
+    }
+    REQUIRE(twins[i]);
+    ++with_twin;
+    const auto& t = all[*twins[i]].config;
+    CHECK(t.cp == 1);
+    CHECK(t.dp == k.dp * k.cp);
+    CHECK(t.tp == k.tp);
+    CHECK(t.pp == k.pp);
+    CHECK(t.vp == k.vp);
+    CHECK(t.micro_batch == k.micro_batch);
+    CHECK(t.distributed_optimizer == k.distributed_optimizer);
+    CHECK(t.balance_stages == k.balance_stages);
+  }
+  // The 28 cp layouts of the hand count above less the 4 hybrids: 24, every one with a twin.
+  CHECK(with_twin == 24);
+  // Global batch 2 leaves dp = 4 out, so tp=1 pp=1 has cp=2 dp=2 (micro-batch 1)
+  // and cp=4 dp=1 (micro-batch 1, 2), each with both optimizer options:
+  // 2 + 4 = 6 layouts without a twin.
+  s.global_batch = 2;
+  const auto small = search::enumerate_layouts(s, facts);
+  const auto small_twins = search::twin_of(small);
+  std::size_t orphans = 0;
+  for (std::size_t i = 0; i < small.size(); ++i)
+    if (small[i].config.cp > 1 && small[i].config.tp == 1 && small[i].config.pp == 1) {
+      CHECK(!small_twins[i]);
+      ++orphans;
+    }
+  CHECK(orphans == 6);
+}
+
+TEST_CASE("space_ranges: what the enumerated layouts span", "[search]") {
+  // The Megatron space of the hand count above (4 devices, 16 tokens, 4 layers).
+  Providers p;
+  const auto facts = search::facts_of(**p.graph_provider()(1), 1);
+  auto s = small_space();
+  s.framework = estimate::Framework::megatron;
+  const auto r = search::space_ranges(search::enumerate_layouts(s, facts));
+  CHECK(r.tp == std::set<int>{1, 2, 4});
+  CHECK(r.cp == std::set<int>{1, 2, 4});
+  CHECK(r.pp == std::set<int>{1, 2, 4});
+  CHECK(r.dp == std::set<int>{1, 2, 4});
+  CHECK(r.ep == std::set<int>{1});
+  CHECK(r.micro_batch == std::set<int>{1, 2});
+  // Interleaving only at pp = 2 (4 layers: pp 4 x v 2 does not divide).
+  CHECK(r.pp_vp == std::set<std::pair<int, int>>{{1, 1}, {2, 1}, {2, 2}, {4, 1}});
+  CHECK(r.schedules == std::set<sim::Schedule>{sim::Schedule::one_f_one_b, sim::Schedule::interleaved});
+  CHECK(r.state_sharding == std::set<std::pair<int, bool>>{{0, false}, {0, true}});
+  // Hybrids (tp-any) turn sequence parallelism off.
+  CHECK(r.sequence_parallel == std::set<bool>{false, true});
+  CHECK(r.stage_cuts == std::set<std::string>{"balanced", "even"});
 }

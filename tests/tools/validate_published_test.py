@@ -677,7 +677,12 @@ FAKE_PLANNER = textwrap.dedent("""\
         print(json.dumps({"format": "planner.search/v1", "plan_file": val("-o"), "layout": "dp=8 tp=8 ...",
                           "step_time_s": step, "peak_memory_bytes": 50e9, "capacity_bytes": 80e9,
                           "complete": True, "layouts": {"enumerated": 3, "scored": 3}, "search_time_s": 0.1,
-                          "lower_bound_s": step, "alternatives": []}))
+                          "lower_bound_s": step, "alternatives": [],
+                          "space": {"tp": [1, 2, 4, 8], "cp": [1], "pp": [1], "dp": [1, 2, 4, 8, 16, 32, 64],
+                                    "ep": [1], "pp_vp": [[1, 1]], "schedules": ["1f1b"],
+                                    "sequence_parallel_with_tp": [True],
+                                    "state_sharding": [{"zero": 0, "distributed_optimizer": False},
+                                                       {"zero": 0, "distributed_optimizer": True}]}}))
         sys.exit(0)
     sys.exit(2)
     """)
@@ -867,22 +872,28 @@ class SearchMapping(unittest.TestCase):
         self.assertEqual(search_check.plan_name(7, "x/y z"), "007-x_y_z.plan.json")
 
     def test_space_gaps(self):
+        # The gaps come from the search's own `space` report (search::space_ranges).
         G = search_check.space_gaps
+        space = {"tp": [1, 2, 4, 8], "cp": [1, 2, 4, 8, 16, 32, 64], "pp": [1, 2, 4], "dp": [1, 2, 4, 8],
+                 "ep": [1], "pp_vp": [[1, 1], [2, 1], [2, 2], [4, 1], [4, 2], [4, 4]],
+                 "schedules": ["1f1b", "interleaved"], "sequence_parallel_with_tp": [True],
+                 "state_sharding": [{"zero": 0, "distributed_optimizer": False},
+                                    {"zero": 0, "distributed_optimizer": True}]}
         base = {"tp": 8, "pp": 4, "dp": 2, "cp": 1, "ep": 1, "vp": 1, "sequence_parallel": True, "zero": 0,
                 "distributed_optimizer": True, "schedule": "1f1b"}
-        self.assertEqual(G(base, "megatron", 32, 8), [])
-        self.assertEqual(len(G(dict(base, cp=2, ep=4), "megatron", 32, 8)), 2)
-        self.assertIn("vp=5", G(dict(base, vp=5, schedule="interleaved"), "megatron", 40, 8)[0])
-        self.assertIn("vp=3", G(dict(base, vp=3, schedule="interleaved"), "megatron", 32, 8)[0])  # 32 % 12
-        self.assertEqual(G(dict(base, vp=4, schedule="interleaved"), "megatron", 32, 8), [])
-        self.assertIn("GPipe", G(dict(base, schedule="gpipe"), "megatron", 32, 8)[0])
-        self.assertIn("sequence", G(dict(base, sequence_parallel=False), "megatron", 32, 8)[0])
-        self.assertIn("ZeRO-1", G(dict(base, distributed_optimizer=False, zero=1), "megatron", 32, 8)[0])
-        self.assertEqual(G(dict(base, distributed_optimizer=False, zero=1), "deepspeed", 32, 8), [])
-        self.assertIn("ZeRO-2", G(dict(base, distributed_optimizer=False, zero=2), "deepspeed", 32, 8)[0])
-        self.assertIn("across nodes", G(dict(base, tp=16), "megatron", 32, 8)[0])
-        one = dict(base, dp=1, distributed_optimizer=False)
-        self.assertEqual(G(one, "fsdp", 32, 8), [])  # dp 1: (0, no distopt) is the only option
+        self.assertEqual(G(base, space), [])
+        self.assertEqual(G(base, None), [])  # no report: nothing claimed
+        self.assertEqual(G(dict(base, cp=32), space), [])  # cp 32 is enumerated now
+        self.assertEqual(G(dict(base, cp=128), space), ["cp=128 (the search enumerated cp in 1, 2, 4, 8, 16, 32, 64)"])
+        self.assertEqual(len(G(dict(base, cp=128, ep=4), space)), 2)
+        self.assertEqual(G(dict(base, vp=4, schedule="interleaved"), space), [])
+        self.assertEqual(G(dict(base, vp=3, schedule="interleaved"), space),
+                         ["vp=3 with pp=4 (the search enumerated vp in 2, 4 for pp=4)"])
+        self.assertIn("gpipe", G(dict(base, schedule="gpipe"), space)[0])
+        self.assertIn("no sequence parallelism", G(dict(base, sequence_parallel=False), space)[0])
+        self.assertEqual(G(dict(base, distributed_optimizer=False, zero=1), space),
+                         ["ZeRO-1 (the search enumerated ZeRO-0, distributed optimizer)"])
+        self.assertEqual(G(dict(base, tp=16), space), ["tp=16 (the search enumerated tp in 1, 2, 4, 8)"])
 
 
 class SearchArithmetic(unittest.TestCase):
@@ -979,7 +990,7 @@ class SearchEndToEnd(unittest.TestCase):
         self.assertAlmostEqual(b["ratio"], 0.5)
         self.assertEqual(b["search_layout"], "tp8 pp1 dp8 sp mb16 1f1b distopt rc-none")
         self.assertEqual(b["published_layout"], "tp2 pp1 dp32 mb4 1f1b rc-full")
-        self.assertEqual(b["gaps"], ["no sequence parallelism (the search always uses sp with tp > 1)"])
+        self.assertEqual(b["gaps"], ["no sequence parallelism with tp > 1 (the search enumerated sp True)"])
         self.assertTrue(os.path.isfile(b["plan_file"]))
         self.assertTrue(b["plan_file"].startswith(os.path.join(keep, "plans")))
         self.assertEqual(rows["worse"]["verdict"], "worse")

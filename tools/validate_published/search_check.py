@@ -36,16 +36,6 @@ KEPT_VALUE_FLAGS = ("--profile", "--devices", "--global-batch", "--precision", "
                     "--master-weights")
 KEPT_BARE_FLAGS = ("--tp-comm-overlap", "--fused-loss")
 
-# What the search offers per framework (zero stage, distributed optimizer)
-# when dp x cp > 1 (search::enumerate_layouts); (0, False) otherwise.
-FRAMEWORK_STATE_SHARDING = {
-    "megatron": [(0, False), (0, True)],
-    "megatron-legacy": [(0, False), (0, True)],
-    "deepspeed": [(0, False), (1, False), (3, False)],
-    "fsdp": [(2, False), (3, False)],
-    "ddp": [(0, False)],
-}
-SEARCH_VP = (2, 3, 4, 6, 8)
 
 
 def search_args(estimate_args, stack=None):
@@ -231,31 +221,41 @@ def verdict(r):
     return "no_worse" if r["search_s"] <= r["published_s"] * (1 + RATIO_EPS) else "worse"
 
 
-def space_gaps(lay, framework, layers, node_size):
-    """Options the published layout uses that the search space lacks (one
-    line each), from search::enumerate_layouts."""
+def _listed(values):
+    return ", ".join(str(v) for v in values) if values else "none"
+
+
+def space_gaps(lay, space):
+    """Options the published layout uses that the search did not enumerate
+    (one line each), read from the `space` object of the search's own JSON
+    summary (search::space_ranges over the layouts it enumerated); [] when
+    the search reported none."""
+    if not isinstance(space, dict):
+        return []
     gaps = []
     g = lambda k, d=1: lay.get(k) if lay.get(k) is not None else d
     tp, pp, dp, cp, ep, vp = (g(k) for k in ("tp", "pp", "dp", "cp", "ep", "vp"))
-    if cp > 1:
-        gaps.append(f"context parallelism cp={cp} (the search tries cp=1 only)")
-    if ep > 1:
-        gaps.append(f"expert parallelism ep={ep} (the search keeps ep=1: `planner search` has no --ep)")
-    if g("schedule", "") == "gpipe":
-        gaps.append("GPipe schedule (the search tries 1f1b and interleaved)")
-    if vp > 1 and (vp not in SEARCH_VP or (layers and layers % (pp * vp))):
-        gaps.append(f"vp={vp} (the search tries vp in {', '.join(map(str, SEARCH_VP))} with layers divisible "
-                    f"by pp x vp)")
-    if node_size and tp > node_size:
-        gaps.append(f"tp={tp} across nodes of {node_size} (the search keeps tp within a node)")
-    if tp > 1 and not g("sequence_parallel", False):
-        gaps.append("no sequence parallelism (the search always uses sp with tp > 1)")
-    offered = FRAMEWORK_STATE_SHARDING.get(framework, []) if dp * cp > 1 else [(0, False)]
-    mine = (g("zero", 0), bool(g("distributed_optimizer", False)))
+    for name, value in (("tp", tp), ("cp", cp), ("pp", pp), ("dp", dp), ("ep", ep)):
+        have = space.get(name) or []
+        if value not in have:
+            gaps.append(f"{name}={value} (the search enumerated {name} in {_listed(have)})")
+    schedule = g("schedule", "1f1b")
+    if schedule not in (space.get("schedules") or []):
+        gaps.append(f"{schedule} schedule (the search enumerated {_listed(space.get('schedules'))})")
+    pairs = [tuple(x) for x in space.get("pp_vp") or []]
+    if vp > 1 and (pp, vp) not in pairs:
+        gaps.append(f"vp={vp} with pp={pp} (the search enumerated vp in "
+                    f"{_listed(sorted(v for p, v in pairs if p == pp and v > 1))} for pp={pp})")
+    sp = bool(g("sequence_parallel", False))
+    if tp > 1 and sp not in (space.get("sequence_parallel_with_tp") or []):
+        gaps.append(f"{'' if sp else 'no '}sequence parallelism with tp > 1 (the search enumerated sp "
+                    f"{_listed(space.get('sequence_parallel_with_tp'))})")
+    mine = {"zero": g("zero", 0), "distributed_optimizer": bool(g("distributed_optimizer", False))}
+    offered = space.get("state_sharding") or []
     if offered and mine not in offered:
-        name = "distributed optimizer" if mine[1] else f"ZeRO-{mine[0]}"
-        have = ", ".join("distributed optimizer" if d else f"ZeRO-{z}" for z, d in offered)
-        gaps.append(f"{name} under {framework} (the search offers {have})")
+        name = lambda z, d: "distributed optimizer" if d else f"ZeRO-{z}"
+        have = ", ".join(name(o.get("zero"), o.get("distributed_optimizer")) for o in offered)
+        gaps.append(f"{name(mine['zero'], mine['distributed_optimizer'])} (the search enumerated {have})")
     return gaps
 
 
@@ -315,7 +315,6 @@ def fill_estimate(r, rc, out, err):
     r["published_s"], r["published_fits"] = step, fits
     r["published_peak_gb"] = None if peak is None else peak / 1e9
     r["published_layout_fields"], r["published_layout"] = lay, short
-    r["gaps"] = space_gaps(lay, r["framework"], r["layers"], r["node_size"])
 
 
 def fill_search(r, rc, out, err, wall):
@@ -337,6 +336,7 @@ def fill_search(r, rc, out, err, wall):
     r["search_layouts"] = d.get("layouts")
     r["search_lower_bound_s"] = d.get("lower_bound_s")
     r["search_alternatives"] = d.get("alternatives")
+    r["search_space"] = d.get("space")
     peak, cap = as_pos_float(d.get("peak_memory_bytes")), as_pos_float(d.get("capacity_bytes"))
     r["capacity_gb"] = None if cap is None else cap / 1e9
     short, plan_fits, plan_peak, note = read_plan(r["plan_file"])
@@ -353,6 +353,8 @@ def fill_search(r, rc, out, err, wall):
 
 
 def finish(r):
+    if r.get("published_layout_fields"):
+        r["gaps"] = space_gaps(r["published_layout_fields"], r.get("search_space"))
     if r["search_error"]:
         r["outcome"] = "search_failed"
         r["reason"] = r["search_error"] + (f" (and {r['estimate_error']})" if r["estimate_error"] else "")

@@ -127,7 +127,7 @@ whenever tp > 1 (NeMo, Megatron-Bridge; see validation-published.md) give the se
 **The micro-batch is the published one.** `planner model --batch b` writes a static batch b,
 and `planner search` pins the micro-batch to a model's static batch (it cannot rebind it). So
 the search explores tensor, pipeline and data-parallel degrees, the schedule (1F1B,
-interleaved with vp in {', '.join(map(str, sc.SEARCH_VP))}), ZeRO / distributed optimizer (what the framework
+interleaved), context parallelism, ZeRO / distributed optimizer (what the framework
 offers) and recompute (none, selective, full) at the published micro-batch, not other
 micro-batches (`planner model` cannot write a dynamic-batch model).
 
@@ -144,12 +144,10 @@ as the harness measured it (model import included), with up to `--jobs` rows run
 once; the median of an even count is the mean of the middle two.
 
 **Why a row can be worse.** For each row the script lists the options of the published
-layout that the search space (search::enumerate_layouts) lacks: context parallelism
-(the search tries cp = 1), expert parallelism (`planner search` has no `--ep`; ep = 1),
-the GPipe schedule, a virtual-stage count outside {', '.join(map(str, sc.SEARCH_VP))} or not dividing the
-layers, tp across nodes, tp > 1 without sequence parallelism (the search always uses sp
-with tp > 1), and a ZeRO stage the framework's search does not offer
-({'; '.join(f'{fw}: ' + ', '.join('distributed optimizer' if d else f'ZeRO-{z}' for z, d in opts) for fw, opts in sc.FRAMEWORK_STATE_SHARDING.items())}).
+layout that the search did not enumerate, read from the `space` object of that search's own
+`--json` summary (search::space_ranges: the tp, cp, pp, dp, ep, (pp, vp) pairs, schedules,
+sequence parallelism and optimizer sharding of the layouts it enumerated), so the list
+cannot drift from search::enumerate_layouts.
 A worse row with none of these and a complete search points at the search itself.
 """
 

@@ -14,6 +14,7 @@
 /// pipeline (Megatron's order tp-cp-dp-pp).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +63,17 @@ Result<cost::MasterWeights> parse_master_weights(std::string_view s);
 /// SwiGLU, RMSNorm, rotary, bias-dropout-add); PyTorch eager (ddp, fsdp)
 /// does not. The cost model then prices elementwise chains as fused.
 bool fuses_elementwise(Framework f);
+
+/// Frameworks whose runs `estimate` prices with context parallelism
+/// (cp > 1): Megatron-Core (`--context-parallel-size`, 2023 on). The search
+/// enumerates cp > 1 only for these.
+bool supports_context_parallel(Framework f);
+/// The divisibility the estimate requires of an attention pattern with a
+/// query length of `seq` tokens under cp (and tp with sequence
+/// parallelism): seq % cp == 0 and, with sequence parallelism, seq % (tp cp)
+/// == 0. nullopt when it holds, else why (naming `cp` or tp*cp); the search
+/// enumerates only the cp values that pass.
+std::optional<std::string> context_parallel_error(std::int64_t seq, int tp, int cp, bool sequence_parallel);
 
 /// Largest device count the planner models (2^20; the largest clusters have
 /// about 10^5). Beyond it the mesh and collective tables grow without use.

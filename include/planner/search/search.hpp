@@ -6,8 +6,9 @@
 ///
 /// Design note.
 ///   1. Enumerate the space (`enumerate_layouts`): tp over divisors of N
-///      inside a node, pp over divisors of N/tp up to the layer count, cp
-///      (fixed or 1), dp the rest; micro-batch over divisors of B/dp; vp
+///      inside a node, cp over divisors of N/tp that split the sequence
+///      (context_parallel_degrees), pp over divisors of N/(tp cp) up to the
+///      layer count, dp the rest; micro-batch over divisors of B/dp; vp
 ///      where interleaving divides; ZeRO per framework; recompute policies;
 ///      for MoE models ep over divisors of dp*cp that divide the experts.
 ///      `--fix` pins any of them.
@@ -35,6 +36,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -124,6 +126,19 @@ struct ComputeFacts {
   /// Flash-fused attention patterns: FlashAttention FLOPs (halved when
   /// causal; backward 2.5 x), keyed by (key length, causal).
   std::map<std::pair<std::int64_t, bool>, Work> flash;
+  /// Per attention pattern (graph order), what context parallelism must
+  /// exchange for it: the elements per sample of the narrowest tensor that
+  /// carries its whole sequence's keys and values (min of kv_heads x
+  /// (head_dim + head_dim_v) and heads x min(head_dim, head_dim_v), the
+  /// width of a layer's input, per token x the key length), and its
+  /// FlashAttention FLOPs per sample (forward + backward) with its key
+  /// length and causality (what running it unsplit over cp costs).
+  struct Exchange {
+    double elems = 0, flops = 0;
+    std::int64_t key = 0;
+    bool causal = false;
+  };
+  std::vector<Exchange> exchanges;
 };
 
 /// The model as the search needs it, per micro-batch size.
@@ -150,9 +165,55 @@ void add_compute_facts(ModelFacts& facts, const graph::OpGraph& g);
 /// Facts read from a graph (annotated and analysed) imported at batch `batch`.
 ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch);
 
+/// Whether the space's layouts with tensor-parallel degree `tp` use
+/// sequence parallelism (tp > 1, not under DeepSpeed, unless `--fix sp`).
+bool sequence_parallel_for(const Space& space, int tp);
+
+/// Context-parallel degrees enumerated at tensor-parallel degree `tp`: 1,
+/// and, for a model with attention under a framework whose estimate runs
+/// context parallelism (estimate::supports_context_parallel), every
+/// divisor cp > 1 of devices / tp whose split of the sequence the estimate
+/// accepts (estimate::context_parallel_error, with sequence_parallel_for).
+/// No cap: memory pruning and the bound decide. Ascending.
+std::vector<int> context_parallel_degrees(const Space& space, const ModelFacts& facts, int tp);
+
 /// Every layout of the space, in canonical order, with `order` set; bounds
 /// not yet set. Layouts the degrees cannot make (divisibility) are left out.
 std::vector<Candidate> enumerate_layouts(const Space& space, const ModelFacts& facts);
+
+/// The data-parallel twin of each context-parallel layout: the enumerated
+/// layout with the same settings but cp folded into dp (dp x cp, cp = 1),
+/// by index into `layouts`; nullopt for cp = 1 and where the space has no
+/// twin (the global batch does not divide, a fixed dp). Under the
+/// estimate a twin does the same work per device with the same gradient
+/// and optimizer-state groups (dp x cp) and no context-parallel exchanges
+/// (the key/value all-gathers); the context-parallel layout saves
+/// activation memory (and, with pp > 1, has cp times the micro-batches to
+/// fill the pipeline). search() therefore scores a layout with a twin only
+/// after the others, and only where its twin gave no fitting estimate
+/// (memory-pruned, too large, failed or not scored): counted as
+/// `pruned_twin` otherwise.
+std::vector<std::optional<std::size_t>> twin_of(const std::vector<Candidate>& layouts);
+
+/// The values a space's enumerated layouts take, dimension by dimension
+/// (read off the layouts themselves, so a report of what the search tried
+/// cannot drift from enumerate_layouts): the `space` object of `planner
+/// search --json`, from which tools/validate-published derives the options
+/// of a published layout the search did not try.
+struct SpaceRanges {
+  std::set<int> tp, cp, pp, dp, ep, micro_batch;
+  /// (pp, vp) pairs (vp 1 for 1F1B and GPipe).
+  std::set<std::pair<int, int>> pp_vp;
+  std::set<sim::Schedule> schedules;
+  /// (ZeRO stage, distributed optimizer).
+  std::set<std::pair<int, bool>> state_sharding;
+  std::set<cost::RecomputePolicy> recompute;
+  /// Sequence parallelism values of the layouts with tp > 1.
+  std::set<bool> sequence_parallel;
+  /// Stage cuts of the layouts with pp > 1: "even", "balanced".
+  std::set<std::string> stage_cuts;
+};
+SpaceRanges space_ranges(const std::vector<Candidate>& layouts);
 
 /// Model state bytes per device no schedule can avoid (weights, gradients,
 /// optimizer states under the candidate's sharding; expert parameters split
@@ -173,6 +234,13 @@ struct LayoutBound {
   /// launch overhead / pp.)
   /// compute x the pipeline's minimum stretch 1 + (p-1)/(v m).
   Seconds pipelined;
+  /// Context parallelism's key/value exchanges (included in `compute`):
+  /// per micro-batch, of every attention pattern after the first, the
+  /// cheaper of an all-gather and a reduce-scatter of the narrowest tensor
+  /// carrying its keys and values over the cp axis (x 0.1 under
+  /// tp_comm_overlap) and running the previous pattern unsplit over cp; / pp.
+  /// Flash attention and cp > 1 only.
+  Seconds context_exchange;
   /// The optimizer step of the pipeline rank with the most parameters:
   /// local parameters (each tensor at its smallest shard over tp x cp)
   /// / pp / optimizer shards x bytes per parameter / streaming bandwidth.
@@ -243,8 +311,13 @@ struct Outcome {
   /// Speed of light of the model on the cluster: model FLOPs / (N x peak).
   Seconds speed_of_light;
   std::size_t enumerated = 0, pruned_memory = 0, pruned_bound = 0, scored = 0, failed = 0;
+  /// Context-parallel layouts not scored because their data-parallel twin
+  /// fit (twin_of).
+  std::size_t pruned_twin = 0;
   bool complete = true;  ///< false when the time limit stopped it
   double elapsed_s = 0;
+  /// What the enumerated space spans (space_ranges of every enumerated layout).
+  SpaceRanges space;
   /// A reason per failed candidate kind, e.g. "heads not divisible by --tp" (first few).
   std::vector<std::string> failures;
 };
