@@ -249,7 +249,7 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   double exchange = 0;
   if (flash && k.cp > 1 && cf.exchanges.size() > 1) {
     const auto prec = ctx.precision().default_precision();
-    const double wire = (prec == cost::Precision::fp32 || prec == cost::Precision::tf32) ? 4.0 : 2.0;
+    const double wire = (prec == core::Precision::fp32 || prec == core::Precision::tf32) ? 4.0 : 2.0;
     const int per_node = std::max(1, std::min(k.devices_per_node, k.cp * k.tp));
     const int rpn = k.tp >= per_node ? 1 : std::max(1, std::min(k.cp, per_node / k.tp));
     const core::Placement where{k.cp, rpn};
