@@ -83,13 +83,16 @@ constexpr double kLl128BandwidthFactor = 0.92;
 /// bandwidth, `fitted` the latency with the fitted alphas; c = 2 for
 /// all-reduce (2 steps per rank), 1 otherwise. Rings inside one node, and
 /// profiles without the Simple keys, keep bw_time + fitted: their tables
-/// were fitted that way.
-Seconds ring_protocols(const std::vector<Stage>& stages, std::optional<Seconds> simple_base, Seconds bw_time,
-                       Seconds fitted, double c) {
+/// were fitted that way. So does a collective with its own measured
+/// latency at a level it crosses (planner calibrate): the measurement
+/// already holds the protocol NCCL chose.
+Seconds ring_protocols(const std::vector<Stage>& stages, core::Collective kind, std::optional<Seconds> simple_base,
+                       Seconds bw_time, Seconds fitted, double c) {
   const Seconds plain = bw_time + fitted;
   bool crosses = false;
   for (const Stage& s : stages) {
-    if (!s.level->simple_latency) return plain;
+    const auto& own = s.level->per_collective[static_cast<std::size_t>(kind)];
+    if (!s.level->simple_latency || (own && own->latency)) return plain;
     crosses = crosses || s.level->inter_node;
   }
   if (!crosses || !simple_base) return plain;
@@ -105,7 +108,7 @@ Seconds ring_level(const Stage& s, core::Collective kind, double bytes, double c
   const double p = s.p;
   Stage one = s;
   one.units = p;  // steps of this ring alone: c (p - 1)
-  return ring_protocols({one}, simple_base, Seconds(c * (p - 1) / p * bytes / (s.per_rank.value * s.eff(kind, bytes))),
+  return ring_protocols({one}, kind, simple_base, Seconds(c * (p - 1) / p * bytes / (s.per_rank.value * s.eff(kind, bytes))),
                         s.alpha(kind) * (c * (p - 1)), c);
 }
 
@@ -140,7 +143,7 @@ Seconds flat_ring(const std::vector<Stage>& stages, std::optional<Seconds> simpl
     // NCCL tuning model: steps that cross this level pay its latency.
     latency += s.alpha(kind) * (c * (s.units - s.units / s.p));
   }
-  return ring_protocols(stages, simple_base, Seconds(factor * bytes / bw), latency, c);
+  return ring_protocols(stages, kind, simple_base, Seconds(factor * bytes / bw), latency, c);
 }
 
 struct Timed {
