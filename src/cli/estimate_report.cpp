@@ -37,7 +37,10 @@ void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
   fmt::print("training     {}, attention {}, recompute {}, framework {}\n", ctx.train.precision, ctx.train.attention,
              ctx.train.recompute, estimate::framework_name(c.framework));
   if (!ctx.train.defaults_note.empty()) fmt::print("defaults     {}\n", ctx.train.defaults_note);
-  fmt::print("\nstep time    {}\n", ms(e.step_time));
+  fmt::print("\nstep time    {}", ms(e.step_time));
+  if (e.straggler.value > 0)
+    fmt::print("   (mean; median {}, p95 {} over the device spread)", ms(e.step_time_p50), ms(e.step_time_p95));
+  fmt::print("\n");
   const Seconds T = e.step_time;
   fmt::print("  compute (forward + backward)     {:>12}  {}\n", ms(e.compute), pct(e.compute, T));
   if (e.recompute.value > 0) fmt::print("  recompute                        {:>12}  {}\n", ms(e.recompute), pct(e.recompute, T));
@@ -54,6 +57,8 @@ void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
     fmt::print("  data-parallel sync, exposed      {:>12}  {}   (of {} in all)\n", ms(e.dp_exposed), pct(e.dp_exposed, T),
                ms(e.dp_total));
   fmt::print("  optimizer step                   {:>12}  {}\n", ms(e.optimizer), pct(e.optimizer, T));
+  if (e.straggler.value > 0)
+    fmt::print("  slowest of {} devices, expected {:>9}  {}\n", c.devices(), ms(e.straggler), pct(e.straggler, T));
   fmt::print("\nthroughput   {:.1f} model TFLOP/s per device, MFU {:.1f} %", e.model_tflops_per_device, 100 * e.mfu);
   if (e.hfu > e.mfu * 1.0001) fmt::print(", HFU {:.1f} %", 100 * e.hfu);
   fmt::print("\n\nmemory per device (capacity {})\n", human_bytes(e.capacity));
@@ -107,6 +112,8 @@ nlohmann::json estimate_json(const estimate::Estimate& e, const ReportContext& c
   j["training"] = {{"precision", ctx.train.precision}, {"attention", ctx.train.attention}, {"recompute", ctx.train.recompute}};
   if (!ctx.train.defaults_note.empty()) j["training"]["defaults_note"] = ctx.train.defaults_note;
   j["step_time_s"] = e.step_time.value;
+  j["step_time_p50_s"] = e.step_time_p50.value;
+  j["step_time_p95_s"] = e.step_time_p95.value;
   nlohmann::json mp = nlohmann::json::object();
   for (const auto& [k, v] : e.model_parallel.by_kind) mp[k] = v.value;
   j["breakdown_s"] = {{"compute", e.compute.value},
@@ -118,6 +125,7 @@ nlohmann::json estimate_json(const estimate::Estimate& e, const ReportContext& c
                       {"data_parallel_exposed", e.dp_exposed.value},
                       {"data_parallel_total", e.dp_total.value},
                       {"optimizer", e.optimizer.value},
+                      {"straggler", e.straggler.value},
                       {"pipeline_p2p_per_transfer", e.pipeline_p2p.value}};
   nlohmann::json by_class = nlohmann::json::object();
   for (const auto& [k, v] : e.compute_by_class) by_class[k] = v.value;

@@ -69,11 +69,47 @@ Result<std::vector<Stage>> make_stages(const Interconnect& net, Placement where)
   return stages;
 }
 
+/// NCCL's LL128 protocol carries 120 useful bytes per 128-byte line, so its
+/// ring bus bandwidth is 0.92 of Simple's (NVIDIA/nccl src/graph/tuning.cc:
+/// "busBw * (0.92 /*120.0/128.0*/)" for Ring/LL128).
+constexpr double kLl128BandwidthFactor = 0.92;
+
+/// The protocol choice of a ring that crosses nodes (NCCL's tuning model
+/// takes, per call, the protocol of least latency + bytes / bandwidth):
+/// the profile's fitted per-step latency, which is LL128's (the NET ring
+/// LL128 value) at LL128's bandwidth, or Simple at full bandwidth with
+/// Simple's base latency and per-step latencies (each stage's steps at its
+/// level's `simple_latency`). `bw_time` is the bandwidth term at full
+/// bandwidth, `fitted` the latency with the fitted alphas; c = 2 for
+/// all-reduce (2 steps per rank), 1 otherwise. Rings inside one node, and
+/// profiles without the Simple keys, keep bw_time + fitted: their tables
+/// were fitted that way. So does a collective with its own measured
+/// latency at a level it crosses (planner calibrate): the measurement
+/// already holds the protocol NCCL chose.
+Seconds ring_protocols(const std::vector<Stage>& stages, core::Collective kind, std::optional<Seconds> simple_base,
+                       Seconds bw_time, Seconds fitted, double c) {
+  const Seconds plain = bw_time + fitted;
+  bool crosses = false;
+  for (const Stage& s : stages) {
+    const auto& own = s.level->per_collective[static_cast<std::size_t>(kind)];
+    if (!s.level->simple_latency || (own && own->latency)) return plain;
+    crosses = crosses || s.level->inter_node;
+  }
+  if (!crosses || !simple_base) return plain;
+  Seconds simple = *simple_base;
+  for (const Stage& s : stages) simple += *s.level->simple_latency * (c * (s.units - s.units / s.p));
+  return std::min(bw_time * (1.0 / kLl128BandwidthFactor) + fitted, bw_time + simple);
+}
+
 /// Ring all-reduce (c = 2) or all-gather/reduce-scatter (c = 1) inside one
-/// stage, with the table and latency of `kind`.
-Seconds ring_level(const Stage& s, core::Collective kind, double bytes, double c) {
+/// stage, with the table and latency of `kind` (protocols as ring_protocols).
+Seconds ring_level(const Stage& s, core::Collective kind, double bytes, double c,
+                   std::optional<Seconds> simple_base) {
   const double p = s.p;
-  return Seconds(c * (p - 1) / p * bytes / (s.per_rank.value * s.eff(kind, bytes))) + s.alpha(kind) * (c * (p - 1));
+  Stage one = s;
+  one.units = p;  // steps of this ring alone: c (p - 1)
+  return ring_protocols({one}, kind, simple_base, Seconds(c * (p - 1) / p * bytes / (s.per_rank.value * s.eff(kind, bytes))),
+                        s.alpha(kind) * (c * (p - 1)), c);
 }
 
 /// Tree all-reduce inside one stage, when the level has a tree table.
@@ -95,8 +131,8 @@ std::optional<Seconds> nvls_level(const Stage& s, double bytes) {
 /// Flat ring across all stages for `kind`: c = 2 all-reduce, 1 otherwise;
 /// `factor` is the bytes factor (2(n-1)/n, (n-1)/n or 1). `single_ring`:
 /// one ring, so across nodes one rank's share of the NICs (Placement).
-Seconds flat_ring(const std::vector<Stage>& stages, core::Collective kind, double bytes, double c, double factor,
-                  bool single_ring = false) {
+Seconds flat_ring(const std::vector<Stage>& stages, std::optional<Seconds> simple_base, core::Collective kind,
+                  double bytes, double c, double factor, bool single_ring = false) {
   double bw = 0;
   Seconds latency(0);
   bool first = true;
@@ -107,7 +143,7 @@ Seconds flat_ring(const std::vector<Stage>& stages, core::Collective kind, doubl
     // NCCL tuning model: steps that cross this level pay its latency.
     latency += s.alpha(kind) * (c * (s.units - s.units / s.p));
   }
-  return Seconds(factor * bytes / bw) + latency;
+  return ring_protocols(stages, kind, simple_base, Seconds(factor * bytes / bw), latency, c);
 }
 
 struct Timed {
@@ -116,16 +152,16 @@ struct Timed {
 };
 
 /// Hierarchical all-reduce from stage i outwards.
-Timed hier_all_reduce(const std::vector<Stage>& st, std::size_t i, double bytes) {
+Timed hier_all_reduce(const std::vector<Stage>& st, std::size_t i, double bytes, std::optional<Seconds> simple_base) {
   const Stage& s = st[i];
   if (i + 1 == st.size()) {
-    Timed best{ring_level(s, core::Collective::all_reduce, bytes, 2), Algorithm::hierarchical_ring};
+    Timed best{ring_level(s, core::Collective::all_reduce, bytes, 2, simple_base), Algorithm::hierarchical_ring};
     if (auto t = tree_level(s, bytes); t && *t < best.time) best = {*t, Algorithm::hierarchical_tree};
     return best;
   }
-  Timed outer = hier_all_reduce(st, i + 1, bytes / s.p);
-  return {ring_level(s, core::Collective::reduce_scatter, bytes, 1) + outer.time +
-              ring_level(s, core::Collective::all_gather, bytes, 1),
+  Timed outer = hier_all_reduce(st, i + 1, bytes / s.p, simple_base);
+  return {ring_level(s, core::Collective::reduce_scatter, bytes, 1, simple_base) + outer.time +
+              ring_level(s, core::Collective::all_gather, bytes, 1, simple_base),
           outer.algorithm};
 }
 
@@ -157,17 +193,18 @@ Result<CollectiveCost> collective_time(const Interconnect& net, core::Collective
   PLANNER_TRY(std::vector<Stage> st, make_stages(net, where));
   if (st.empty()) return CollectiveCost{Seconds(0), Algorithm::local};
   const double n = where.ranks;
+  const std::optional<Seconds> base = net.simple_base_latency;
 
   switch (kind) {
     case core::Collective::all_reduce: {
       if (st.size() == 1) {
-        CollectiveCost best{ring_level(st[0], kind, bytes, 2), Algorithm::ring};
+        CollectiveCost best{ring_level(st[0], kind, bytes, 2, base), Algorithm::ring};
         if (auto t = tree_level(st[0], bytes); t && *t < best.time) best = {*t, Algorithm::tree};
         if (auto t = nvls_level(st[0], bytes); t && *t < best.time) best = {*t, Algorithm::nvls};
         return best;
       }
-      CollectiveCost best{flat_ring(st, kind, bytes, 2, 2 * (n - 1) / n), Algorithm::ring};
-      Timed h = hier_all_reduce(st, 0, bytes);
+      CollectiveCost best{flat_ring(st, base, kind, bytes, 2, 2 * (n - 1) / n), Algorithm::ring};
+      Timed h = hier_all_reduce(st, 0, bytes, base);
       if (h.time < best.time) best = {h.time, h.algorithm};
       return best;
     }
@@ -177,11 +214,11 @@ Result<CollectiveCost> collective_time(const Interconnect& net, core::Collective
       // (one ring per NIC across nodes): (n-1) steps, each paying the latency
       // of the levels it crosses. It has no hierarchical variant (its PAT
       // algorithm, 2.23+, serves one rank per node only).
-      if (st.size() == 1) return CollectiveCost{ring_level(st[0], kind, bytes, 1), Algorithm::ring};
-      return CollectiveCost{flat_ring(st, kind, bytes, 1, (n - 1) / n, where.single_ring), Algorithm::ring};
+      if (st.size() == 1) return CollectiveCost{ring_level(st[0], kind, bytes, 1, base), Algorithm::ring};
+      return CollectiveCost{flat_ring(st, base, kind, bytes, 1, (n - 1) / n, where.single_ring), Algorithm::ring};
     }
     case core::Collective::broadcast:
-      return CollectiveCost{flat_ring(st, kind, bytes, 1, 1.0), Algorithm::ring};
+      return CollectiveCost{flat_ring(st, base, kind, bytes, 1, 1.0), Algorithm::ring};
     case core::Collective::all_to_all: {
       // Each rank sends S/n to every rank; the bytes that leave a unit of the
       // previous stage but stay inside this stage's group cross this level.

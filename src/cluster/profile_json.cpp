@@ -263,7 +263,8 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
                             {"name", "peak_tflops", "hbm_GB", "visible_GiB", "cuda_context_GiB", "communicator_GiB",
                              "hbm_GBps", "hbm_efficiency", "elementwise_efficiency", "launch_overhead_us",
                              "gemm_efficiency", "gemm_skinny_efficiency", "gemm_misaligned_factor",
-                             "gemm_alignment_bytes", "gemm_precision_factor", "attention_efficiency", "notes"}));
+                             "gemm_alignment_bytes", "gemm_precision_factor", "attention_efficiency", "step_time_cv",
+                             "notes"}));
   DeviceProfile dev;
   PLANNER_TRY(dev.name, r.string(d, path, "name", true));
 
@@ -300,6 +301,7 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
   PLANNER_TRY(dev.gemm_skinny_table, r.plain_table(d, path, "gemm_skinny_efficiency", "min_dim"));
   PLANNER_TRY(dev.gemm_misaligned_factor, r.sourced(d, path, "gemm_misaligned_factor", Domain::fraction));
   PLANNER_TRY(dev.gemm_alignment_bytes, r.sourced_int(d, path, "gemm_alignment_bytes"));
+  PLANNER_TRY(dev.step_time_cv, r.optional_sourced(d, path, "step_time_cv", Domain::fraction));
 
   if (auto it = d.find("gemm_precision_factor"); it != d.end()) {
     const std::string fp = core::json_path(path, "gemm_precision_factor");
@@ -333,12 +335,14 @@ Result<Level> read_level(const Reader& r, const json& l, const std::string& path
   if (!last && level.inter_node)
     return r.fail(path, "only the last level may cross nodes (nics_per_node, nic_GBps)");
   if (level.inter_node) {
-    PLANNER_TRY_STATUS(r.keys(l, path, {"name", "fabric", "nics_per_node", "nic_GBps", "latency_us", "efficiency", "notes"}));
+    PLANNER_TRY_STATUS(r.keys(l, path, {"name", "fabric", "nics_per_node", "nic_GBps", "latency_us", "simple_latency_us", "efficiency",
+                                        "notes"}));
     PLANNER_TRY(level.nics_per_node, r.sourced_int(l, path, "nics_per_node"));
     PLANNER_TRY(double nic, r.sourced(l, path, "nic_GBps", Domain::positive));
     level.nic_bandwidth = BytesPerSecond(nic * kGB);
   } else {
-    PLANNER_TRY_STATUS(r.keys(l, path, {"name", "fabric", "devices_per_group", "bandwidth_GBps", "latency_us", "efficiency", "notes"}));
+    PLANNER_TRY_STATUS(r.keys(l, path, {"name", "fabric", "devices_per_group", "bandwidth_GBps", "latency_us",
+                                        "simple_latency_us", "efficiency", "notes"}));
     PLANNER_TRY(level.devices_per_group, r.sourced_int(l, path, "devices_per_group"));
     PLANNER_TRY(double bw, r.sourced(l, path, "bandwidth_GBps", Domain::positive));
     level.bandwidth = BytesPerSecond(bw * kGB);
@@ -347,6 +351,8 @@ Result<Level> read_level(const Reader& r, const json& l, const std::string& path
   PLANNER_TRY(level.fabric, r.string(l, path, "fabric", false));
   PLANNER_TRY(double lat, r.sourced(l, path, "latency_us", Domain::non_negative));
   level.latency = Seconds(lat * kMicro);
+  PLANNER_TRY(std::optional<double> simple, r.optional_sourced(l, path, "simple_latency_us", Domain::non_negative));
+  if (simple) level.simple_latency = Seconds(*simple * kMicro);
 
   PLANNER_TRY(const json* eff, r.member(l, path, "efficiency"));
   const std::string ep = core::json_path(path, "efficiency");
@@ -378,13 +384,15 @@ Result<Level> read_level(const Reader& r, const json& l, const std::string& path
 Result<Interconnect> read_interconnect(const Reader& r, const json& ic) {
   const std::string path = "interconnect";
   PLANNER_TRY_STATUS(r.object(ic, path));
-  PLANNER_TRY_STATUS(r.keys(ic, path, {"levels", "notes"}));
+  PLANNER_TRY_STATUS(r.keys(ic, path, {"levels", "simple_base_latency_us", "notes"}));
   PLANNER_TRY(const json* levels, r.member(ic, path, "levels"));
   const std::string lp = core::json_path(path, "levels");
   if (!levels->is_array()) return r.fail(lp, fmt::format("expected an array of levels, got {}", describe(*levels)));
   if (levels->size() < 2)
     return r.fail(lp, "need at least one intra-node level and the inter-node level");
   Interconnect out;
+  PLANNER_TRY(std::optional<double> base, r.optional_sourced(ic, path, "simple_base_latency_us", Domain::non_negative));
+  if (base) out.simple_base_latency = Seconds(*base * kMicro);
   for (std::size_t i = 0; i < levels->size(); ++i) {
     auto p = fmt::format("{}[{}]", lp, i);
     PLANNER_TRY(Level level, read_level(r, (*levels)[i], p, i + 1 == levels->size()));

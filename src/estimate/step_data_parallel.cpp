@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "planner/estimate/straggler.hpp"
 #include "step_work.hpp"
 
 namespace planner::estimate::detail {
@@ -157,6 +158,19 @@ Status simulate_step(StepWork& s) {
   if (per_mb_sharding)
     for (int ch = crit; ch < C; ch += pp) e.dp_total += dp_per_mb[static_cast<std::size_t>(ch)] * md;
   e.optimizer = opt_time[static_cast<std::size_t>(crit)];
+
+  // The synchronous step waits for the slowest device (straggler.hpp): the
+  // simulated step is the typical device's, mu; the expected maximum over
+  // the N devices adds cv mu E[Z_(N)].
+  e.step_time_p50 = e.step_time_p95 = e.step_time;
+  if (const auto cv = model.context().device().step_time_cv; cv && c.devices() > 1) {
+    const Seconds mu = e.step_time;
+    const int n = c.devices();
+    e.straggler = mu * (*cv * expected_max_std_normal(n));
+    e.step_time = mu + e.straggler;
+    e.step_time_p50 = mu * (1 + *cv * max_std_normal_quantile(n, 0.5));
+    e.step_time_p95 = mu * (1 + *cv * max_std_normal_quantile(n, 0.95));
+  }
 
   // FLOPs and utilisation (model FLOPs: the graph's forward + backward).
   const double replicas = static_cast<double>(c.dp) * md;

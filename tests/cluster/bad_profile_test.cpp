@@ -179,3 +179,25 @@ TEST_CASE("a JSON syntax error after a key holding a newline is one line", "[clu
   INFO(r.error().message);
   CHECK(r.error().message.rfind("p.json: schema_versio\\x0a", 0) == 0);
 }
+
+TEST_CASE("scale keys: Simple latencies and step-time spread are sourced and range-checked", "[cluster]") {
+  auto msg = load_edited([](json& j) { j["interconnect"]["levels"][1]["simple_latency_us"]["value"] = -14; });
+  check_one_line(msg, "interconnect.levels[1].simple_latency_us.value: must be >= 0");
+  msg = load_edited([](json& j) { j["interconnect"]["simple_base_latency_us"] = 8.4; });
+  check_one_line(msg, "interconnect.simple_base_latency_us: number without a source");
+  msg = load_edited([](json& j) { j["interconnect"]["simple_base_latency_us"]["source"] = ""; });
+  check_one_line(msg, "interconnect.simple_base_latency_us.source: empty source");
+  msg = load_edited([](json& j) { j["device"]["step_time_cv"] = {{"value", 0}, {"source", "x"}}; });
+  check_one_line(msg, "device.step_time_cv.value: must be in (0, 1]");
+  msg = load_edited([](json& j) { j["device"]["step_time_cv"] = {{"value", "0.01"}, {"source", "x"}}; });
+  check_one_line(msg, "device.step_time_cv.value: expected a number");
+  msg = load_edited([](json& j) { j["device"]["step_time_cv"] = {{"value", 0.01}}; });
+  check_one_line(msg, "device.step_time_cv.source: missing");
+  // Absent keys are allowed: no Simple alternative, no spread.
+  msg = load_edited([](json& j) {
+    j["interconnect"].erase("simple_base_latency_us");
+    for (auto& l : j["interconnect"]["levels"]) l.erase("simple_latency_us");
+    j["device"].erase("step_time_cv");
+  });
+  CHECK(msg.empty());
+}

@@ -182,3 +182,60 @@ TEST_CASE("impossible placements are errors", "[cluster]") {
   check(core::Collective::send_recv, 1e9, {3, 3}, "send_recv");
   check(core::Collective::all_gather, -1, {8, 8}, "message size");
 }
+
+namespace {
+
+/// dgx() with NCCL's Simple-protocol latencies (tuning.cc: base 8.4 us per
+/// ring collective, 3.4 us per NVLink step, 14 us per network step).
+Interconnect dgx_simple(bool tree = true) {
+  Interconnect net = dgx();
+  net.simple_base_latency = Seconds(8.4e-6);
+  net.levels[0].simple_latency = Seconds(3.4e-6);
+  net.levels[1].simple_latency = Seconds(14e-6);
+  if (!tree) net.levels[1].tree.reset();
+  return net;
+}
+
+}  // namespace
+
+TEST_CASE("rings across nodes choose LL128 (fitted latency, 0.92 bandwidth) or Simple", "[cluster]") {
+  const auto ag = core::Collective::all_gather;
+  // all-gather on 1024 ranks, 8 per node (128 nodes). Stages: nvlink p = 8
+  // over 1024 units -> 1024 - 128 = 896 steps; ib p = 128 -> 127 steps.
+  // Bandwidth: min(nvlink 300e9 * 0.8 = 240e9, ib 8 rings * 25e9 * 0.96 =
+  // 192e9) = 192e9.
+  //   fitted latency = 896 * 2.5 + 127 * 4        = 2748 us
+  //   Simple latency = 8.4 + 896 * 3.4 + 127 * 14 = 4832.8 us
+  // 1 MB: bw_time = 1023/1024 * 1e6 / 192e9 = 5.20325e-6 s
+  //   LL128 5.20325e-6 / 0.92 + 2748e-6 = 2.753656e-3  <- chosen
+  //   Simple 5.20325e-6 + 4832.8e-6      = 4.838003e-3
+  CHECK(seconds(dgx_simple(), ag, 1e6, 1024, 8) == Approx(2.753656e-3).epsilon(1e-5));
+  // 10 GB: bw_time = 1023/1024 * 1e10 / 192e9 = 0.0520325521 s
+  //   LL128 0.0520325521 / 0.92 + 2.748e-3 = 0.0593051
+  //   Simple 0.0520325521 + 4.8328e-3      = 0.0568654  <- chosen
+  CHECK(seconds(dgx_simple(), ag, 1e10, 1024, 8) == Approx(0.0568654).epsilon(1e-5));
+  // Without the Simple keys: bw_time + fitted = 0.0520325521 + 2.748e-3.
+  CHECK(seconds(dgx(), ag, 1e10, 1024, 8) == Approx(0.0547806).epsilon(1e-5));
+}
+
+TEST_CASE("ring all-reduce latency at 1024 ranks, one per node", "[cluster]") {
+  const auto ar = core::Collective::all_reduce;
+  // 1024 nodes, 1 rank each: one ib stage, 2 (1024 - 1) = 2046 steps;
+  // per-rank bandwidth min(1, 8) * 25e9 / 1 = 25e9, e = 0.96 -> 24e9.
+  //   fitted latency = 2046 * 4 us              = 8.184 ms
+  //   Simple latency = 8.4 + 2046 * 14 us       = 28.6524 ms
+  // 10 GB: bw_time = 2 * 1023/1024 * 1e10 / 24e9 = 0.832519531 s
+  //   LL128 0.832519531 / 0.92 + 8.184e-3 = 0.913096534
+  //   Simple 0.832519531 + 28.6524e-3     = 0.861171931  <- chosen
+  CHECK(seconds(dgx_simple(false), ar, 1e10, 1024, 1) == Approx(0.861171931).epsilon(1e-6));
+  CHECK(algorithm(dgx_simple(false), ar, 1e10, 1024, 1) == Algorithm::ring);
+  // 1 MB: bw_time = 8.32519531e-5; LL128 9.04912534e-5 + 8.184e-3 =
+  // 8.2744913e-3 (chosen); Simple 8.32519531e-5 + 28.6524e-3 = 28.7357e-3.
+  CHECK(seconds(dgx_simple(false), ar, 1e6, 1024, 1) == Approx(8.2744913e-3).epsilon(1e-6));
+}
+
+TEST_CASE("rings inside one node ignore the Simple keys (their tables were fitted with alpha)", "[cluster]") {
+  const auto ar = core::Collective::all_reduce;
+  for (double bytes : {1e4, 1e6, 1e9})
+    CHECK(seconds(dgx_simple(), ar, bytes, 8, 8) == Approx(seconds(dgx(), ar, bytes, 8, 8)).epsilon(1e-12));
+}

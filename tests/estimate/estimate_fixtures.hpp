@@ -59,6 +59,15 @@ class FakeCostModel final : public cost::CostModel {
   Bytes temporary = Bytes(1e6);
 
   explicit FakeCostModel(cost::RecomputePolicy r = cost::RecomputePolicy::none) : ctx_(round_context(r)) {}
+  /// With a device whose step time spreads by `step_time_cv` across devices.
+  explicit FakeCostModel(double step_time_cv) : ctx_(round_context()) {
+    auto d = round_device();
+    d.step_time_cv = step_time_cv;
+    auto c = cost::ComputeContext::create(d, cost::PrecisionPolicy{}, cost::AttentionMode::flash,
+                                          cost::RecomputePolicy::none);
+    if (!c.ok()) FAIL(c.error().message);
+    ctx_ = std::move(c).value();
+  }
 
   cost::OpTime op_time(const graph::Op& op, const graph::OpGraph&, const cost::OpScaling& s) const override {
     cost::OpTime t;
@@ -227,7 +236,7 @@ inline estimate::Estimate run(const graph::OpGraph& g, const cost::CostModel& mo
 /// Sum of the breakdown fields that make up the step.
 inline double breakdown_sum(const estimate::Estimate& e) {
   return e.compute.value + e.recompute.value + e.model_parallel.total().value + e.zero3_exposed.value +
-         e.grad_accumulation.value + e.bubble.value + e.dp_exposed.value + e.optimizer.value;
+         e.grad_accumulation.value + e.bubble.value + e.dp_exposed.value + e.optimizer.value + e.straggler.value;
 }
 
 }  // namespace estimate_test

@@ -20,7 +20,12 @@
 ///     latency split over levels as NCCL's tuning model does;
 ///   hierarchical (all-reduce only): reduce-scatter inside, all-reduce of
 ///     S/k outside (ring or tree, whichever is faster), all-gather inside;
-/// and the faster of the two is taken. All-gather and reduce-scatter are
+/// and the faster of the two is taken.
+/// Rings that cross nodes choose a protocol as NCCL's tuning model does,
+/// where the profile gives Simple's latencies (simple_base_latency,
+/// Level::simple_latency): min(bandwidth term / 0.92 + fitted latency
+/// (LL128), bandwidth term + Simple base + Simple per-step latencies);
+/// docs/profile-format.md. All-gather and reduce-scatter are
 /// flat rings only, as NCCL runs them: (n-1) steps, so their latency grows
 /// with the rank count. Ranks are placed compactly.
 /// Where a level has a table of its own for a collective (Level::

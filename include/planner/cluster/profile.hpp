@@ -116,6 +116,11 @@ struct DeviceProfile {
   std::array<std::optional<double>, core::kPrecisionCount> gemm_precision_factor{};
   /// Absent where the device has no fused attention kernel (V100, Ascend 910).
   std::optional<AttentionEfficiency> attention;
+  /// Coefficient of variation (sigma / mean) of one device's step time
+  /// across devices of this kind (manufacturing and power-management
+  /// variability); a synchronous step waits for the slowest of N devices
+  /// (estimate.hpp). Absent: no spread modelled.
+  std::optional<double> step_time_cv;
 
   /// Dense peak for `p`; an error naming the device when it lacks `p`.
   Result<FlopsPerSecond> peak(core::Precision p) const;
@@ -148,8 +153,13 @@ struct Level {
   /// Inter-node level: NICs per node and unidirectional rate of one NIC.
   int nics_per_node = 0;
   BytesPerSecond nic_bandwidth;
-  /// Per-step latency alpha.
+  /// Per-step latency alpha (the profile's fit, small and mid messages).
   Seconds latency;
+  /// Per-step latency of NCCL's Simple protocol on this kind of link (NCCL
+  /// tuning model); with Interconnect::simple_base_latency it lets rings
+  /// that cross nodes choose between the fitted latency at LL128's
+  /// bandwidth and Simple's latency at full bandwidth (collective.hpp).
+  std::optional<Seconds> simple_latency;
   /// Ring is required; tree (inter-node) and nvls (NVSwitch) are optional.
   CollectiveTable ring;
   std::optional<CollectiveTable> tree;
@@ -177,6 +187,9 @@ struct Level {
 /// a multiple of the previous.
 struct Interconnect {
   std::vector<Level> levels;
+  /// Fixed cost of one ring collective under NCCL's Simple protocol (NCCL
+  /// tuning model's base latency); absent: no Simple alternative.
+  std::optional<Seconds> simple_base_latency;
   /// Group size of the last intra-node level.
   int devices_per_node() const;
   const Level& inter_node() const { return levels.back(); }

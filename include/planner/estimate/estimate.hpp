@@ -159,6 +159,13 @@ struct Estimate {
   Seconds dp_exposed;     ///< data-parallel gradient sync not hidden by backward
   Seconds dp_total;       ///< the data-parallel sync's whole duration
   Seconds optimizer;      ///< optimizer step
+  /// Expected wait for the slowest of the N devices (straggler.hpp): the
+  /// profile's device.step_time_cv x E[max of N standard normals] x the
+  /// step of the typical device; 0 without a cv. Part of step_time.
+  Seconds straggler;
+  /// Median and 95th percentile of the step under that spread (equal to
+  /// step_time without a cv).
+  Seconds step_time_p50, step_time_p95;
   /// Compute time per op class on the bottleneck device (all micro-batches).
   std::map<std::string, Seconds> compute_by_class;
   /// Model FLOPs of the step (all devices), and with recompute.
