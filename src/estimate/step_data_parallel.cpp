@@ -163,7 +163,7 @@ Status simulate_step(StepWork& s) {
   // simulated step is the typical device's, mu; the expected maximum over
   // the N devices adds cv mu E[Z_(N)].
   e.step_time_p50 = e.step_time_p95 = e.step_time;
-  if (const auto cv = model.context().device().step_time_cv; cv && c.devices() > 1) {
+  if (const auto cv = model.step_time_cv(); cv && c.devices() > 1) {
     const Seconds mu = e.step_time;
     const int n = c.devices();
     e.straggler = mu * (*cv * expected_max_std_normal(n));

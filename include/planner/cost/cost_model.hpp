@@ -26,6 +26,8 @@
 /// it includes no ONNX header and knows nothing about search, layouts or
 /// pipelines.
 
+#include <optional>
+
 #include "planner/cluster/collective.hpp"
 #include "planner/cluster/profile.hpp"
 #include "planner/core/collective.hpp"
@@ -65,6 +67,11 @@ class CostModel {
   /// times are for (memory-bound work such as the optimizer step streams at
   /// context().device()'s achievable bandwidth).
   virtual const ComputeContext& context() const = 0;
+
+  /// Coefficient of variation of one device's step time (the profile's
+  /// device.step_time_cv, with its source), when the profile gives one: the
+  /// synchronous step waits for the slowest of N devices (estimate/straggler.hpp).
+  virtual std::optional<double> step_time_cv() const { return context().device().step_time_cv; }
 };
 
 /// CostModel from a cluster profile.
