@@ -17,6 +17,8 @@
 #include <cblas.h>
 #include <fmt/format.h>
 
+#include "planner/runtime_cpu/elementwise.hpp"
+#include "planner/runtime_cpu/optim.hpp"
 #include "sweep.hpp"
 
 namespace planner::calibrate {
@@ -191,6 +193,34 @@ Result<CpuMeasurements> measure_cpu(runtime::Communicator& comm, const MeasureOp
     volatile double sink = a[n / 2];
     (void)sink;
     m.triad.push_back({24.0 * static_cast<double>(n), Seconds(*t)});
+  }
+
+  // The CPU backend's own kernels where the model prices arithmetic the
+  // triad does not show: libm's exp and erf (softmax, loss, gelu) and the
+  // AdamW update (double-precision bias correction, sqrt and division).
+  {
+    m.special_elements = o.quick ? 8192 : 65536;
+    runtime_cpu::Tensor x(runtime_cpu::Shape{m.special_elements});
+    for (std::int64_t i = 0; i < m.special_elements; ++i)
+      x[i] = -4.0f + 8.0f * static_cast<float>(i % 1000) / 1000.0f;  // softmax-like arguments in [-4, 4)
+    for (auto [op, out] : {std::pair{runtime_cpu::UnaryOp::exp, &m.exp_per_element},
+                           std::pair{runtime_cpu::UnaryOp::erf, &m.erf_per_element}}) {
+      progress(fmt::format("{} over {} elements (the CPU backend's kernel)",
+                           op == runtime_cpu::UnaryOp::exp ? "exp" : "erf", m.special_elements));
+      float sink = 0;
+      PLANNER_TRY(double t, time_kernel(comm, [&] { sink += runtime_cpu::unary(op, x)[0]; }, kb));
+      volatile float keep = sink;
+      (void)keep;
+      *out = Seconds(t / static_cast<double>(m.special_elements));
+    }
+    m.adam_params = o.quick ? (1 << 16) : (1 << 21);
+    progress(fmt::format("AdamW step over {} parameters (the CPU backend's kernel)", m.adam_params));
+    std::vector<float> w = filled(static_cast<std::size_t>(m.adam_params), 0.5f),
+                       g = filled(static_cast<std::size_t>(m.adam_params), 0.01f);
+    runtime_cpu::OptimState st;
+    const runtime_cpu::AdamWConfig cfg;
+    PLANNER_TRY(double t, time_kernel(comm, [&] { runtime_cpu::adamw_step(cfg, w, g, st); }, kb));
+    m.adam_per_param = Seconds(t / static_cast<double>(m.adam_params));
   }
 
   if (comm.size() > 1) {

@@ -377,6 +377,20 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
   dev["launch_overhead_us"] = sourced(
       0, kernel_source(by, "0: the GEMM and elementwise tables are fitted on whole call times, per-call cost "
                            "included, so a separate per-op cost would count it twice"));
+  if (m.exp_per_element.value > 0 && m.erf_per_element.value > 0)
+    dev["special_function_rate_per_s"] = sourced(
+        sig(2.0 / (m.exp_per_element.value + m.erf_per_element.value)),
+        kernel_source(by, fmt::format("the CPU backend's own unary kernels (runtime_cpu::unary, libm in double) over "
+                                      "{} cache-resident elements: exp {:.3g} ns and erf {:.3g} ns per element, "
+                                      "loads and stores included; the rate is their mean",
+                                      m.special_elements, m.exp_per_element.value * 1e9,
+                                      m.erf_per_element.value * 1e9)));
+  if (m.adam_per_param.value > 0)
+    dev["adam_update_rate_params_per_s"] = sourced(
+        sig(1.0 / m.adam_per_param.value),
+        kernel_source(by, fmt::format("the CPU backend's own AdamW step (runtime_cpu::adamw_step) over {} fp32 "
+                                      "parameters: {:.3g} ns per parameter, memory traffic included",
+                                      m.adam_params, m.adam_per_param.value * 1e9)));
   gemm_fields(dev, by, sweep, g, "sgemm", "sgemm");
   dev["gemm_alignment_bytes"] =
       sourced(16, "estimate, not measured: 16 bytes (4 fp32, one SSE vector); gemm_misaligned_factor is measured "

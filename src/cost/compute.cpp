@@ -144,8 +144,11 @@ OpTime memory_bound_op_time(const graph::Op& op, const graph::OpGraph& g, const 
     bytes.backward = bytes.backward * keep;
     if (all_out_fused) fk = bk = 0;
   }
-  return detail::roofline(fwd / ctx.vector_peak(), detail::memory_time(bytes.forward, ctx), fk,
-                          bwd / ctx.vector_peak(), detail::memory_time(bytes.backward, ctx), bk, ctx);
+  // Arithmetic and special functions share the core: their times add.
+  const Seconds fs = detail::special_time(op.cost.forward_special * s.flops, ctx);
+  const Seconds bs = detail::special_time(op.cost.backward_special * s.flops, ctx);
+  return detail::roofline(fwd / ctx.vector_peak() + fs, detail::memory_time(bytes.forward, ctx), fk,
+                          bwd / ctx.vector_peak() + bs, detail::memory_time(bytes.backward, ctx), bk, ctx);
 }
 
 }  // namespace
@@ -337,6 +340,12 @@ OpTime single_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScal
     t.backward_flops = op.cost.backward_flops * scaling.flops;
   }
   return t;
+}
+
+Seconds special_time(double evaluations, const ComputeContext& ctx) {
+  const auto rate = ctx.device().special_function_rate_per_s;
+  if (!rate || evaluations <= 0) return Seconds(0);
+  return Seconds(evaluations / *rate);
 }
 
 Seconds memory_time(Bytes b, const ComputeContext& ctx) {

@@ -12,6 +12,9 @@ namespace planner::cost::detail {
 /// bandwidth x elementwise efficiency(b)); a kernel below the table's first
 /// row costs as much as the first row (its fixed cost). 0 for b <= 0.
 Seconds memory_time(Bytes b, const ComputeContext& ctx);
+/// Time of `evaluations` special-function evaluations (exp, erf, ...) at the
+/// device's special_function_rate_per_s; zero where the profile has none.
+Seconds special_time(double evaluations, const ComputeContext& ctx);
 
 /// Time of GEMM kernels executing `f` FLOPs of local shape `shape` at `p`:
 /// f / (peak(p) x gemm_efficiency(shape, p)). A shape whose 2mnk is below the

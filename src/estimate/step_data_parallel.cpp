@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "planner/cost/optimizer_time.hpp"
 #include "planner/estimate/straggler.hpp"
 #include "step_work.hpp"
 
@@ -24,7 +25,7 @@ Status add_data_parallel(StepWork& s) {
   auto& prob = s.prob;
   const auto& mp_grad_sync = s.mp_grad_sync;
   const bool per_mb_sharding = s.per_mb_sharding;
-  const double grad_bytes = s.grad_bytes, param_bytes = s.param_bytes, stream_bw = s.stream_bw;
+  const double grad_bytes = s.grad_bytes, param_bytes = s.param_bytes;
 
   // 5. After the flush, per rank: data-parallel sync not hidden, optimizer.
   s.dp_exposed.assign(static_cast<std::size_t>(pp), Seconds());
@@ -48,9 +49,9 @@ Status add_data_parallel(StepWork& s) {
       fwd_window += prob.chunks[static_cast<std::size_t>(ch)].forward;
     }
     const double dense = params - expert_params;
-    opt_time[static_cast<std::size_t>(r)] =
-        Seconds((dense / optimizer_shards + expert_params / expert_shards) *
-                optimizer_bytes_per_param(c.optimizer, c.optimizer_state_bytes, c.master_weights) / stream_bw);
+    opt_time[static_cast<std::size_t>(r)] = cost::optimizer_step_time(
+        s.ctx, c.optimizer, dense / optimizer_shards + expert_params / expert_shards,
+        optimizer_bytes_per_param(c.optimizer, c.optimizer_state_bytes, c.master_weights));
     if (per_mb_sharding) continue;
     Seconds reduce, gather;
     // Dense gradients over dp*cp; expert gradients over dp*cp/ep (nothing

@@ -27,6 +27,8 @@ OpCost& OpCost::operator+=(const OpCost& o) {
   forward_bytes_written += o.forward_bytes_written;
   backward_bytes_read += o.backward_bytes_read;
   backward_bytes_written += o.backward_bytes_written;
+  forward_special += o.forward_special;
+  backward_special += o.backward_special;
   known = known && o.known;
   return *this;
 }

@@ -23,6 +23,10 @@
 //   Q/K/V element for MultiHeadAttention's bias); backward = 2 scores
 //   + 2 context + 2 softmax (+ bias: one add per element for dBias).
 //
+// Special functions: one exp per score forward, and one per score backward
+// (the backward recomputes the probabilities from Q, K and the saved
+// statistics, FlashAttention-style, as the reference CPU kernel does).
+//
 // Bytes, FlashAttention-style (the S x L scores never reach memory; the cost
 // model adds graph::FusedPattern::score_bytes when it prices an unfused
 // kernel). QKV = B S (Hq+Hk+Hv) elements (the packed projection), stats =
@@ -51,6 +55,7 @@ struct Dims {
   double scores() const { return 2.0 * b * h * s * l * d; }
   double softmax() const { return 5.0 * b * h * s * l; }
   double context() const { return 2.0 * b * h * s * l * dv; }
+  double scores_count() const { return b * h * s * l; }
   Bytes stats() const { return Bytes(b * h * s * 4.0); }
   bool valid() const { return b > 0 && h > 0 && s > 0 && l > 0 && d > 0 && dv > 0; }
 };
@@ -65,6 +70,7 @@ OpCost core(const CostQuery& q, const Dims& m, double bias_adds, bool bias_grad)
   c.backward_flops = Flops(2.0 * (m.scores() + m.context() + m.softmax()) + (bias_grad ? bias_adds : 0.0));
   c.backward_bytes_read = out_grad_bytes(q) + bytes(q.out(0)) + float_inputs_bytes(q) + m.stats();
   c.backward_bytes_written = in_grad_bytes(q);
+  c.forward_special = c.backward_special = m.scores_count();
   return c;
 }
 

@@ -21,6 +21,13 @@
 //   BiasAdd 2; BiasSplitGelu 8 per output; RotaryEmbedding 3 (x cos + rot(x) sin);
 //   variadic Sum/Max/Min n-1, Mean n; Where 1; Cast/CastLike 0;
 //   QuantizeLinear 3, DequantizeLinear 2, DynamicQuantizeLinear 5.
+// Special functions (OpCost::forward_special / backward_special, per output
+//   element; the `special` columns of kSpecs): Exp, Log, Tanh, Sigmoid,
+//   Asin/Acos/Atan, Asinh/Acosh/Atanh 1 forward, 0 backward (derivative from
+//   the output or algebraic); Erf, Sin, Cos, Tan, Sinh, Cosh, Elu, Selu,
+//   Celu, FastGelu, QuickGelu 1 and 1; Gelu, BiasGelu, BiasSplitGelu 1 and 2
+//   (erf; erf and exp), tanh-approximate Gelu 1 and 1; Softplus 2 and 1
+//   (log, exp; exp); Mish 3 and 3; Pow 1 and 2 (exp(b log a); and log a).
 // Dropout (and com.microsoft BiasDropout, BitmaskDropout, BitmaskBiasDropout)
 //   is costed as in training (active, whatever training_mode says): 2/elem
 //   (mask draw, scale-multiply) + 1 per fused bias/residual add; writes Y and a
@@ -44,50 +51,57 @@ struct Spec {
   std::string_view type;
   double flops;
   Saved saved;
+  /// Special-function evaluations per output element, forward and backward,
+  /// as the reference CPU kernels compute them (runtime_cpu/elementwise.cpp:
+  /// Erf's derivative is an exp; Exp, Tanh and Sigmoid differentiate from
+  /// their output; Gelu is erf forward, erf and exp backward; Pow is
+  /// exp(b log a), and its backward adds a log).
+  double special = 0;
+  double special_backward = 0;
 };
 
 constexpr std::string_view ms = "com.microsoft";
 
 constexpr std::array kSpecs{
     // Unary math.
-    Spec{"", "Abs", 1, Saved::first}, Spec{"", "Neg", 1, Saved::none}, Spec{"", "Floor", 1, Saved::none},
-    Spec{"", "Ceil", 1, Saved::none}, Spec{"", "Round", 1, Saved::none}, Spec{"", "Sign", 1, Saved::none},
-    Spec{"", "Reciprocal", 1, Saved::output}, Spec{"", "Sqrt", 1, Saved::output},
-    Spec{"", "Exp", 1, Saved::output}, Spec{"", "Log", 1, Saved::first}, Spec{"", "Erf", 1, Saved::first},
-    Spec{"", "Tanh", 1, Saved::output}, Spec{"", "Sin", 1, Saved::first}, Spec{"", "Cos", 1, Saved::first},
-    Spec{"", "Tan", 1, Saved::first}, Spec{"", "Asin", 1, Saved::first}, Spec{"", "Acos", 1, Saved::first},
-    Spec{"", "Atan", 1, Saved::first}, Spec{"", "Sinh", 1, Saved::first}, Spec{"", "Cosh", 1, Saved::first},
-    Spec{"", "Asinh", 1, Saved::first}, Spec{"", "Acosh", 1, Saved::first},
-    Spec{"", "Atanh", 1, Saved::first}, Spec{"", "IsNaN", 1, Saved::none}, Spec{"", "IsInf", 1, Saved::none},
-    Spec{"", "Not", 1, Saved::none}, Spec{"", "BitwiseNot", 1, Saved::none},
+    Spec{"", "Abs", 1, Saved::first, 0, 0}, Spec{"", "Neg", 1, Saved::none, 0, 0}, Spec{"", "Floor", 1, Saved::none, 0, 0},
+    Spec{"", "Ceil", 1, Saved::none, 0, 0}, Spec{"", "Round", 1, Saved::none, 0, 0}, Spec{"", "Sign", 1, Saved::none, 0, 0},
+    Spec{"", "Reciprocal", 1, Saved::output, 0, 0}, Spec{"", "Sqrt", 1, Saved::output, 0, 0},
+    Spec{"", "Exp", 1, Saved::output, 1, 0}, Spec{"", "Log", 1, Saved::first, 1, 0}, Spec{"", "Erf", 1, Saved::first, 1, 1},
+    Spec{"", "Tanh", 1, Saved::output, 1, 0}, Spec{"", "Sin", 1, Saved::first, 1, 1}, Spec{"", "Cos", 1, Saved::first, 1, 1},
+    Spec{"", "Tan", 1, Saved::first, 1, 1}, Spec{"", "Asin", 1, Saved::first, 1, 0}, Spec{"", "Acos", 1, Saved::first, 1, 0},
+    Spec{"", "Atan", 1, Saved::first, 1, 0}, Spec{"", "Sinh", 1, Saved::first, 1, 1}, Spec{"", "Cosh", 1, Saved::first, 1, 1},
+    Spec{"", "Asinh", 1, Saved::first, 1, 0}, Spec{"", "Acosh", 1, Saved::first, 1, 0},
+    Spec{"", "Atanh", 1, Saved::first, 1, 0}, Spec{"", "IsNaN", 1, Saved::none, 0, 0}, Spec{"", "IsInf", 1, Saved::none, 0, 0},
+    Spec{"", "Not", 1, Saved::none, 0, 0}, Spec{"", "BitwiseNot", 1, Saved::none, 0, 0},
     // Binary arithmetic, comparisons, logic.
-    Spec{"", "Add", 1, Saved::none}, Spec{"", "Sub", 1, Saved::none}, Spec{"", "Mul", 1, Saved::inputs},
-    Spec{"", "Div", 1, Saved::inputs}, Spec{"", "Pow", 1, Saved::inputs_output},
-    Spec{"", "Mod", 1, Saved::inputs}, Spec{"", "Equal", 1, Saved::none}, Spec{"", "Less", 1, Saved::none},
-    Spec{"", "LessOrEqual", 1, Saved::none}, Spec{"", "Greater", 1, Saved::none},
-    Spec{"", "GreaterOrEqual", 1, Saved::none}, Spec{"", "And", 1, Saved::none},
-    Spec{"", "Or", 1, Saved::none}, Spec{"", "Xor", 1, Saved::none}, Spec{"", "BitShift", 1, Saved::none},
-    Spec{"", "BitwiseAnd", 1, Saved::none}, Spec{"", "BitwiseOr", 1, Saved::none},
-    Spec{"", "BitwiseXor", 1, Saved::none}, Spec{"", "Where", 1, Saved::first},
+    Spec{"", "Add", 1, Saved::none, 0, 0}, Spec{"", "Sub", 1, Saved::none, 0, 0}, Spec{"", "Mul", 1, Saved::inputs, 0, 0},
+    Spec{"", "Div", 1, Saved::inputs, 0, 0}, Spec{"", "Pow", 1, Saved::inputs_output, 1, 2},
+    Spec{"", "Mod", 1, Saved::inputs, 0, 0}, Spec{"", "Equal", 1, Saved::none, 0, 0}, Spec{"", "Less", 1, Saved::none, 0, 0},
+    Spec{"", "LessOrEqual", 1, Saved::none, 0, 0}, Spec{"", "Greater", 1, Saved::none, 0, 0},
+    Spec{"", "GreaterOrEqual", 1, Saved::none, 0, 0}, Spec{"", "And", 1, Saved::none, 0, 0},
+    Spec{"", "Or", 1, Saved::none, 0, 0}, Spec{"", "Xor", 1, Saved::none, 0, 0}, Spec{"", "BitShift", 1, Saved::none, 0, 0},
+    Spec{"", "BitwiseAnd", 1, Saved::none, 0, 0}, Spec{"", "BitwiseOr", 1, Saved::none, 0, 0},
+    Spec{"", "BitwiseXor", 1, Saved::none, 0, 0}, Spec{"", "Where", 1, Saved::first, 0, 0},
     // Variadic (count fixed up by arity in elementwise()).
-    Spec{"", "Sum", 1, Saved::none}, Spec{"", "Mean", 1, Saved::none}, Spec{"", "Max", 1, Saved::inputs},
-    Spec{"", "Min", 1, Saved::inputs},
+    Spec{"", "Sum", 1, Saved::none, 0, 0}, Spec{"", "Mean", 1, Saved::none, 0, 0}, Spec{"", "Max", 1, Saved::inputs, 0, 0},
+    Spec{"", "Min", 1, Saved::inputs, 0, 0},
     // Activations.
-    Spec{"", "Relu", 1, Saved::output}, Spec{"", "LeakyRelu", 2, Saved::first},
-    Spec{"", "PRelu", 2, Saved::inputs}, Spec{"", "ThresholdedRelu", 1, Saved::first},
-    Spec{"", "Clip", 2, Saved::first}, Spec{"", "Shrink", 2, Saved::first},
-    Spec{"", "HardSigmoid", 3, Saved::first}, Spec{"", "Softplus", 3, Saved::first},
-    Spec{"", "Softsign", 3, Saved::first}, Spec{"", "Sigmoid", 4, Saved::output},
-    Spec{"", "HardSwish", 4, Saved::first}, Spec{"", "Elu", 4, Saved::first}, Spec{"", "Selu", 5, Saved::first},
-    Spec{"", "Celu", 5, Saved::first}, Spec{"", "Mish", 5, Saved::first}, Spec{"", "Gelu", 5, Saved::first},
-    Spec{"", "RotaryEmbedding", 3, Saved::none},
-    Spec{ms, "FastGelu", 9, Saved::first}, Spec{ms, "BiasGelu", 6, Saved::inputs},
-    Spec{ms, "QuickGelu", 6, Saved::first}, Spec{ms, "BiasAdd", 2, Saved::none},
-    Spec{ms, "BiasSplitGelu", 8, Saved::inputs}, Spec{ms, "RotaryEmbedding", 3, Saved::none},
+    Spec{"", "Relu", 1, Saved::output, 0, 0}, Spec{"", "LeakyRelu", 2, Saved::first, 0, 0},
+    Spec{"", "PRelu", 2, Saved::inputs, 0, 0}, Spec{"", "ThresholdedRelu", 1, Saved::first, 0, 0},
+    Spec{"", "Clip", 2, Saved::first, 0, 0}, Spec{"", "Shrink", 2, Saved::first, 0, 0},
+    Spec{"", "HardSigmoid", 3, Saved::first, 0, 0}, Spec{"", "Softplus", 3, Saved::first, 2, 1},
+    Spec{"", "Softsign", 3, Saved::first, 0, 0}, Spec{"", "Sigmoid", 4, Saved::output, 1, 0},
+    Spec{"", "HardSwish", 4, Saved::first, 0, 0}, Spec{"", "Elu", 4, Saved::first, 1, 1}, Spec{"", "Selu", 5, Saved::first, 1, 1},
+    Spec{"", "Celu", 5, Saved::first, 1, 1}, Spec{"", "Mish", 5, Saved::first, 3, 3}, Spec{"", "Gelu", 5, Saved::first, 1, 2},
+    Spec{"", "RotaryEmbedding", 3, Saved::none, 0, 0},
+    Spec{ms, "FastGelu", 9, Saved::first, 1, 1}, Spec{ms, "BiasGelu", 6, Saved::inputs, 1, 2},
+    Spec{ms, "QuickGelu", 6, Saved::first, 1, 1}, Spec{ms, "BiasAdd", 2, Saved::none, 0, 0},
+    Spec{ms, "BiasSplitGelu", 8, Saved::inputs, 1, 2}, Spec{ms, "RotaryEmbedding", 3, Saved::none, 0, 0},
     // Casts and quantisation.
-    Spec{"", "Cast", 0, Saved::none}, Spec{"", "CastLike", 0, Saved::none},
-    Spec{"", "QuantizeLinear", 3, Saved::none}, Spec{"", "DequantizeLinear", 2, Saved::none},
-    Spec{"", "DynamicQuantizeLinear", 5, Saved::none},
+    Spec{"", "Cast", 0, Saved::none, 0, 0}, Spec{"", "CastLike", 0, Saved::none, 0, 0},
+    Spec{"", "QuantizeLinear", 3, Saved::none, 0, 0}, Spec{"", "DequantizeLinear", 2, Saved::none, 0, 0},
+    Spec{"", "DynamicQuantizeLinear", 5, Saved::none, 0, 0},
 };
 
 const Spec* spec_of(std::string_view type) {
@@ -116,11 +130,17 @@ OpCost elementwise(const CostQuery& q) {
   const double n_in = present_inputs(q);
   if (type == "Sum" || type == "Max" || type == "Min") per_elem = std::max(n_in - 1.0, 1.0);
   if (type == "Mean") per_elem = n_in;
-  if (type == "Gelu" && q.op.attr_string("approximate").value_or("none") == "tanh") per_elem = 9;
+  double special = spec->special, special_backward = spec->special_backward;
+  if (type == "Gelu" && q.op.attr_string("approximate").value_or("none") == "tanh") {
+    per_elem = 9;
+    special = special_backward = 1;  // tanh forward; its derivative from the same tanh
+  }
   if (type == "FastGelu" && q.in(1)) per_elem += 1;
 
   const double ny = numel(y);
   OpCost c = memory_bound(q, per_elem * ny, saved_bytes(q, spec->saved));
+  c.forward_special = special * ny;
+  c.backward_special = special_backward * ny;
   for (std::size_t i = 0; i < q.op.inputs.size(); ++i)
     if (q.in_needs_grad(i) && numel(q.in(i)) < ny) c.backward_flops += Flops(ny);
   return c;

@@ -11,6 +11,10 @@
 //            keeps them for backward either way.
 //   backward 2x forward FLOPs; reads dLoss, the log-probs, the labels and
 //            weights; writes dScores (exp(logp) - onehot, scaled).
+//   special functions: forward one exp per score and a log per row (the
+//            log-sum-exp); backward two exps per score, as the reference CPU
+//            kernel computes it (it keeps only the scores, so it recomputes
+//            each row's log-sum-exp before exp(score - lse)).
 // NegativeLogLikelihoodLoss: input[N, C, ...] (log-probs), target[N, ...]:
 //   forward  2 per target (+1 with weights); reads one element of input per
 //            target, the targets and weights; writes the loss.
@@ -40,6 +44,8 @@ OpCost softmax_cross_entropy(const CostQuery& q) {
   c.backward_flops = Flops(2.0 * fwd);
   c.backward_bytes_read = bytes(loss) + logp + bytes(labels) + bytes(weights);
   c.backward_bytes_written = in_grad_bytes(q);
+  c.forward_special = numel(scores) + rows;
+  c.backward_special = 2.0 * numel(scores) + rows;
   return c;
 }
 

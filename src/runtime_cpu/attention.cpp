@@ -24,6 +24,7 @@ Dims dims_of(const Tensor& q, const Tensor& v) {
 /// P [Sq,Sk] of one batch-head.
 void probabilities(const float* q, const float* k, const Tensor* bias, const AttentionAttrs& at, const Dims& d,
                    std::vector<float>& p) {
+  std::vector<double> e;
   gemm(false, true, d.sq, d.sk, d.d, at.scale, q, k, 0.0f, p.data());
   for (std::int64_t i = 0; i < d.sq; ++i) {
     float* row = p.data() + i * d.sk;
@@ -33,9 +34,12 @@ void probabilities(const float* q, const float* k, const Tensor* bias, const Att
     float mx = -INFINITY;
     for (std::int64_t j = 0; j < last; ++j) mx = std::max(mx, row[j]);
     double s = 0.0;
-    for (std::int64_t j = 0; j < last; ++j) s += std::exp(static_cast<double>(row[j]) - mx);
-    for (std::int64_t j = 0; j < d.sk; ++j)
-      row[j] = j < last ? static_cast<float>(std::exp(static_cast<double>(row[j]) - mx) / s) : 0.0f;
+    e.resize(static_cast<std::size_t>(last));  // one exp per key, kept for the normalisation
+    for (std::int64_t j = 0; j < last; ++j) {
+      e[static_cast<std::size_t>(j)] = detail::exp_or_zero(static_cast<double>(row[j]) - mx);
+      s += e[static_cast<std::size_t>(j)];
+    }
+    for (std::int64_t j = 0; j < d.sk; ++j) row[j] = j < last ? static_cast<float>(e[static_cast<std::size_t>(j)] / s) : 0.0f;
   }
 }
 

@@ -1,12 +1,20 @@
 #pragma once
 // Private to runtime_cpu: index helpers shared by the kernels.
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "planner/runtime_cpu/tensor.hpp"
 
 namespace planner::runtime_cpu::detail {
+
+/// std::exp(v), with the arguments whose result rounds to +0 in double
+/// (below -745.2; the smallest subnormal is exp(-744.44)) answered without
+/// calling it: glibc's exp takes a slow underflow path (and sets errno)
+/// there, which masked scores (-1e4, -inf) hit on every masked element.
+/// Bit-identical to std::exp.
+inline double exp_or_zero(double v) { return v < -746.0 ? 0.0 : std::exp(v); }
 
 /// For each flat index of `out`, the flat index of `in` that numpy
 /// broadcasting reads (shapes aligned on the right, dims of 1 repeated).

@@ -54,6 +54,11 @@ Tensor sum_to_shape(const Tensor& g, const Shape& shape) {
   return y;
 }
 
+Tensor sum_to_shape(Tensor&& g, const Shape& shape) {
+  if (g.shape == shape) return std::move(g);
+  return sum_to_shape(static_cast<const Tensor&>(g), shape);
+}
+
 namespace {
 
 template <BinaryOp op>
@@ -131,7 +136,7 @@ BinaryGrads binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const
     case BinaryOp::mul: binary_grads_into<BinaryOp::mul>(a, b, dy, ga, gb); break;
     case BinaryOp::div: binary_grads_into<BinaryOp::div>(a, b, dy, ga, gb); break;
   }
-  return {sum_to_shape(ga, a.shape), sum_to_shape(gb, b.shape)};
+  return {sum_to_shape(std::move(ga), a.shape), sum_to_shape(std::move(gb), b.shape)};
 }
 
 namespace {

@@ -57,7 +57,7 @@ namespace {
 double log_sum_exp(const float* x, std::int64_t c) {
   const float mx = *std::max_element(x, x + c);
   double s = 0.0;
-  for (std::int64_t j = 0; j < c; ++j) s += std::exp(static_cast<double>(x[j]) - mx);
+  for (std::int64_t j = 0; j < c; ++j) s += detail::exp_or_zero(static_cast<double>(x[j]) - mx);
   return mx + std::log(s);
 }
 
@@ -89,7 +89,7 @@ Tensor cross_entropy_backward(const Tensor& logits, const IndexTensor& labels,
     const float* x = logits.data.data() + i * c;
     const double lse = log_sum_exp(x, c);
     for (std::int64_t j = 0; j < c; ++j)
-      g[i * c + j] = static_cast<float>(k * (std::exp(static_cast<double>(x[j]) - lse) - (j == labels[i] ? 1.0 : 0.0)));
+      g[i * c + j] = static_cast<float>(k * (detail::exp_or_zero(static_cast<double>(x[j]) - lse) - (j == labels[i] ? 1.0 : 0.0)));
   }
   return g;
 }

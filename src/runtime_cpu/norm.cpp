@@ -115,15 +115,18 @@ NormGrads rms_norm_backward(const Tensor& x, const Tensor& w, float eps, const T
 Tensor softmax(const Tensor& x, std::size_t axis) {
   const auto sp = detail::split_at(x.shape, axis);
   Tensor y(x.shape);
+  std::vector<double> e(uz(sp.n));  // one exp per element, kept for the normalisation
   for (std::int64_t o = 0; o < sp.outer; ++o)
     for (std::int64_t in = 0; in < sp.inner; ++in) {
       const std::int64_t base = o * sp.n * sp.inner + in;
       float mx = -INFINITY;
       for (std::int64_t j = 0; j < sp.n; ++j) mx = std::max(mx, x[base + j * sp.inner]);
       double s = 0.0;
-      for (std::int64_t j = 0; j < sp.n; ++j) s += std::exp(static_cast<double>(x[base + j * sp.inner]) - mx);
-      for (std::int64_t j = 0; j < sp.n; ++j)
-        y[base + j * sp.inner] = static_cast<float>(std::exp(static_cast<double>(x[base + j * sp.inner]) - mx) / s);
+      for (std::int64_t j = 0; j < sp.n; ++j) {
+        e[uz(j)] = detail::exp_or_zero(static_cast<double>(x[base + j * sp.inner]) - mx);
+        s += e[uz(j)];
+      }
+      for (std::int64_t j = 0; j < sp.n; ++j) y[base + j * sp.inner] = static_cast<float>(e[uz(j)] / s);
     }
   return y;
 }

@@ -13,6 +13,14 @@ namespace {
 
 using Outs = std::vector<Value>;
 
+/// One output, moved in (a braced Outs{v} would copy v: an initializer
+/// list's elements are const).
+Outs single(Value v) {
+  Outs o;
+  o.push_back(std::move(v));
+  return o;
+}
+
 /// Same data, the caller's shape (Reshape, Flatten, Squeeze, Unsqueeze, Identity).
 Result<Outs> reshape_fwd(const graph::Op& op, const Inputs& in, const std::vector<OutputSpec>& out) {
   if (in.empty() || !in[0]) return op_error(op, "input 0 is missing");
@@ -21,7 +29,7 @@ Result<Outs> reshape_fwd(const graph::Op& op, const Inputs& in, const std::vecto
   if (numel(from) != numel(out[0].shape))
     return op_error(op, fmt::format("cannot reshape {} to {}", shape_str(from), shape_str(out[0].shape)));
   std::visit([&](auto& t) { t.shape = out[0].shape; }, v);
-  return Outs{std::move(v)};
+  return single(std::move(v));
 }
 
 Result<Outs> cast_fwd(const graph::Op& op, const Inputs& in, const std::vector<OutputSpec>& out) {
@@ -30,16 +38,16 @@ Result<Outs> cast_fwd(const graph::Op& op, const Inputs& in, const std::vector<O
   if (!to_float && !is_index_dtype(out[0].dtype))
     return op_error(op, fmt::format("cast to {} is not supported (fp32 and integers only)", core::dtype_name(out[0].dtype)));
   if (const Tensor* t = as_float(in[0])) {
-    if (to_float) return Outs{Value(*t)};
+    if (to_float) return single(Value(*t));
     IndexTensor r{t->shape, std::vector<std::int64_t>(t->data.size())};
     for (std::size_t k = 0; k < r.data.size(); ++k) r.data[k] = static_cast<std::int64_t>(std::trunc(t->data[k]));
-    return Outs{Value(std::move(r))};
+    return single(Value(std::move(r)));
   }
   const IndexTensor* t = as_index(in[0]);
-  if (!to_float) return Outs{Value(*t)};
+  if (!to_float) return single(Value(*t));
   Tensor r(t->shape);
   for (std::size_t k = 0; k < r.data.size(); ++k) r.data[k] = static_cast<float>(t->data[k]);
-  return Outs{Value(std::move(r))};
+  return single(Value(std::move(r)));
 }
 
 Result<Outs> constant_of_shape_fwd(const graph::Op& op, const std::vector<OutputSpec>& out) {
@@ -52,17 +60,17 @@ Result<Outs> constant_of_shape_fwd(const graph::Op& op, const std::vector<Output
   if (out[0].dtype == core::DType::f32) {
     Tensor t(out[0].shape);
     std::fill(t.data.begin(), t.data.end(), static_cast<float>(fill));
-    return Outs{Value(std::move(t))};
+    return single(Value(std::move(t)));
   }
   if (!is_index_dtype(out[0].dtype)) return op_error(op, "output dtype is neither fp32 nor integer");
-  return Outs{Value(IndexTensor{out[0].shape, std::vector<std::int64_t>(static_cast<std::size_t>(numel(out[0].shape)),
-                                                                        static_cast<std::int64_t>(fill))})};
+  return single(Value(IndexTensor{out[0].shape, std::vector<std::int64_t>(static_cast<std::size_t>(numel(out[0].shape)),
+                                                                          static_cast<std::int64_t>(fill))}));
 }
 
 /// A single float output, checked against the caller's shape.
 Result<Outs> one(const graph::Op& op, const std::vector<OutputSpec>& out, Tensor t) {
   PLANNER_TRY_STATUS(check_shape(op, t.shape, out[0]));
-  return Outs{Value(std::move(t))};
+  return single(Value(std::move(t)));
 }
 
 // Elementwise.
@@ -241,7 +249,7 @@ Result<Outs> trilu_fwd(const graph::Op& op, const Inputs& in, const std::vector<
 Result<Outs> constant_fwd(const graph::Op& op, const Inputs& in, const std::vector<OutputSpec>& out) {
   if (!out[0].values) return op_error(op, "the constant's values were not kept (more than 4096 elements?)");
   PLANNER_TRY(Value v, constant_value(*out[0].values, out[0].shape, out[0].dtype, op.name));
-  return Outs{std::move(v)};
+  return single(std::move(v));
 }
 
 }  // namespace

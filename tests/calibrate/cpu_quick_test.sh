@@ -26,6 +26,17 @@ done
 grep -q '"source": "measured by planner calibrate --backend cpu' cpu2.json || fail "no measured source"
 grep -q '"mpi_library"' cpu2.json || fail "no MPI library in provenance"
 grep -q '"openblas_config"' cpu2.json || fail "no OpenBLAS config in provenance"
+# The backend's own kernels: a special-function rate and an Adam update
+# rate, positive and sourced (a CPU's libm runs ~1e7-1e9 evaluations/s per
+# core, its Adam ~1e7-1e10 parameters/s).
+python3 - <<'PY' || fail "special-function or Adam rate missing or out of range"
+import json
+d = json.load(open("cpu2.json"))["device"]
+for key, lo, hi in [("special_function_rate_per_s", 1e6, 1e10), ("adam_update_rate_params_per_s", 1e6, 1e11)]:
+    v = d[key]
+    assert lo < v["value"] < hi, (key, v)
+    assert "runtime_cpu::" in v["source"], (key, v)
+PY
 
 "$BIN" model mlp --layers 2 --width 256 --batch 32 -o tiny.onnx >/dev/null || fail "planner model"
 "$BIN" estimate tiny.onnx --profile ./cpu2.json --devices 2 --precision fp32 --attention unfused \

@@ -193,6 +193,15 @@ TEST_CASE("scale keys: Simple latencies and step-time spread are sourced and ran
   check_one_line(msg, "device.step_time_cv.value: expected a number");
   msg = load_edited([](json& j) { j["device"]["step_time_cv"] = {{"value", 0.01}}; });
   check_one_line(msg, "device.step_time_cv.source: missing");
+  msg = load_edited([](json& j) { j["device"]["special_function_rate_per_s"] = {{"value", -1}, {"source", "x"}}; });
+  check_one_line(msg, "device.special_function_rate_per_s.value: must be > 0");
+  msg = load_edited([](json& j) { j["device"]["adam_update_rate_params_per_s"] = 3e8; });
+  check_one_line(msg, "device.adam_update_rate_params_per_s: number without a source");
+  msg = load_edited([](json& j) {
+    j["device"]["special_function_rate_per_s"] = {{"value", 2e8}, {"source", "x"}};
+    j["device"]["adam_update_rate_params_per_s"] = {{"value", 3e8}, {"source", "x"}};
+  });
+  CHECK(msg.empty());
   // Absent keys are allowed: no Simple alternative, no spread.
   msg = load_edited([](json& j) {
     j["interconnect"].erase("simple_base_latency_us");

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "cost/cost_helpers.hpp"
+#include "planner/cost/optimizer_time.hpp"
 
 using namespace cost_test;
 using cost::Bound;
@@ -263,4 +264,58 @@ TEST_CASE("fp32 3x3 stride-1 convolutions run as Winograd F(2x2,3x3)", "[cost][c
   const auto bf16 = with_layout(context("a100-sxm4-80gb"), true);
   CHECK(time_of(s1.op(graph::OpId{0}), s1, OpScaling::whole(), bf16).forward.value ==
         time_of(s2.op(graph::OpId{0}), s2, OpScaling::whole(), bf16).forward.value);
+}
+
+TEST_CASE("special functions are priced where the profile gives a rate", "[cost][compute]") {
+  // Y = Erf(X), X an n = 2^20-element fp32 parameter: 1 FLOP and 1 erf per
+  // element forward; 2 FLOPs and 1 exp (erf's derivative) backward.
+  constexpr std::int64_t n = 1 << 20;
+  Builder B;
+  B.param("X", {n});
+  B.act("Y", {n});
+  B.op("Erf", {"X"}, {"Y"});
+  const auto g = B.finish();
+  auto device = profile("a100-sxm4-80gb").device;
+  const auto fp32 = PrecisionPolicy::uniform(core::Precision::fp32);
+  auto plain = cost::ComputeContext::create(device, fp32, cost::AttentionMode::unfused);
+  REQUIRE(plain.ok());
+  // Without a rate (every GPU profile): memory-bound. Forward moves
+  // 2 x 4 MiB = 8388608 B; e = 0.2067 + 0.4149 log10(8.388608) = 0.589940;
+  // 8388608 / (1.79432e12 x 0.589940) = 7.924702e-6 s, + 4 us launch.
+  const auto t0 = time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), *plain);
+  CHECK(t0.forward_bound == Bound::memory);
+  CHECK(t0.forward.value == Approx(7.924702e-6 + kLaunch).epsilon(1e-5));
+  // 1e9 evaluations per second: forward 2^20 / 19.5e12 + 2^20 / 1e9 =
+  // 5.377313e-8 + 1.048576e-3 = 1.048630e-3 s, compute-bound, + 4 us.
+  device.special_function_rate_per_s = 1e9;
+  auto slow = cost::ComputeContext::create(device, fp32, cost::AttentionMode::unfused);
+  REQUIRE(slow.ok());
+  const auto t1 = time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), *slow);
+  CHECK(t1.forward_bound == Bound::compute);
+  CHECK(t1.forward.value == Approx(1.0526298e-3).epsilon(1e-6));
+  // Backward: 2 x 2^20 / 19.5e12 + 2^20 / 1e9 = 1.075463e-7 + 1.048576e-3,
+  // + 4 us.
+  CHECK(t1.backward.value == Approx(1.0486835e-3 + kLaunch).epsilon(1e-6));
+  // Half the op on a device (tp = 2): half the evaluations.
+  OpScaling half = OpScaling::whole();
+  half.flops = 0.5;
+  half.bytes = 0.5;
+  const auto t2 = time_of(g.op(graph::OpId{0}), g, half, *slow);
+  CHECK(t2.forward.value == Approx(0.5 * 1.048630e-3 + kLaunch).epsilon(1e-5));
+}
+
+TEST_CASE("the Adam step runs at the slower of streaming and the update rate", "[cost][compute]") {
+  // 1e6 parameters x 16 bytes at the streaming bandwidth 1.79432e12 x 0.7977
+  // (the elementwise table at 1 GB) = 1.431329e12 B/s: 1.117842e-5 s.
+  auto device = profile("a100-sxm4-80gb").device;
+  auto plain = cost::ComputeContext::create(device, PrecisionPolicy{});
+  REQUIRE(plain.ok());
+  CHECK(cost::optimizer_step_time(*plain, cost::Optimizer::adam, 1e6, 16).value == Approx(1.117842e-5).epsilon(1e-5));
+  // A CPU-like Adam update of 1e8 parameters per second: 1e6 / 1e8 = 1e-2 s;
+  // SGD is not an Adam update and still streams.
+  device.adam_update_rate_params_per_s = 1e8;
+  auto slow = cost::ComputeContext::create(device, PrecisionPolicy{});
+  REQUIRE(slow.ok());
+  CHECK(cost::optimizer_step_time(*slow, cost::Optimizer::adam, 1e6, 16).value == Approx(1e-2));
+  CHECK(cost::optimizer_step_time(*slow, cost::Optimizer::sgd, 1e6, 16).value == Approx(1.117842e-5).epsilon(1e-5));
 }

@@ -16,6 +16,11 @@ TEST_CASE("SoftmaxCrossEntropyLoss", "[ops][loss]") {
   // backward reads dLoss 4 + log-probs 160 + labels 32 = 196, writes dlogits 160.
   CHECK_COST(b.cost(id), 208, 416, 192, 164, 196, 160);
   CHECK(b.op_class(id) == graph::OpClass::loss);
+  // Special functions: forward 40 exps + 4 logs (one per row) = 44;
+  // backward the row's log-sum-exp again (40 exps + 4 logs) and
+  // exp(score - lse) (40): 84.
+  CHECK(b.cost(id).forward_special == 44);
+  CHECK(b.cost(id).backward_special == 84);
 }
 
 TEST_CASE("SoftmaxCrossEntropyLossInternal (com.microsoft) with a log_prob output", "[ops][loss]") {

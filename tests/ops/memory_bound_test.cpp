@@ -63,6 +63,42 @@ TEST_CASE("Softmax", "[ops][softmax]") {
   // forward reads 256, writes 256; backward reads dY 256 + Y 256 = 512, writes dX 256.
   CHECK_COST(b.cost(id), 320, 640, 256, 256, 512, 256);
   CHECK(b.op_class(id) == graph::OpClass::softmax);
+  // Special functions: one exp per element forward (64), none backward.
+  CHECK(b.cost(id).forward_special == 64);
+  CHECK(b.cost(id).backward_special == 0);
+}
+
+TEST_CASE("LogSoftmax counts a log per row and an exp per element backward", "[ops][softmax]") {
+  Builder b;
+  b.act("x", {2, 4, 8}).act("y", {2, 4, 8});
+  auto id = b.op("LogSoftmax", {"x"}, {"y"}, {{"axis", i64(1)}});
+  // Rows along axis 1 (length 4): 64 / 4 = 16 rows. Forward 64 exps + 16
+  // logs = 80; backward dy - exp(y) sum(dy): 64 exps.
+  CHECK(b.cost(id).forward_special == 80);
+  CHECK(b.cost(id).backward_special == 64);
+}
+
+TEST_CASE("Special functions of elementwise ops follow the reference kernels", "[ops][elementwise]") {
+  Builder b;
+  b.act("x", {4, 8}).act("e", {4, 8}).act("f", {4, 8}).act("g", {4, 8}).act("t", {4, 8}).act("r", {4, 8});
+  auto exp = b.op("Exp", {"x"}, {"e"});
+  auto erf = b.op("Erf", {"x"}, {"f"});
+  auto gelu = b.op("Gelu", {"x"}, {"g"});
+  auto tanh_gelu = b.op("Gelu", {"x"}, {"t"}, {{"approximate", str("tanh")}});
+  auto relu = b.op("Relu", {"x"}, {"r"});
+  // 32 elements each. Exp: 32 forward, 0 backward (dy * y). Erf: 32 and 32
+  // (its derivative is an exp). Gelu: erf forward 32; erf and exp backward
+  // 64. tanh Gelu: 32 and 32. Relu: none.
+  CHECK(b.cost(exp).forward_special == 32);
+  CHECK(b.cost(exp).backward_special == 0);
+  CHECK(b.cost(erf).forward_special == 32);
+  CHECK(b.cost(erf).backward_special == 32);
+  CHECK(b.cost(gelu).forward_special == 32);
+  CHECK(b.cost(gelu).backward_special == 64);
+  CHECK(b.cost(tanh_gelu).forward_special == 32);
+  CHECK(b.cost(tanh_gelu).backward_special == 32);
+  CHECK(b.cost(relu).forward_special == 0);
+  CHECK(b.cost(relu).backward_special == 0);
 }
 
 TEST_CASE("Elementwise Add with a broadcast bias", "[ops][elementwise]") {

@@ -59,6 +59,15 @@ struct CpuMeasurements {
   Sample misaligned;
   /// Triad: x = 24 * elements bytes.
   std::vector<Sample> triad;
+  /// The CPU backend's own kernels (runtime_cpu): seconds per element of
+  /// its exp and erf unary kernels (special_elements elements, cache
+  /// resident), and per parameter of its AdamW step over adam_params
+  /// parameters (weights, gradients and both states out of cache).
+  std::int64_t special_elements = 0;
+  Seconds exp_per_element;
+  Seconds erf_per_element;
+  std::int64_t adam_params = 0;
+  Seconds adam_per_param;
   /// Per collective (indexed by core::Collective): x = message bytes.
   std::array<std::vector<Sample>, core::kCollectiveCount> collectives;
   /// Resident memory of a rank after start-up (MPI, OpenBLAS), before any

@@ -121,6 +121,16 @@ struct DeviceProfile {
   /// variability); a synchronous step waits for the slowest of N devices
   /// (estimate.hpp). Absent: no spread modelled.
   std::optional<double> step_time_cv;
+  /// Special-function evaluations (exp, log, erf, tanh, ...; graph::OpCost's
+  /// forward_special / backward_special) per second of one device's
+  /// elementwise kernels: a CPU evaluates libm in software. Absent: not
+  /// priced (a GPU's special-function units outpace its memory).
+  std::optional<double> special_function_rate_per_s;
+  /// Parameters per second one device's Adam(W) step updates, where that is
+  /// slower than streaming the step's bytes (a CPU's scalar update). Absent:
+  /// the step streams at the achievable bandwidth (a GPU's fused
+  /// multi-tensor Adam).
+  std::optional<double> adam_update_rate_params_per_s;
 
   /// Dense peak for `p`; an error naming the device when it lacks `p`.
   Result<FlopsPerSecond> peak(core::Precision p) const;

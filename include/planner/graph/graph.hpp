@@ -97,6 +97,12 @@ struct OpCost {
   Bytes forward_bytes_written;
   Bytes backward_bytes_read;
   Bytes backward_bytes_written;
+  /// Special-function evaluations (exp, log, erf, tanh, sin, ...) of each
+  /// pass, counted as the reference kernels compute them (docs/cost-model.md,
+  /// "Special functions"): priced only where the device profile gives a
+  /// rate (a CPU's libm; a GPU's special-function units outpace its memory).
+  double forward_special = 0;
+  double backward_special = 0;
   /// False when no semantics rule exists for the op kind: then the op is
   /// costed as memory-bound from its tensor sizes (never as zero).
   bool known = true;

@@ -26,6 +26,8 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape);
 /// The adjoint of broadcast_to: g summed over the broadcast axes down to `shape`.
 /// Requires: broadcast_shape(shape, g.shape) == g.shape.
 Tensor sum_to_shape(const Tensor& g, const Shape& shape);
+/// The same, taking g's storage when nothing is summed (no copy).
+Tensor sum_to_shape(Tensor&& g, const Shape& shape);
 
 /// Requires: broadcast_shape(a.shape, b.shape).
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
