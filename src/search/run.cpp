@@ -60,8 +60,9 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   r.speed_of_light = Seconds(facts.flops_per_sample.value * static_cast<double>(space.global_batch) /
                              (space.devices * any.peak().value));
 
-  // Bounds for every layout (the space's bound covers the pruned and the
-  // unvisited ones too), memory floor pruning, then order.
+  // Bounds for every layout (the space's bound covers the bound-pruned and
+  // the unvisited ones too, not the memory-pruned, which cannot fit),
+  // memory floor pruning, then order.
   std::vector<Candidate> live;
   Bytes smallest_floor(std::numeric_limits<double>::infinity());
   Seconds space_bound(std::numeric_limits<double>::infinity());
@@ -77,14 +78,16 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   for (auto& c : candidates) {
     const auto mem = memory.find(c.recompute);
     c.bound = layout_bound(c, facts, *cm.at(c.recompute), mem == memory.end() ? nullptr : &mem->second).total;
-    space_bound = std::min(space_bound, c.bound);
     const Bytes floor = memory_floor(c, facts);
     smallest_floor = std::min(smallest_floor, floor);
     if (floor > capacity) {
+      // Its model state alone overflows the device: no estimate of it fits,
+      // so its bound says nothing about the best fitting step.
       ++r.pruned_memory;
       memory_pruned[c.order] = true;
       continue;
     }
+    space_bound = std::min(space_bound, c.bound);
     live.push_back(c);
   }
   // Context-parallel layouts with a data-parallel twin (twin_of) wait for a
