@@ -318,6 +318,16 @@ void check_space(const std::function<graph::OpGraph(int)>& make, std::int64_t B,
       if (sp.kind == estimate::SpanKind::optimizer) opt += (sp.end - sp.start).value;
     CHECK(b.optimizer.value <= opt / c.config.pp * (1 + 1e-12));
     if (e->fits) best = std::min(best, e->step_time.value);
+    // The search's memory floor (search::search: model state, plus one
+    // micro-batch's activations / (tp cp pp) for models without experts)
+    // is at most the fullest stage's memory.
+    if (facts.experts == 0) {
+      const double floor =
+          search::memory_floor(c, facts).value +
+          estimate::saved_activation_bytes(graph_at(c.config.micro_batch), model, c.recompute).value /
+              (static_cast<double>(c.config.tp) * c.config.cp * c.config.pp);
+      CHECK(floor <= e->peak_stage().peak().value * (1 + 1e-12));
+    }
   }
   CHECK(scored > 10);
   CHECK(min_bound <= best);
