@@ -72,6 +72,9 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
     j["layouts"] = {{"enumerated", r.enumerated}, {"pruned_memory", r.pruned_memory}, {"pruned_bound", r.pruned_bound},
                     {"pruned_twin", r.pruned_twin}, {"scored", r.scored}, {"failed", r.failed}};
     j["search_time_s"] = r.elapsed_s;
+    // A failed layout is a bug or an input error, never a normal outcome:
+    // say which and why (the first few distinct errors, with a layout each).
+    if (!r.failures.empty()) j["failures"] = r.failures;
     {
       // What the enumerated layouts span (search::space_ranges).
       const auto& sp = r.space;

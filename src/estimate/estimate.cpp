@@ -138,6 +138,12 @@ void enforce_sequence_parallel(sharding::LoweredSharding& l, const graph::OpGrap
 
 }  // namespace
 
+std::optional<std::string> placement_error(const ParallelConfig& c) {
+  detail::Layout L;
+  if (auto st = detail::make_meshes(c, L); !st.ok()) return st.error().message;
+  return std::nullopt;
+}
+
 Seconds CommTotals::total() const {
   Seconds s;
   for (const auto& [k, v] : by_kind) s += v;
@@ -173,9 +179,7 @@ std::shared_ptr<const LayerIndex> layers_of(const graph::OpGraph& g) {
   });
 }
 
-Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
-                            const ShardingSolver* solver, std::optional<Bytes> state_limit) {
-  Layout L;
+Status make_meshes(const ParallelConfig& c, Layout& L) {
   // Meshes: the whole cluster (Megatron's order, tp fastest) and the
   // model-parallel sub-mesh the op-level search runs on.
   PLANNER_TRY(L.full, layout::DeviceMesh::create({{"pp", c.pp}, {"dp", c.dp}, {"cp", c.cp}, {"tp", c.tp}},
@@ -184,6 +188,13 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   if (c.cp > 1) mp_axes.push_back({"cp", c.cp});
   if (c.tp > 1) mp_axes.push_back({"tp", c.tp});
   PLANNER_TRY(L.mp, layout::DeviceMesh::create(mp_axes, std::min(c.devices_per_node, c.cp * c.tp)));
+  return Status::success();
+}
+
+Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
+                            const ShardingSolver* solver, std::optional<Bytes> state_limit) {
+  Layout L;
+  PLANNER_TRY_STATUS(make_meshes(c, L));
 
   // Divisibility the op-level search cannot choose around.
   for (const auto& p : g.fused) {

@@ -88,6 +88,11 @@ struct LayerIndex {
 /// Computed once per graph (OpGraph::derived).
 std::shared_ptr<const LayerIndex> layers_of(const graph::OpGraph& g);
 
+/// The layout's two meshes (L.full, L.mp) on nodes of c.devices_per_node;
+/// the error when an axis's groups cannot be placed evenly
+/// (estimate::placement_error).
+Status make_meshes(const ParallelConfig& c, Layout& L);
+
 /// Resolves `c` on `g`: meshes, divisibility, chunks, op-level sharding.
 /// The op-level search bounds model state by 3/4 of the pp devices' memory,
 /// or by `state_limit` (in the same units: Layout::state_bound) when given.

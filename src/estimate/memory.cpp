@@ -207,3 +207,11 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
 }
 
 }  // namespace planner::estimate::detail
+
+namespace planner::estimate {
+
+Bytes saved_activation_bytes(const graph::OpGraph& g, const cost::CostModel& model, cost::RecomputePolicy recompute) {
+  return cost::shared_saved_activations(g, detail::activation_options(model, recompute))->total;
+}
+
+}  // namespace planner::estimate

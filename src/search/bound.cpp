@@ -12,8 +12,8 @@
 //    fastest rate the cost model charges that op at (src/cost/compute.cpp,
 //    attention.cpp): a shaped GEMM at the fastest peak x the GEMM table's
 //    best efficiency up to its 2mnk (its local shape is never larger than
-//    the whole micro-batch's; under cp at most x / cp when split, the cp
-//    axis splitting only sequence dims, else whole at cp times its share);
+//    the whole micro-batch's; split over s of the tp x cp devices at most
+//    x / s, each device doing (tp cp) / s times its share);
 //    a convolution at the best rate x 2.25
 //    (Winograd); memory-bound classes at the vector peak (elementwise ones
 //    only without elementwise fusion, which can make them free), or their
@@ -37,7 +37,10 @@
 //    / optimizer shards x bytes per parameter / the streaming bandwidth;
 //    summed over ranks and divided by pp that is `optimizer`;
 //  - the pipeline's stretch bound (1 + (p-1)/(v m)) on the compute alone,
-//    as before.
+//    as before;
+//  - the step is the typical device's (mu, bounded above) times
+//    1 + cv E[Z_(N)] when the profile gives a step-time spread cv
+//    (estimate::simulate_step adds the straggler so).
 
 #include <algorithm>
 #include <limits>
@@ -45,6 +48,7 @@
 #include "planner/cost/compute.hpp"
 #include "planner/cost/fastest.hpp"
 #include "planner/estimate/optimizer_bytes.hpp"
+#include "planner/estimate/straggler.hpp"
 #include "planner/search/search.hpp"
 
 namespace planner::search {
@@ -187,14 +191,22 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   if (!flash) per_sample += total(cf.unfused_attention, full) / best;
   per_sample += total(cf.conv, full) / (best * cost::kWinogradF2x2);
   const double mb_scale = std::max(1.0, static_cast<double>(k.micro_batch) / static_cast<double>(f.batch));
+  // A GEMM runs on the model-parallel mesh (axes cp and tp, each whole:
+  // the op-level solver splits a dim over an axis or not at all). Split
+  // over a set of those axes, s devices of the tp x cp (1, tp, cp or
+  // tp x cp), its local 2mnk is at most x / s (a split divides its dim;
+  // the cp axis splits sequence dims only) and each device does (tp cp) / s
+  // times its 1/N share of the FLOPs; so it runs at most at the best over
+  // those sets of peak x the table's best up to x / s x s / (tp cp). With
+  // tp = cp = 1 that is the table's best up to x (the whole micro-batch).
+  std::vector<int> splits = {1};
+  for (int s : {k.tp, k.cp, k.tp * k.cp})
+    if (s > 1 && std::find(splits.begin(), splits.end(), s) == splits.end()) splits.push_back(s);
+  const double mp_size = static_cast<double>(k.tp) * k.cp;
   for (const auto& [x, w] : cf.gemm) {
-    // Under cp a GEMM either splits its tokens over cp (the cp axis splits
-    // sequence dims only), so its local size is at most x / cp, or runs
-    // whole on every cp rank, cp times the work of its 1/N share: at most
-    // the better of the two rates.
-    const double whole = cost::best_gemm_efficiency(ctx, x * mb_scale);
-    const double rate =
-        peak * (k.cp > 1 ? std::max(cost::best_gemm_efficiency(ctx, x * mb_scale / k.cp), whole / k.cp) : whole);
+    double eff = 0;
+    for (int s : splits) eff = std::max(eff, cost::best_gemm_efficiency(ctx, x * mb_scale / s) * s / mp_size);
+    const double rate = peak * eff;
     if (rate > 0) per_sample += total(w, full) / rate;
   }
   // Memory-bound ops: each at least max(FLOPs at the vector peak, bytes at
@@ -284,6 +296,11 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   if (stream_bw > 0)
     b.optimizer = Seconds(local / k.pp * estimate::optimizer_bytes_per_param(k.optimizer, k.optimizer_state_bytes, k.master_weights) / stream_bw);
   b.total = std::max(b.pipelined, b.compute + b.optimizer);
+  // The step is the slowest of the N devices (estimate/straggler.hpp): the
+  // typical device's step mu, which every term above bounds, times
+  // 1 + cv E[max of N standard normals] when the profile gives a spread cv.
+  if (const auto cv = model.step_time_cv(); cv && *cv > 0 && k.devices() > 1)
+    b.total = b.total * (1.0 + *cv * estimate::expected_max_std_normal(k.devices()));
   return b;
 }
 

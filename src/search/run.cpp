@@ -60,10 +60,11 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   r.speed_of_light = Seconds(facts.flops_per_sample.value * static_cast<double>(space.global_batch) /
                              (space.devices * any.peak().value));
 
-  // Bounds for every layout (the space's bound covers the pruned and the
-  // unvisited ones too), memory floor pruning, then order.
+  // Bounds for every layout (the space's bound covers the bound-pruned and
+  // the unvisited ones too, not the memory-pruned, which cannot fit),
+  // memory floor pruning, then order.
   std::vector<Candidate> live;
-  Bytes smallest_floor(std::numeric_limits<double>::infinity());
+  Bytes smallest_floor(std::numeric_limits<double>::infinity()), smallest_state = smallest_floor;
   Seconds space_bound(std::numeric_limits<double>::infinity());
   // The bytes and launch terms follow the profile model's op pricing (a
   // roofline plus launches per kernel); other cost models get without them.
@@ -74,17 +75,37 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   std::size_t orders = 0;
   for (const auto& c : candidates) orders = std::max(orders, c.order + 1);
   std::vector<bool> memory_pruned(orders, false);
+  // Activations of one micro-batch per (micro-batch, policy), whole
+  // (estimate::saved_activation_bytes; not for models with experts, whose
+  // routed tokens estimate shares out otherwise).
+  std::map<std::pair<int, cost::RecomputePolicy>, double> activations;
   for (auto& c : candidates) {
     const auto mem = memory.find(c.recompute);
     c.bound = layout_bound(c, facts, *cm.at(c.recompute), mem == memory.end() ? nullptr : &mem->second).total;
-    space_bound = std::min(space_bound, c.bound);
-    const Bytes floor = memory_floor(c, facts);
+    Bytes floor = memory_floor(c, facts);
+    smallest_state = std::min(smallest_state, floor);
+    if (facts.experts == 0) {
+      // The mean pipeline rank also holds at least one micro-batch's
+      // activations of its 1/pp of the layers, each item at least 1/(tp cp)
+      // of its whole size: a layout whose model state and that overflow the
+      // device cannot fit (the fullest rank holds at least the mean).
+      const auto key = std::make_pair(c.config.micro_batch, c.recompute);
+      auto it = activations.find(key);
+      if (it == activations.end()) {
+        PLANNER_TRY(const graph::OpGraph* gm, graphs(c.config.micro_batch));
+        it = activations.emplace(key, estimate::saved_activation_bytes(*gm, *cm.at(c.recompute), c.recompute).value).first;
+      }
+      floor += Bytes(it->second / (static_cast<double>(c.config.tp) * c.config.cp * c.config.pp));
+    }
     smallest_floor = std::min(smallest_floor, floor);
     if (floor > capacity) {
+      // Its model state (and activations) overflow the device: no estimate
+      // of it fits, so its bound says nothing about the best fitting step.
       ++r.pruned_memory;
       memory_pruned[c.order] = true;
       continue;
     }
+    space_bound = std::min(space_bound, c.bound);
     live.push_back(c);
   }
   // Context-parallel layouts with a data-parallel twin (twin_of) wait for a
@@ -241,8 +262,13 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
                         kNoLayoutFits, smallest_peak.value / (1024.0 * 1024 * 1024), smallest_item,
                         capacity.value / (1024.0 * 1024 * 1024));
     if (!r.failures.empty()) return make_error("no layout could be costed: {}", r.failures.front());
-    return make_error("{}: even the model state needs {:.2f} GiB per device against {:.2f} GiB", kNoLayoutFits,
-                      smallest_floor.value / (1024.0 * 1024 * 1024), capacity.value / (1024.0 * 1024 * 1024));
+    if (smallest_state > capacity)
+      return make_error("{}: even the model state needs {:.2f} GiB per device against {:.2f} GiB", kNoLayoutFits,
+                        smallest_state.value / (1024.0 * 1024 * 1024), capacity.value / (1024.0 * 1024 * 1024));
+    return make_error("{}: the model state and one micro-batch's activations need at least {:.2f} GiB per device "
+                      "against {:.2f} GiB",
+                      kNoLayoutFits, smallest_floor.value / (1024.0 * 1024 * 1024),
+                      capacity.value / (1024.0 * 1024 * 1024));
   }
   r.best = std::move(fitting);
   // Every layout's bound is at most its step, so this is at most the best

@@ -165,6 +165,18 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
         const int dp = rest / pp;
         if (fx.dp && *fx.dp != dp) continue;
         if (s.global_batch % dp != 0) continue;
+        {
+          // Degrees whose meshes cannot be placed on the nodes (tp 3 or 6
+          // on nodes of 8: groups straddle nodes unevenly) are not layouts
+          // the estimate can cost: left out, not scored as failures.
+          estimate::ParallelConfig probe;
+          probe.dp = dp;
+          probe.tp = tp;
+          probe.pp = pp;
+          probe.cp = cp;
+          probe.devices_per_node = s.devices_per_node;
+          if (estimate::placement_error(probe)) continue;
+        }
         const std::int64_t per_replica = s.global_batch / dp;
         std::vector<int> mbs;
         for (int mb = 1; mb <= s.max_micro_batch && mb <= per_replica; ++mb)

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -154,18 +155,27 @@ TEST_CASE("layout_bound: compute, pipeline stretch and optimizer by hand", "[sea
   facts.compute.vector = search::Work{1e7, 2e7, 0};
   facts.compute.elementwise = search::Work{1e7, 1e7, 0};
   facts.compute.unfused_attention = search::Work{1e8, 2e8, 1e8};
+  // Under tp 2 the GEMM is split (local 2mnk at most 1e9 / 2 = 5e8:
+  // efficiency 0.25 + 0.15 x log(500)/log(1000) = 0.384949, 38.49 TFLOP/s)
+  // or whole on both tp ranks (0.4 / 2): at most 38.49 TFLOP/s, not 40.
+  const double e_split = 0.25 + 0.15 * std::log(500.0) / std::log(1000.0);
+  // dp 2 x tp 2, B = 8: per sample GEMM 6e8 / 38.49e12 = 1.558650e-5,
+  // vector 3e-7, elementwise 2e-7, attention 6e-6; x 8 / 4 = 4.417300e-5 s.
+  const double tp2 = (6e8 / (100e12 * e_split) + 3e-7 + 2e-7 + 6e-6) * 8 / 4;
+  CHECK(tp2 == Approx(4.4173e-5).epsilon(1e-4));
 
   SECTION("dp 2 x tp 2, ZeRO 1, B = 8, micro-batch 2") {
     const auto b = search::layout_bound(candidate(2, 2, 1, 8, 2, 1), facts, model);
     // per sample: GEMM 6e8 / 40e12 = 1.5e-5; vector 3e7 / 1e14 = 3e-7;
     // elementwise 2e7 / 1e14 = 2e-7; attention 3e8 / 50e12 = 6e-6:
-    // 2.15e-5 s; x 8 samples / 4 devices = 4.3e-5 s. pp = 1: no stretch.
-    CHECK(b.compute.value == Approx(4.3e-5));
-    CHECK(b.pipelined.value == Approx(4.3e-5));
+    // 2.15e-5 s at 40 TFLOP/s; at the split rate (above) tp2 = 4.4173e-5 s.
+    // pp = 1: no stretch.
+    CHECK(b.compute.value == Approx(tp2));
+    CHECK(b.pipelined.value == Approx(tp2));
     // optimizer: 117,504 / tp 2 = 58,752 local, / 2 states shards (ZeRO 1
     // over dp 2) = 29,376 x 38 B (Adam) / 1e12 B/s = 1.116288e-6 s.
     CHECK(b.optimizer.value == Approx(1.116288e-6));
-    CHECK(b.total.value == Approx(4.3e-5 + 1.116288e-6));
+    CHECK(b.total.value == Approx(tp2 + 1.116288e-6));
   }
   SECTION("DeepSpeed bf16: BF16_Optimizer's fp32 accumulation passes count in the compute") {
     auto c = candidate(2, 2, 1, 8, 2, 1);
@@ -173,16 +183,16 @@ TEST_CASE("layout_bound: compute, pipeline stretch and optimizer by hand", "[sea
     const auto b = search::layout_bound(c, facts, model);
     // m = 8 / (2 x 2) = 2 micro-batches, each 18 B over the 117,504 / tp 2 =
     // 58,752 local parameters / 1e12 B/s: 2 x 58,752 x 18 / 1e12 =
-    // 2.115072e-6 s on top of 4.3e-5 s.
-    CHECK(b.compute.value == Approx(4.3e-5 + 2.115072e-6));
+    // 2.115072e-6 s on top of the compute (tp2).
+    CHECK(b.compute.value == Approx(tp2 + 2.115072e-6));
     // FSDP FULL_SHARD (fp32 reduce: 18 B as well) the same; DDP (12 B,
     // micro-batch 2 of 2 only): 58,752 x 12 / 1e12 = 7.05024e-7 s.
     c.config.framework = estimate::Framework::fsdp;
     c.config.zero = 3;
-    CHECK(search::layout_bound(c, facts, model).compute.value == Approx(4.3e-5 + 2.115072e-6));
+    CHECK(search::layout_bound(c, facts, model).compute.value == Approx(tp2 + 2.115072e-6));
     c.config.framework = estimate::Framework::ddp;
     c.config.zero = 0;
-    CHECK(search::layout_bound(c, facts, model).compute.value == Approx(4.3e-5 + 7.05024e-7));
+    CHECK(search::layout_bound(c, facts, model).compute.value == Approx(tp2 + 7.05024e-7));
   }
   SECTION("with the memory-bound ops' bytes") {
     search::MemoryFacts mem;
@@ -193,14 +203,14 @@ TEST_CASE("layout_bound: compute, pipeline stretch and optimizer by hand", "[sea
     // 6e-6 s, more than their FLOPs' 5e7 / 1e14 x 8 / 4 = 1e-6 s; the rest
     // (GEMM 1.5e-5 + attention 6e-6 per sample) x 8 / 4 = 4.2e-5 s:
     // 4.8e-5 s.
-    CHECK(b.compute.value == Approx(4.8e-5));
+    CHECK(b.compute.value == Approx(tp2 + 4.8e-5 - 4.3e-5));
     // 30 kernels per micro-batch (12 of them layers' forward): 2 x 30 x 1 us
     // = 6e-5 s more; under full recompute on tp 2 x pp 2 (m = 4):
     // 4 x (30 + 12) x 1 us / pp 2 = 8.4e-5 s more.
     mem.kernels = 30;
     mem.layer_forward_kernels = 12;
     CHECK(search::layout_bound(candidate(2, 2, 1, 8, 2, 1), facts, model, &mem).compute.value ==
-          Approx(4.8e-5 + 6e-5));
+          Approx(tp2 + 4.8e-5 - 4.3e-5 + 6e-5));
     const auto full = candidate(1, 2, 2, 8, 2, 0, cost::RecomputePolicy::full);
     CHECK(search::layout_bound(full, facts, model, &mem).compute.value -
               search::layout_bound(full, facts, model).compute.value ==
@@ -212,14 +222,17 @@ TEST_CASE("layout_bound: compute, pipeline stretch and optimizer by hand", "[sea
     const auto b = search::layout_bound(candidate(1, 2, 2, 8, 2, 0, cost::RecomputePolicy::full), facts, model);
     // per sample with the layers' forward again: GEMM 8e8 / 40e12 = 2e-5;
     // vector 3e-7; elementwise 2e-7; attention 4e8 / 50e12 = 8e-6:
-    // 2.85e-5 s; x 8 / 4 = 5.7e-5 s.
-    CHECK(b.compute.value == Approx(5.7e-5));
-    // stretch 1 + (2-1)/(1 x 4) = 1.25: 7.125e-5 s
-    CHECK(b.pipelined.value == Approx(7.125e-5));
+    // 2.85e-5 s; x 8 / 4 = 5.7e-5 s at 40 TFLOP/s; the GEMM at the tp 2
+    // split rate: 8e8 / 38.49e12 = 2.078200e-5 per sample: 5.856400e-5 s.
+    const double c = (8e8 / (100e12 * e_split) + 3e-7 + 2e-7 + 8e-6) * 8 / 4;
+    CHECK(c == Approx(5.8564e-5).epsilon(1e-4));
+    CHECK(b.compute.value == Approx(c));
+    // stretch 1 + (2-1)/(1 x 4) = 1.25: 7.3205e-5 s
+    CHECK(b.pipelined.value == Approx(1.25 * c));
     // optimizer: 58,752 / pp 2 = 29,376 x 38 / 1e12 = 1.116288e-6 s
     CHECK(b.optimizer.value == Approx(1.116288e-6));
     // max(7.125e-5, 5.7e-5 + 1.116e-6) = the stretched compute
-    CHECK(b.total.value == Approx(7.125e-5));
+    CHECK(b.total.value == Approx(1.25 * c));
   }
   SECTION("micro-batch 4: the GEMM may reach 2e9 FLOPs") {
     const auto b = search::layout_bound(candidate(1, 1, 1, 4, 4), facts, model);
@@ -305,6 +318,16 @@ void check_space(const std::function<graph::OpGraph(int)>& make, std::int64_t B,
       if (sp.kind == estimate::SpanKind::optimizer) opt += (sp.end - sp.start).value;
     CHECK(b.optimizer.value <= opt / c.config.pp * (1 + 1e-12));
     if (e->fits) best = std::min(best, e->step_time.value);
+    // The search's memory floor (search::search: model state, plus one
+    // micro-batch's activations / (tp cp pp) for models without experts)
+    // is at most the fullest stage's memory.
+    if (facts.experts == 0) {
+      const double floor =
+          search::memory_floor(c, facts).value +
+          estimate::saved_activation_bytes(graph_at(c.config.micro_batch), model, c.recompute).value /
+              (static_cast<double>(c.config.tp) * c.config.cp * c.config.pp);
+      CHECK(floor <= e->peak_stage().peak().value * (1 + 1e-12));
+    }
   }
   CHECK(scored > 10);
   CHECK(min_bound <= best);
@@ -342,7 +365,7 @@ TEST_CASE("layout_bound <= every layout's predicted step (--exact, MILP)", "[sea
   check_space(wide_mlp_at, 8, estimate::Framework::megatron, true);
 }
 
-TEST_CASE("search: the space's bound is the smallest layout bound, pruned ones included", "[search][bound]") {
+TEST_CASE("search: the space's bound is the smallest bound of the layouts whose model state fits, bound-pruned ones included", "[search][bound]") {
   search::Space s;
   s.devices = 8;
   s.global_batch = 8;
@@ -364,8 +387,9 @@ TEST_CASE("search: the space's bound is the smallest layout bound, pruned ones i
   std::map<cost::RecomputePolicy, search::MemoryFacts> memory;
   for (const auto& [r, m] : models) memory[r] = search::memory_facts(**gp(1), m);
   for (const auto& c : search::enumerate_layouts(s, facts))
-    min_bound = std::min(min_bound,
-                         search::layout_bound(c, facts, models.at(c.recompute), &memory.at(c.recompute)).total.value);
+    if (search::memory_floor(c, facts) <= models.at(c.recompute).device_memory())
+      min_bound = std::min(min_bound,
+                           search::layout_bound(c, facts, models.at(c.recompute), &memory.at(c.recompute)).total.value);
   for (double limit : {60.0, 0.0}) {  // exhausted, and stopped after the first batch
     search::Options o;
     o.time_limit_s = limit;

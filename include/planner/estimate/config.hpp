@@ -160,6 +160,16 @@ struct ParallelConfig {
 /// micro-batch * dp = 2 * 2 = 4" (the CLI writes its flags in their place).
 Status validate(const ParallelConfig& c);
 
+/// Whether the layout's meshes can be placed on nodes of
+/// `devices_per_node` devices: the whole cluster (pp, dp, cp, tp; tp
+/// fastest) and the model-parallel sub-mesh (cp, tp), each axis's groups
+/// spread evenly over the nodes they touch (layout::DeviceMesh::create).
+/// nullopt when they can, else the mesh's error (e.g. tp 3 on nodes of 8:
+/// "the groups of axis dp are spread unevenly over nodes of 8 devices").
+/// estimate() refuses such a layout with the same error; the search does
+/// not enumerate it. Depends on the degrees and devices_per_node only.
+std::optional<std::string> placement_error(const ParallelConfig& c);
+
 /// `dp=8 tp=8 pp=12 mb=2 B=2048 1f1b zero1` style one-line summary.
 std::string describe(const ParallelConfig& c);
 

@@ -223,4 +223,11 @@ Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model,
 Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config,
                           bool advise = true, const ShardingSolver* solver = nullptr);
 
+/// The activations one micro-batch of `g` (the graph's batch) keeps for
+/// backward under `recompute`, whole: the items whose local shares (at
+/// least 1 / (tp cp) of each: a mesh axis splits one dim) a pipeline rank's
+/// stage memory holds per micro-batch in flight. The search's memory floor
+/// divides it by tp cp pp (the mean rank, one micro-batch in flight).
+Bytes saved_activation_bytes(const graph::OpGraph& g, const cost::CostModel& model, cost::RecomputePolicy recompute);
+
 }  // namespace planner::estimate

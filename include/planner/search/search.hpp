@@ -304,9 +304,11 @@ inline constexpr std::string_view kNoLayoutFits = "no layout fits";
 struct Outcome {
   /// The fastest layout that fits, then the runners-up (top_k in all), fastest first.
   std::vector<Scored> best;
-  /// Lower bound on the best step time any layout of the space can reach:
-  /// the smallest layout_bound over every enumerated layout (pruned and
-  /// unscored ones included, so it holds when the time limit stops the search).
+  /// Lower bound on the best step time any fitting layout of the space can
+  /// reach: the smallest layout_bound over every enumerated layout whose
+  /// model state fits (memory_floor; bound-pruned, twin-pruned and unscored
+  /// ones included, so it holds when the time limit stops the search; a
+  /// memory-pruned layout cannot fit, so it cannot be the best).
   Seconds lower_bound;
   /// Speed of light of the model on the cluster: model FLOPs / (N x peak).
   Seconds speed_of_light;
