@@ -78,6 +78,50 @@ class FitClusterTest(unittest.TestCase):
         self.assertEqual(lines[-1],
                          "best: gemm-scale 1.25 interconnect.levels.0.bandwidth_GBps=125: mean |error| 0.000 %")
 
+    def test_fits_check_reruns_the_listed_fits(self):
+        # Same stand-in planner: rows at 0.5 give 2 s, so measured 2.8 s needs
+        # 100 / bw = 0.8 -> 125 GB/s (100 GB/s: 3.0 s, +7.1 %).
+        name = "fit-test-cluster"
+        profile = {"name": name, "device": {"gemm_efficiency": {"rows": [[1e9, 0.25], [1e12, 0.5]]}},
+                   "interconnect": {"levels": [{"bandwidth_GBps": {"value": 125, "source": "s"}}]}}
+        with tempfile.TemporaryDirectory() as tmp:
+            planner = os.path.join(tmp, "planner")
+            with open(planner, "w") as f:
+                f.write(FAKE_PLANNER)
+            os.chmod(planner, 0o755)
+            rows = [{"id": "r", "group": "G", "outcome": "compared", "measured_s": 2.8,
+                     "estimate_command": [planner, "estimate", "m.onnx", "--profile",
+                                          f"cost_profiles/{name}.json", "--json"]}]
+            runs = os.path.join(tmp, "runs.json")
+            with open(runs, "w") as f:
+                json.dump({"rows": rows}, f)
+            profiles = os.path.join(tmp, "profiles")
+            os.mkdir(profiles)
+            with open(os.path.join(profiles, name + ".json"), "w") as f:
+                json.dump(profile, f)
+
+            def check(committed):
+                fits = os.path.join(tmp, "fits.json")
+                with open(fits, "w") as f:
+                    json.dump({"fits": [{"name": "bw", "profiles": [name], "groups": ["G"], "params": [
+                        {"kind": "value", "key": "interconnect.levels.0.bandwidth_GBps", "value": committed,
+                         "fallback": 300, "values": [75, 100, 125]}]}]}, f)
+                out = io.StringIO()
+                with redirect_stdout(out):
+                    rc = fit.main([runs, "--fits", fits, "--check", "--jobs", "1", "--profiles-dir", profiles,
+                                   "--planner", planner])
+                return rc, out.getvalue()
+
+            rc, text = check(125)
+            self.assertEqual(rc, 0, text)
+            self.assertIn("refit 125, committed 125 (same", text)
+            # Committed 75 while the profile holds 125: the profile mismatch and
+            # a refit two grid steps away both fail the check.
+            rc, text = check(75)
+            self.assertEqual(rc, 1)
+            self.assertIn("MISMATCH", text)
+            self.assertIn("DIFFERS", text)
+
 
 if __name__ == "__main__":
     unittest.main()

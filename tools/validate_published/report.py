@@ -76,6 +76,31 @@ def set_lines(rk):
              x["predicted_best"], x["measured_best"]] for x in rk["sets"]]
 
 
+XVAL_HEAD = ["group", "rows", "in-sample mean |err|", "in-sample p90", "held-out mean |err|", "held-out p90",
+             "held-out signed mean", "fits refitted without the group"]
+
+
+def refit_text(x):
+    if not x["refits"]:
+        return "none (no fit trained on it: held out = in sample)"
+    out = []
+    for f in x["refits"]:
+        vals = ", ".join(f"{k} {v:g} (committed {f['committed'][k]:g})" for k, v in f["values"].items())
+        how = (f"refit on {f['training_rows']} rows of {', '.join(f['trained_on'])}" if f["how"] == "refit"
+               else "fallback")
+        out.append(f"{f['fit']}: {how}: {vals}")
+    return "; ".join(out)
+
+
+def xval_lines(x, name=lambda g: g, overall="overall"):
+    def line(label, v, refits):
+        i, h = v["in_sample"], v["held_out"]
+        return [label, str(v["rows"]), fmt_pct(i["mean_abs_error_pct"], False), fmt_pct(i["p90_abs_error_pct"], False),
+                fmt_pct(h["mean_abs_error_pct"], False), fmt_pct(h["p90_abs_error_pct"], False),
+                fmt_pct(h["mean_signed_error_pct"]), refits]
+    return [line(overall, x["overall"], "")] + [line(name(g), v, refit_text(v)) for g, v in x["groups"].items()]
+
+
 # ---------------------------------------------------------------------------
 # Text.
 
@@ -94,6 +119,9 @@ def text_report(doc):
     s = doc["summary"]
     lines = [group_line("overall", s["overall"])] + [group_line(g, v) for g, v in s["groups"].items()]
     out += ["", "Summary:"] + columns(lines, SUMMARY_HEAD)
+    if doc.get("cross_validation"):
+        out += ["", "In sample and held out (leave one source group out; compared rows):"]
+        out += columns(xval_lines(doc["cross_validation"]), XVAL_HEAD)
     out += ["", "Signed mean error by GPU count:"] + columns(bucket_lines(s), BUCKET_HEAD)
     rk = s["ranking"]
     out += ["", ranking_line(rk)]
@@ -158,6 +186,12 @@ JSON_FIELDS = [
      "failed, mean_abs_error_pct, mean_signed_error_pct, p90_abs_error_pct (nearest rank), worst {id, "
      "error_pct}, above_threshold [ids], threshold_pct, oom_rows, oom_agree, fits_checked_ok_rows, "
      "fits_disagreements_ok_rows [ids], memory_rows, memory_mean_abs_error_pct"),
+    ("  held_out_predicted_s, held_out_error_pct", "with --cross-validate, compared rows: the prediction with "
+     "the run-fitted numbers refitted without the row's source group, and its signed error"),
+    ("cross_validation", "with --cross-validate: method, fits_file, planner_runs, overall and groups.G: rows, "
+     "held_out_rows, in_sample and held_out {mean_abs_error_pct, p90_abs_error_pct, mean_signed_error_pct}, "
+     "refits[]: fit, how (refit / fallback), trained_on [groups], training_rows, training_mean_abs_error_pct, "
+     "values and committed {param: value}"),
     ("summary.scale_buckets[]", "bucket (GPU count 1-8, 9-64, 65-512, >512), rows (compared), "
      "mean_signed_error_pct, mean_abs_error_pct"),
     ("summary.ranking", "min_set_rows, set_count, rows_in_sets, mean_kendall_tau (over sets where tau-b is "
@@ -266,6 +300,17 @@ nearest-rank 90th percentile of |error| (rank ceil(0.9 n)).
 """
 
 
+XVAL_TEXT = """\
+The profile numbers fitted to published runs (not to microbenchmarks) are listed in `{fits}`
+with the rows each was fitted on, its grid and its fallback. With `--cross-validate` each
+source group is predicted once more with every fit that trained on it fitted again on the other
+groups' rows only (same grid; `tools/fit-cluster --fits` reruns the committed fits), or, when no
+other group's row is left, with the fit's fallback (the datasheet or microbenchmark value the
+number would have without runs). A group no fit trained on keeps its in-sample prediction. The
+held-out columns are thus what the planner would predict for a source it has never seen, with
+every constant chosen per cluster, never per row."""
+
+
 RANKING_TEXT = """\
 Does the planner order layouts as the measurements do? A set is every compared row with the
 same source group, model (shape without the micro-batch), profile, GPU count, global batch and
@@ -326,8 +371,13 @@ def markdown_report(doc, command):
            "## Summary", ""]
     lines = [group_line("**overall**", s["overall"])] + [group_line(f"`{g}`", v) for g, v in s["groups"].items()]
     out += md_table(SUMMARY_HEAD, lines)
-    out += ["", "Evaluated = time compared + OOM rows checked; errors are of seconds per optimizer step.", "",
-            "Signed mean error by GPU count (compared rows; negative = predicted faster than measured):", ""]
+    out += ["", "Evaluated = time compared + OOM rows checked; errors are of seconds per optimizer step.", ""]
+    x = doc.get("cross_validation")
+    if x:
+        out += ["## In sample and held out", "", XVAL_TEXT.format(fits=x["fits_file"]), ""]
+        out += md_table(XVAL_HEAD, xval_lines(x, lambda g: f"`{g}`", "**overall**"))
+        out += [""]
+    out += ["Signed mean error by GPU count (compared rows; negative = predicted faster than measured):", ""]
     out += md_table(BUCKET_HEAD, bucket_lines(s))
     out += ["", "## Ranking", "", RANKING_TEXT, "", ranking_line(s["ranking"]), ""]
     if s["ranking"]["sets"]:
@@ -347,10 +397,17 @@ def markdown_report(doc, command):
                     [[r["id"], r["status"], fmt_s(r["memory_predicted_gb"]), causes.cause_of(r["id"], "memory") or "not analysed"]
                      for r in mem]) if mem else ["None."]
     out += ["", "## Every evaluated row", ""]
-    out += md_table(["id", "group", "measured s", "predicted s", "error", "fits", "memory meas/pred GB",
-                     "plan", "measured from"],
-                    [[r["id"], r["group"], measured_text(r), fmt_s(r["predicted_s"]), fmt_pct(r["error_pct"]),
-                      fits_text(r), mem_pair(r), r["plan"], r["measured_method"] or "-"] for r in done])
+    if x:
+        out += md_table(["id", "group", "measured s", "predicted s", "error", "held-out error", "fits",
+                         "memory meas/pred GB", "plan", "measured from"],
+                        [[r["id"], r["group"], measured_text(r), fmt_s(r["predicted_s"]), fmt_pct(r["error_pct"]),
+                          fmt_pct(r.get("held_out_error_pct")), fits_text(r), mem_pair(r), r["plan"],
+                          r["measured_method"] or "-"] for r in done])
+    else:
+        out += md_table(["id", "group", "measured s", "predicted s", "error", "fits", "memory meas/pred GB",
+                         "plan", "measured from"],
+                        [[r["id"], r["group"], measured_text(r), fmt_s(r["predicted_s"]), fmt_pct(r["error_pct"]),
+                          fits_text(r), mem_pair(r), r["plan"], r["measured_method"] or "-"] for r in done])
     for kind in ("skipped", "failed"):
         rs = [r for r in doc["rows"] if r["outcome"] == kind]
         out += ["", f"## {kind.capitalize()} rows ({len(rs)})", ""]

@@ -202,3 +202,19 @@ def has_subcommand(planner, repo_root, name):
 def has_estimate(planner, repo_root):
     return has_subcommand(planner, repo_root, "estimate")
 
+
+
+def step_times(argvs, repo_root, jobs, timeout):
+    """`planner estimate` argv lists run JOBS at a time (one process each);
+    their step_time_s in order, None for a call that failed."""
+    def one(argv):
+        rc, out, _err = run_process(argv, repo_root, timeout, RETRY_S)
+        if rc != 0:
+            return None
+        try:
+            return parse_estimate(out)[0]
+        except ValueError:
+            return None
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, argvs))
