@@ -144,9 +144,14 @@ OpTime memory_bound_op_time(const graph::Op& op, const graph::OpGraph& g, const 
     bytes.backward = bytes.backward * keep;
     if (all_out_fused) fk = bk = 0;
   }
-  // Arithmetic and special functions share the core: their times add.
+  // Arithmetic and special functions share the core: their times add. An op
+  // fused into its neighbour launches nothing of its own, but the fused
+  // kernel still evaluates its special functions (zero where the profile
+  // has no rate, so GPU pricing is unchanged).
   const Seconds fs = detail::special_time(op.cost.forward_special * s.flops, ctx);
   const Seconds bs = detail::special_time(op.cost.backward_special * s.flops, ctx);
+  if (fk == 0 && fs.value > 0) fk = 1;
+  if (bk == 0 && bs.value > 0) bk = 1;
   return detail::roofline(fwd / ctx.vector_peak() + fs, detail::memory_time(bytes.forward, ctx), fk,
                           bwd / ctx.vector_peak() + bs, detail::memory_time(bytes.backward, ctx), bk, ctx);
 }
