@@ -319,3 +319,32 @@ TEST_CASE("the Adam step runs at the slower of streaming and the update rate", "
   CHECK(cost::optimizer_step_time(*slow, cost::Optimizer::adam, 1e6, 16).value == Approx(1e-2));
   CHECK(cost::optimizer_step_time(*slow, cost::Optimizer::sgd, 1e6, 16).value == Approx(1.117842e-5).epsilon(1e-5));
 }
+
+TEST_CASE("an op fused into its neighbour still pays its special functions", "[cost][compute]") {
+  // X (parameter) -> Erf -> T -> Relu -> Y, n = 2^20 fp32, with elementwise
+  // fusion: T stays in registers, so Erf launches nothing of its own.
+  constexpr std::int64_t n = 1 << 20;
+  Builder B;
+  B.param("X", {n});
+  B.act("T", {n});
+  B.act("Y", {n});
+  B.op("Erf", {"X"}, {"T"});
+  B.op("Relu", {"T"}, {"Y"});
+  const auto g = B.finish();
+  auto device = profile("a100-sxm4-80gb").device;
+  const auto fp32 = PrecisionPolicy::uniform(core::Precision::fp32);
+  auto fused = cost::ComputeContext::create(device, fp32, cost::AttentionMode::unfused, cost::RecomputePolicy::none, true);
+  REQUIRE(fused.ok());
+  const auto t0 = time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), *fused);
+  CHECK(t0.forward.value == 0);
+  CHECK(t0.forward_kernels == 0);
+  // With a rate of 1e9 evaluations per second the fused kernel evaluates
+  // the 2^20 erfs: 2^20 / 19.5e12 + 2^20 / 1e9 = 1.048630e-3 s (above the
+  // remaining 4 MiB of traffic), + 4 us: 1.0526298e-3 s.
+  device.special_function_rate_per_s = 1e9;
+  auto slow = cost::ComputeContext::create(device, fp32, cost::AttentionMode::unfused, cost::RecomputePolicy::none, true);
+  REQUIRE(slow.ok());
+  const auto t1 = time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), *slow);
+  CHECK(t1.forward.value == Approx(1.0526298e-3).epsilon(1e-6));
+  CHECK(t1.forward_bound == Bound::compute);
+}
