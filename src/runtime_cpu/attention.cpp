@@ -21,10 +21,9 @@ Dims dims_of(const Tensor& q, const Tensor& v) {
   return {q.shape[0] * q.shape[1], q.shape[2], v.shape[2], q.shape[3], v.shape[3]};
 }
 
-/// P [Sq,Sk] of one batch-head.
+/// P [Sq,Sk] of one batch-head; `e` is the caller's scratch for one row's exps.
 void probabilities(const float* q, const float* k, const Tensor* bias, const AttentionAttrs& at, const Dims& d,
-                   std::vector<float>& p) {
-  std::vector<double> e;
+                   std::vector<float>& p, std::vector<double>& e) {
   gemm(false, true, d.sq, d.sk, d.d, at.scale, q, k, 0.0f, p.data());
   for (std::int64_t i = 0; i < d.sq; ++i) {
     float* row = p.data() + i * d.sk;
@@ -49,8 +48,9 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   const Dims d = dims_of(q, v);
   Tensor y(Shape{q.shape[0], q.shape[1], d.sq, d.dv});
   std::vector<float> p(uz(d.sq * d.sk));
+  std::vector<double> e;
   for (std::int64_t b = 0; b < d.bh; ++b) {
-    probabilities(q.data.data() + b * d.sq * d.d, k.data.data() + b * d.sk * d.d, bias, at, d, p);
+    probabilities(q.data.data() + b * d.sq * d.d, k.data.data() + b * d.sk * d.d, bias, at, d, p, e);
     gemm(false, false, d.sq, d.dv, d.sk, 1.0f, p.data(), v.data.data() + b * d.sk * d.dv, 0.0f,
          y.data.data() + b * d.sq * d.dv);
   }
@@ -62,12 +62,13 @@ AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor
   const Dims d = dims_of(q, v);
   AttentionGrads g{Tensor(q.shape), Tensor(k.shape), Tensor(v.shape)};
   std::vector<float> p(uz(d.sq * d.sk)), dp(uz(d.sq * d.sk));
+  std::vector<double> e;
   for (std::int64_t b = 0; b < d.bh; ++b) {
     const float* qb = q.data.data() + b * d.sq * d.d;
     const float* kb = k.data.data() + b * d.sk * d.d;
     const float* vb = v.data.data() + b * d.sk * d.dv;
     const float* dyb = dy.data.data() + b * d.sq * d.dv;
-    probabilities(qb, kb, bias, at, d, p);
+    probabilities(qb, kb, bias, at, d, p, e);
     gemm(true, false, d.sk, d.dv, d.sq, 1.0f, p.data(), dyb, 0.0f, g.dv.data.data() + b * d.sk * d.dv);
     gemm(false, true, d.sq, d.sk, d.dv, 1.0f, dyb, vb, 0.0f, dp.data());
     for (std::int64_t i = 0; i < d.sq; ++i) {  // dS = P (dP - rowsum(dP P)), in place in dp

@@ -22,6 +22,15 @@ loader.exec_module(fit)
 
 # Step time = 1 / (last GEMM row) + 100 / NVLink GB/s: with the profile's
 # rows at 0.5 and 100 GB/s that is 2 + 1 = 3 s.
+def write_fake_planner(folder):
+    """FAKE_PLANNER as an executable `planner` in `folder`; its path."""
+    planner = os.path.join(folder, "planner")
+    with open(planner, "w") as f:
+        f.write(FAKE_PLANNER)
+    os.chmod(planner, 0o755)
+    return planner
+
+
 FAKE_PLANNER = r'''#!/usr/bin/env python3
 import json, sys
 p = json.load(open(sys.argv[sys.argv.index("--profile") + 1]))
@@ -45,10 +54,7 @@ class FitClusterTest(unittest.TestCase):
         profile = {"name": name, "device": {"gemm_efficiency": {"rows": [[1e9, 0.25], [1e12, 0.5]]}},
                    "interconnect": {"levels": [{"bandwidth_GBps": {"value": 100, "source": "s"}}]}}
         with tempfile.TemporaryDirectory() as tmp:
-            planner = os.path.join(tmp, "planner")
-            with open(planner, "w") as f:
-                f.write(FAKE_PLANNER)
-            os.chmod(planner, 0o755)
+            planner = write_fake_planner(tmp)
             # Measured: GEMM rows x 1.25 (1 / 0.625 = 1.6 s) and 125 GB/s (0.8 s) = 2.4 s.
             rows = [{"id": "r", "outcome": "compared", "measured_s": 2.4,
                      "estimate_command": [planner, "estimate", "m.onnx", "--profile", rel, "--json"]},
@@ -85,10 +91,7 @@ class FitClusterTest(unittest.TestCase):
         profile = {"name": name, "device": {"gemm_efficiency": {"rows": [[1e9, 0.25], [1e12, 0.5]]}},
                    "interconnect": {"levels": [{"bandwidth_GBps": {"value": 125, "source": "s"}}]}}
         with tempfile.TemporaryDirectory() as tmp:
-            planner = os.path.join(tmp, "planner")
-            with open(planner, "w") as f:
-                f.write(FAKE_PLANNER)
-            os.chmod(planner, 0o755)
+            planner = write_fake_planner(tmp)
             rows = [{"id": "r", "group": "G", "outcome": "compared", "measured_s": 2.8,
                      "estimate_command": [planner, "estimate", "m.onnx", "--profile",
                                           f"cost_profiles/{name}.json", "--json"]}]
