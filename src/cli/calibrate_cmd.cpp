@@ -152,7 +152,7 @@ Result<World> open_world() {
   World w;
   PLANNER_TRY(w.session, runtime::MpiSession::init(nullptr, nullptr));
   // Kernels timed as `planner run` runs them: freed memory kept for reuse.
-  PLANNER_TRY_STATUS(runtime_cpu::retain_freed_memory());
+  (void)runtime_cpu::retain_freed_memory();  // a refusal only costs speed (header)
   w.root = w.session->world_rank() == 0;
   auto world = w.session->world();
   if (!world) w.end_job(world.error().message);

@@ -367,7 +367,7 @@ int run_replay(const RunArgs& a) {
 #endif
   auto session = runtime::MpiSession::init(nullptr, nullptr);
   if (!session) return fail("run", session.error().message);
-  if (auto kept = runtime_cpu::retain_freed_memory(); !kept.ok()) return fail("run", kept.error().message);
+  (void)runtime_cpu::retain_freed_memory();  // a refusal only costs speed (header)
   runtime::MpiSession& s = **session;
   s.install_crash_reporter("planner run: error: ");
   const int rank = s.world_rank(), world_size = s.world_size();

@@ -257,7 +257,7 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
   const Verbosity verbosity = verbosity_of(sub);
   auto session = runtime::MpiSession::init(nullptr, nullptr);
   if (!session) return fail("validate", session.error().message);
-  if (auto kept = runtime_cpu::retain_freed_memory(); !kept.ok()) return fail("validate", kept.error().message);
+  (void)runtime_cpu::retain_freed_memory();  // a refusal only costs speed (header)
   runtime::MpiSession& s = **session;
   s.install_crash_reporter("planner validate: error: ");
   const int rank = s.world_rank(), world_size = s.world_size();

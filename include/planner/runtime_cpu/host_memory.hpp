@@ -1,7 +1,6 @@
 #pragma once
 /// How the CPU backend's process keeps host memory between steps.
 
-#include "planner/core/result.hpp"
 
 namespace planner::runtime_cpu {
 
@@ -14,7 +13,11 @@ namespace planner::runtime_cpu {
 /// "Host memory"). This is what a caching allocator does for a GPU
 /// framework (PyTorch keeps freed blocks cached). Process-wide: the CLI
 /// calls it once, before the first step; nothing else should.
-/// An error when the C library refuses a setting; a no-op without glibc.
-Status retain_freed_memory();
+/// True when the C library took both settings. False is not an error: an
+/// allocator that replaces glibc's (ASan and the other sanitizers,
+/// jemalloc, tcmalloc) refuses mallopt and keeps its own policy, and steps
+/// run at that allocator's speed; without glibc it is false and does
+/// nothing.
+bool retain_freed_memory();
 
 }  // namespace planner::runtime_cpu
