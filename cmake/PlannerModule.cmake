@@ -7,6 +7,10 @@ function(planner_add_module name)
   target_include_directories(planner_${name} PUBLIC ${PROJECT_SOURCE_DIR}/include)
   target_compile_options(planner_${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
   target_link_libraries(planner_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  # Sanitizer builds: the hot modules at -O1 (CMakeLists.txt, PLANNER_SANITIZE).
+  if(PLANNER_SANITIZE AND name IN_LIST PLANNER_SANITIZE_O1_MODULES)
+    target_compile_options(planner_${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O1>)
+  endif()
   add_library(planner::${name} ALIAS planner_${name})
 endfunction()
 

@@ -20,7 +20,6 @@ Status add_data_parallel(StepWork& s) {
   const auto& c = s.c;
   const auto& L = s.L;
   const int C = s.C, pp = s.pp;
-  auto& e = s.e;
   const auto& work = s.work;
   auto& prob = s.prob;
   const auto& mp_grad_sync = s.mp_grad_sync;
