@@ -87,10 +87,17 @@ class Runner {
   // real_pipeline.cpp: boundaries, sends and receives.
   void init_boundaries();
   std::int64_t words(graph::TensorId id) const;
-  void queue_activations(const plan::ScheduleStep& st, const Task& send);
+  struct PendingSend {
+    std::int64_t order;
+    int peer, tag;
+    std::vector<float> buf;
+  };
+
+  Status queue_activations(const plan::ScheduleStep& st, const Task& send);
   Status receive_activations(const plan::ScheduleStep& st, const Task& recv);
   Status queue_gradients(const plan::ScheduleStep& st, const Task& send);
   Status receive_gradients(const plan::ScheduleStep& st, const Task& recv);
+  Status post_send(PendingSend s);
   Status flush_sends(std::int64_t before);
 
   // real_dp.cpp: parameters, groups, gradient sync and ZeRO.
@@ -99,12 +106,6 @@ class Runner {
   Status gather_weights();
   void release_weights();
   Status sync_and_update();
-
-  struct PendingSend {
-    std::int64_t order;
-    int peer, tag;
-    std::vector<float> buf;
-  };
 
   const plan::Plan& p_;
   const RankProgram& prog_;
@@ -133,7 +134,8 @@ class Runner {
   std::map<int, Values> values_;
   std::map<int, Grads> grads_, partials_;
   std::map<int, Values> made_;  // tp: outputs as made, when stored converted
-  std::deque<PendingSend> sends_;
+  std::deque<PendingSend> sends_;      // deferred: the communicator's sends wait for the receiver
+  std::deque<PendingSend> in_flight_;  // posted with send_async, buffers kept until wait_sends
   RecomputePlan rc_;
   double recomputed_ops_ = 0, recomputed_flops_ = 0, peak_held_ = 0;
 };

@@ -46,6 +46,25 @@ TEST_CASE("real mode: --check passes on dp, ZeRO-1, pp and interleaved plans", "
   }
 }
 
+TEST_CASE("real mode: pipeline sends are posted so the sender does not wait for its receiver", "[executor][real]") {
+  // gpt_pp2: 2 stages, 2 micro-batches; per step each stage sends once per
+  // micro-batch (activations forward, gradients back): 2 sends per rank per
+  // step, 3 steps (1 warm-up + 2). Blocking sends both ways ran 1F1B in
+  // lock-step on MPI (each stage waited for the other's receive).
+  RealOptions o;
+  o.steps = 2;
+  o.warmup = 1;
+  std::vector<testing::SendCounts> counts;
+  const auto res = testing::run_all(testing::load_plan("gpt_pp2.json"), o, std::nullopt, &counts);
+  REQUIRE(res.size() == 2);
+  for (std::size_t r = 0; r < 2; ++r) {
+    INFO("rank " << r);
+    REQUIRE(res[r].ok());
+    CHECK(counts[r].blocking == 0);
+    CHECK(counts[r].posted == 2 * 3);
+  }
+}
+
 TEST_CASE("real mode: the same global batch gives the same loss under every layout", "[executor][real]") {
   // gpt_dp2 (dp 2 x 1 micro-batch) and gpt_pp2 (2 micro-batches) both cover
   // 4 sequences = global rows 0-3 of the seed's inputs; the step-1 loss is
