@@ -33,7 +33,8 @@ def model_case(name, margs, vargs, d):
     }
     return {
         "name": name, "model_args": margs, "validate_args": vargs, "profile": d.get("profile"),
-        "rows_measured": s.get("measured_rows"), "kendall_tau": tau, "regret": regret,
+        "rows_measured": s.get("measured_rows"), "ranked_mode": s.get("ranked_mode"),
+        "other_mode_rows": s.get("other_mode_rows") or [], "kendall_tau": tau, "regret": regret,
         "choice_predicted_speedup": s.get("choice_predicted_speedup"),
         "choice_measured_speedup": s.get("choice_measured_speedup"),
         "worst_speedup_error_pct": None if worst is None else 100 * worst[1],
@@ -65,12 +66,12 @@ def markdown(cases, load_before, load_after):
            f"over pure data parallelism within {100 * GOAL_SPEEDUP:.0f} % of its prediction.",
            f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}.", "",
            "## Summary", "",
-           "| model | rows | tau | regret | choice speedup p / m | worst speedup error | max spread | goals |",
+           "| model | rows ranked (mode) | tau | regret | choice speedup p / m | worst speedup error | max spread | goals |",
            "|---|---|---|---|---|---|---|---|"]
     for c in cases:
         missed = [k for k, ok in c["goals"].items() if not ok]
         out.append(
-            f"| {c['name']} | {c['rows_measured']} | {fmt(c['kendall_tau'], '.3f')} | {fmt(c['regret'], '.3f')} | "
+            f"| {c['name']} | {c['rows_measured']} ({c['ranked_mode'] or '-'}) | {fmt(c['kendall_tau'], '.3f')} | {fmt(c['regret'], '.3f')} | "
             f"{fmt(c['choice_predicted_speedup'], '.2f')} / {fmt(c['choice_measured_speedup'], '.2f')} | "
             f"{fmt(c['worst_speedup_error_pct'], '+.1f')} % (row {c['worst_speedup_row']}) | "
             f"{fmt(c['max_spread_pct'], '.1f')} % | {'met' if not missed else 'missed: ' + ', '.join(missed)} |")
@@ -87,7 +88,10 @@ def markdown(cases, load_before, load_after):
                 f"| {r['index']} | {r['name']} | {r['mode']} | {fmt_s(r['predicted_s'])} | {fmt_s(r['measured_s'])} | "
                 f"{fmt(r.get('spread_pct'), '.1f')} % | {fmt(r.get('error_pct'), '+.1f')} % | "
                 f"{fmt(r.get('predicted_speedup'), '.2f')} / {fmt(r.get('measured_speedup'), '.2f')} | "
-                f"{r.get('predicted_rank')} / {r.get('measured_rank')} | {r['layout']} |")
+                f"{r.get('predicted_rank') or '-'} / {r.get('measured_rank') or '-'} | {r['layout']} |")
+        if c["other_mode_rows"]:
+            out += ["", f"Row(s) {', '.join(str(i) for i in c['other_mode_rows'])} measured in another mode than the "
+                    f"{c['ranked_mode']} rows: timed, not ranked (docs/validate-format.md, `other_mode_rows`)."]
     return "\n".join(out) + "\n"
 
 

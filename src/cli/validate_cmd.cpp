@@ -235,6 +235,12 @@ void print_table(const ValidateArgs& a, int ranks, const std::vector<validate::R
   }
   for (std::size_t i = 0; i < rows.size(); ++i)
     if (!rows[i].note.empty()) fmt::print("note: row {} ({}): {}\n", i + 1, rows[i].name, with_flags(rows[i].note));
+  if (!s.other_mode_rows.empty()) {
+    std::string list;
+    for (auto i : s.other_mode_rows) list += fmt::format("{}{}", list.empty() ? "" : ", ", i + 1);
+    fmt::print("note: row(s) {} measured in another mode than the {} rows: timed, not ranked against them\n", list,
+               s.ranked_mode.empty() ? "other" : s.ranked_mode);
+  }
   if (s.tau)
     fmt::print("tau          {:.3f} (Kendall tau-b of the predicted against the measured order, {} rows)\n", *s.tau,
                s.measured_rows);
@@ -249,6 +255,9 @@ void print_table(const ValidateArgs& a, int ranks, const std::vector<validate::R
   else if (s.baseline && s.choice_measured_speedup)
     fmt::print("speedup      {} measured {:.2f} times faster than the baseline ({}) (predicted {:.2f})\n", choice,
                *s.choice_measured_speedup, baseline_spec, s.choice_predicted_speedup.value_or(0));
+  else if (s.baseline)
+    fmt::print("speedup      {} ran in another mode than the baseline ({}, {}): not compared\n", choice, baseline_spec,
+               s.ranked_mode);
   else
     fmt::print("speedup      no baseline was measured\n");
 }

@@ -57,7 +57,11 @@ std::string to_json(const RunInfo& info, const std::vector<Row>& rows, const Sum
   auto index = [](const std::optional<std::size_t>& i) {
     return i ? nlohmann::ordered_json(*i + 1) : nlohmann::ordered_json(nullptr);
   };
+  auto other = nlohmann::ordered_json::array();
+  for (auto i : s.other_mode_rows) other.push_back(i + 1);
   j["summary"] = {{"measured_rows", s.measured_rows},
+                  {"ranked_mode", s.ranked_mode},
+                  {"other_mode_rows", std::move(other)},
                   {"kendall_tau", opt(s.tau)},
                   {"regret", opt(s.regret)},
                   {"predicted_best", index(s.predicted_best)},

@@ -67,6 +67,16 @@ Result<std::vector<std::vector<double>>> run_interleaved(
 Summary summarize(const std::vector<Row>& rows, std::optional<std::size_t> baseline, std::size_t choice) {
   Summary s;
   s.rows.resize(rows.size());
+  // The ranked mode: the baseline's, else the choice's, else the first measured row's.
+  const auto measured_at = [&](std::optional<std::size_t> i) { return i && *i < rows.size() && rows[*i].measured(); };
+  if (measured_at(baseline)) s.ranked_mode = rows[*baseline].mode;
+  else if (measured_at(choice)) s.ranked_mode = rows[choice].mode;
+  else
+    for (const auto& r : rows)
+      if (r.measured()) {
+        s.ranked_mode = r.mode;
+        break;
+      }
   std::vector<std::size_t> ran;
   std::vector<double> predicted, measured;
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -76,6 +86,10 @@ Summary summarize(const std::vector<Row>& rows, std::optional<std::size_t> basel
     st.measured_s = sp.median;
     st.spread_pct = sp.pct();
     if (sp.median > 0) st.error_pct = 100.0 * (rows[i].predicted_s - sp.median) / sp.median;
+    if (rows[i].mode != s.ranked_mode) {
+      s.other_mode_rows.push_back(i);
+      continue;
+    }
     ran.push_back(i);
     predicted.push_back(rows[i].predicted_s);
     measured.push_back(sp.median);
@@ -101,7 +115,7 @@ Summary summarize(const std::vector<Row>& rows, std::optional<std::size_t> basel
     for (std::size_t i = 0; i < rows.size(); ++i) {
       auto& st = s.rows[i];
       if (rows[i].predicted_s > 0) st.predicted_speedup = bp / rows[i].predicted_s;
-      if (st.measured_s && *st.measured_s > 0) st.measured_speedup = bm / *st.measured_s;
+      if (st.measured_s && *st.measured_s > 0 && rows[i].mode == s.ranked_mode) st.measured_speedup = bm / *st.measured_s;
     }
     if (choice < rows.size()) {
       s.choice_predicted_speedup = s.rows[choice].predicted_speedup;

@@ -137,6 +137,40 @@ TEST_CASE("summarize: a baseline that did not run gives no speedups; ties in pre
   CHECK(!s.tau);
 }
 
+TEST_CASE("summarize: rows measured in the other mode are timed, not ranked") {
+  // The baseline (row 3) and rows 0 and 1 ran in the real mode; row 2 could
+  // only be replayed, and the replay is much faster than the real mode.
+  std::vector<Row> rows = {
+      row("best", 1.0, {2.0}),         // real 2.0
+      row("candidate 2", 1.1, {1.8}),  // real 1.8
+      row("candidate 3", 1.2, {0.9}),  // replay 0.9: fastest of all, but not comparable
+      row("baseline 1", 2.0, {4.0}, "baseline"),  // real 4.0
+  };
+  for (auto i : {0, 1, 3}) rows[static_cast<std::size_t>(i)].mode = "real";
+  const Summary s = summarize(rows, 3, 0);
+  CHECK(s.ranked_mode == "real");
+  REQUIRE(s.other_mode_rows == std::vector<std::size_t>{2});
+  CHECK(s.measured_rows == 3);
+  // Row 2 keeps its time and error: (1.2 - 0.9) / 0.9 = +33.3 %.
+  CHECK(*s.rows[2].measured_s == Approx(0.9));
+  CHECK(*s.rows[2].error_pct == Approx(100.0 / 3.0));
+  CHECK(!s.rows[2].measured_rank);
+  CHECK(!s.rows[2].measured_speedup);
+  CHECK(*s.rows[2].predicted_speedup == Approx(2.0 / 1.2));
+  // Among rows 0, 1, 3: predicted 1.0 1.1 2.0, measured 2.0 1.8 4.0: pairs
+  // (0,1) D, (0,3) C, (1,3) C: tau 1/3; the measured-best is row 1, not row
+  // 2: regret 2.0 / 1.8.
+  CHECK(*s.tau == Approx(1.0 / 3.0));
+  CHECK(*s.measured_best == 1);
+  CHECK(*s.regret == Approx(2.0 / 1.8));
+  CHECK(*s.rows[1].measured_rank == 1);
+  CHECK(*s.choice_measured_speedup == Approx(2.0));
+  // With every row in one mode nothing is left out (the case above).
+  for (auto& r : rows) r.mode = "replay";
+  CHECK(summarize(rows, 3, 0).other_mode_rows.empty());
+  CHECK(*summarize(rows, 3, 0).measured_best == 2);
+}
+
 TEST_CASE("gate: --min-tau and --max-regret") {
   CHECK(check_thresholds({}).ok());
   CHECK(check_thresholds({0.5, 1.1}).ok());
@@ -190,6 +224,8 @@ TEST_CASE("to_json: planner.validate/v1 fields") {
   CHECK(j["rows"][1]["measured_s"].is_null());
   CHECK(j["summary"]["kendall_tau"].is_null());
   CHECK(j["summary"]["predicted_best"] == 1);
+  CHECK(j["summary"]["ranked_mode"] == "replay");
+  CHECK(j["summary"]["other_mode_rows"] == nlohmann::json::array());
   CHECK(j["checks"][0]["passed"] == false);
   CHECK(j["passed"] == false);
 }

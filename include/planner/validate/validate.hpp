@@ -23,6 +23,15 @@
 ///            row's (>= 1; 1 when the prediction picked the fastest);
 ///            predicted-best ties go to the lowest row index
 ///   speedup  the baseline's time over a row's, predicted and measured
+///   modes    rows measured in the real mode and in the replay are not
+///            compared with each other (the replay runs GEMMs, collectives
+///            and memory traffic at the plan's shapes, not the model's
+///            kernels: on a 2-layer-per-rank llama the replay of a tp=2
+///            layout took 321 ms where the real mode of its neighbours took
+///            about 600 ms). Ranks, tau, regret and measured speedups cover
+///            the rows measured in the *ranked mode*: the baseline's when it
+///            ran, else the search's choice's, else the first measured row's;
+///            the others keep their time, spread and error only.
 ///
 /// A gate (`--min-tau`, `--max-regret`) is a list of checks with one line
 /// each, as gate::Report is for `planner check`.
@@ -94,7 +103,12 @@ struct RowStats {
 
 struct Summary {
   std::vector<RowStats> rows;  ///< parallel to the input rows
+  /// Rows ranked: measured in `ranked_mode`.
   std::size_t measured_rows = 0;
+  /// The mode the ranked rows were measured in (design note, "modes").
+  std::string ranked_mode;
+  /// Rows measured in another mode: timed, not ranked.
+  std::vector<std::size_t> other_mode_rows;
   std::optional<double> tau;
   /// Measured time of the predicted-best over the measured-best.
   std::optional<double> regret;
