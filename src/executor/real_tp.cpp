@@ -360,7 +360,10 @@ Result<std::vector<TpView>> OutputRules::reshape_outputs(int d) {
   return make_error("the reshape moves elements between the shares of split dim {}", d);
 }
 
-// A reduction over other dims (RMSNorm's mean over the hidden dim).
+// A reduction over other dims (RMSNorm's mean over the hidden dim) keeps
+// the split; a sum or mean over the split dim itself is a partial sum over
+// tp (a mean: each rank's mean / tp, TpRank::forward), all-reduced where it
+// is read whole, as the cost model's partial layout is.
 Result<std::vector<TpView>> OutputRules::reduce_outputs(int d) {
   std::vector<std::int64_t> axes = op.attr_ints("axes").value_or(std::vector<std::int64_t>{});
   if (axes.empty() && op.inputs.size() > 1 && op.inputs[1]) {
@@ -374,7 +377,12 @@ Result<std::vector<TpView>> OutputRules::reduce_outputs(int d) {
   int below = 0;
   for (auto a : axes) {
     const auto ax = a < 0 ? a + ri : a;
-    if (ax == d) return make_error("it reduces the split dim {}", d);
+    if (ax == d) {
+      if (type != "ReduceSum" && type != "ReduceMean")
+        return make_error("it reduces the split dim {} (only a sum or a mean over it is a partial sum)", d);
+      out[0] = TpView::part();
+      return out;
+    }
     if (ax < d) ++below;
   }
   out[0] = TpView::split_at(keep ? d : d - below);

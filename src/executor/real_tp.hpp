@@ -176,6 +176,7 @@ class TpRank {
   bool masked_lookup(graph::OpId o) const;
   bool vocab_loss(graph::OpId o) const;
   bool batch_loss(graph::OpId o) const;
+  bool split_mean(graph::OpId o) const;
   bool partial_bias(graph::OpId o) const;
   Status vocab_rows(const runtime_cpu::Tensor& x, const runtime_cpu::IndexTensor& labels, std::vector<double>& lse,
                     std::vector<double>& target) const;

@@ -56,6 +56,10 @@ bool TpRank::partial_bias(OpId o) const {
 bool TpRank::batch_loss(OpId o) const {
   return g_.op(o).type == "SoftmaxCrossEntropyLoss" && l_.ops[o.value].in[0].view == TpView::split_at(0);
 }
+// A mean over the split dim: each rank's mean of its share, / tp, summed over tp.
+bool TpRank::split_mean(OpId o) const {
+  return g_.op(o).type == "ReduceMean" && l_.ops[o.value].out[0].view.kind == TpView::Kind::partial;
+}
 
 // Per row of this rank's [N, C/t] logits: the log-sum-exp over all C classes
 // and the target logit (0 where another rank holds the label); two tp
@@ -112,9 +116,10 @@ Result<std::vector<Value>> TpRank::forward(OpId o, const std::vector<const Value
     out.emplace_back(Tensor(Shape{}, {static_cast<float>(kept == 0 ? 0.0 : total / static_cast<double>(kept))}));
     return out;
   }
-  if (batch_loss(o)) {
-    // The rows split over tp (equal shares, no ignore_index): the global mean
-    // is the sum over ranks of each rank's mean / tp (a partial sum).
+  if (batch_loss(o) || split_mean(o)) {
+    // The rows split over tp (equal shares, no ignore_index), or a mean over
+    // the split dim: the global mean is the sum over ranks of each rank's
+    // mean / tp (a partial sum).
     PLANNER_TRY(auto out, runtime_cpu::forward_op(op, in, specs));
     for (auto& x : std::get<Tensor>(out[0]).data) x /= static_cast<float>(l_.tp);
     return out;
@@ -168,7 +173,7 @@ Result<std::vector<std::optional<Tensor>>> TpRank::backward(OpId o, const std::v
     if (needs[0]) g[0] = std::move(dx);
     return g;
   }
-  if (batch_loss(o) && dout[0]) {
+  if ((batch_loss(o) || split_mean(o)) && dout[0]) {
     Tensor d = *dout[0];
     for (auto& x : d.data) x /= static_cast<float>(l_.tp);
     return runtime_cpu::backward_op(op, in, outs, {&d}, needs);

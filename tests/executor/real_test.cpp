@@ -259,10 +259,17 @@ TEST_CASE("tp output views of reductions (llama's RMSNorm mean over the hidden d
   auto seq = real_detail::derive_outputs(g.op(*id), g, {TpView::split_at(1)}, {}, 2);
   REQUIRE(seq.ok());
   CHECK((*seq)[0] == TpView::split_at(1));
-  // Split along the reduced hidden dim: refused with the reason.
+  // Split along the reduced hidden dim: each rank's mean of its half is a
+  // partial sum (divided by tp in TpRank::forward).
   auto hid = real_detail::derive_outputs(g.op(*id), g, {TpView::split_at(2)}, {}, 2);
-  REQUIRE_FALSE(hid.ok());
-  CHECK(hid.error().message == "it reduces the split dim 2");
+  REQUIRE(hid.ok());
+  CHECK((*hid)[0] == TpView::part());
+  // A maximum over the split dim is no sum: refused with the reason.
+  graph::Op max_op = g.op(*id);
+  max_op.type = "ReduceMax";
+  auto mx = real_detail::derive_outputs(max_op, g, {TpView::split_at(2)}, {}, 2);
+  REQUIRE_FALSE(mx.ok());
+  CHECK(mx.error().message == "it reduces the split dim 2 (only a sum or a mean over it is a partial sum)");
 }
 
 TEST_CASE("tp share helpers", "[executor][real][tp]") {

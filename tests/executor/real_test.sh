@@ -106,6 +106,16 @@ est gpt gpt_tp2_meg_full --devices 2 --tp 2 --global-batch 8 --hints "$meg" --re
 est gpt gpt_tp2_sp_sel --devices 2 --tp 2 --global-batch 8 --hints "$meg" --sp --recompute selective
 est gpt gpt_tp2_pp2_sel --devices 4 --tp 2 --pp 2 --global-batch 8 --hints "$meg" --recompute selective
 est llama llama_tp2_full --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints --recompute full
+# RMSNorm's mean over the hidden dim split over tp (--tp-any): a partial
+# sum (each rank's mean of its half / tp), reduce-scattered to the batch
+# split its reader takes (refused by the real mode until 2026-12).
+echo "layers.*/attn_norm/ReduceMean ((1,1,2))" > llama_mean.hints
+est llama llama_tpany_mean --devices 2 --tp 2 --tp-any --global-batch 8 --hints llama_mean.hints
+python3 -c "
+import json
+s = {u['unit']: u for u in json.load(open('llama_tpany_mean.json'))['layout']['strategies']}
+u = s['layers.0/attn_norm/ReduceMean']
+assert u['inputs'] == ['[-,-,tp]'] and u['outputs'] == ['[-,-,-]partial(tp)'], u" || exit 1
 # Tensor parallelism of degree 4: a gpt of 4 heads (d 8) and llamas with
 # grouped-query attention (8 heads on 4 kv heads, 4 heads on 2: the kv heads
 # split over tp, repeated by Expand on each rank's share), alone and with dp
@@ -192,7 +202,7 @@ for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2
          "4 gpt_dp2_pp2_z2" "4 gpt_dp2_pp2_z3" "2 llama_pp2" "2 bert_dp2_z1" "2 gpt_tp2" "2 mlp_tp2" "2 gpt_tp2_meg" \
          "2 gpt_tp2_head" "2 gpt_tp2_vocab" "4 gpt_tp2_dp2" "4 gpt_tp2_pp2" "4 gpt_tp2_pp2_gpipe" "4 gpt_tp2_dp2_z1" "4 mlp_tp2_dp2_do" "2 gpt_tp2_sp" "4 gpt_tp2_pp2_sp" "4 gpt_tp2_pp2_vp2_sp" \
          "2 llama_tp2" "2 llama_tp2_sp" "2 gpt_pp2_full" "2 gpt_pp2_sel" "2 gpt_dp2_z3_full" "2 gpt_pp2_vp2_full" \
-         "4 gpt_dp2_pp2_full" "2 gpt_tp2_meg_full" "2 gpt_tp2_sp_sel" "4 gpt_tp2_pp2_sel" "2 llama_tp2_full" \
+         "4 gpt_dp2_pp2_full" "2 gpt_tp2_meg_full" "2 gpt_tp2_sp_sel" "4 gpt_tp2_pp2_sel" "2 llama_tp2_full" "2 llama_tpany_mean" \
          "4 gpt_tp4_meg" "4 gpt_tp4_vocab_sp" "4 llama_kv4_tp4" "2 llama_kv2_tp2" "8 gpt_tp4_dp2_full" "8 gpt_tp4_pp2_sel" \
          "2 wd_row" "2 wd_col" "4 wd_col_dp2" "4 wd_row_tp4" "2 wd_tp2" \
          "2 gpt_cp2" "2 llama_cp2" "4 gpt_cp2_dp2_z1" "4 gpt_cp2_pp2" "4 gpt_cp4_full" \
