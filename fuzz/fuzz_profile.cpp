@@ -60,8 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_table(d.attention->full, "attention.full");
   }
   for (std::int64_t m : {1, 7, 4096})
-    for (std::size_t p = 0; p < planner::cluster::kPrecisionCount; ++p) {
-      const double e = d.gemm_efficiency(m, m, m, static_cast<planner::cluster::Precision>(p));
+    for (std::size_t p = 0; p < planner::core::kPrecisionCount; ++p) {
+      const double e = d.gemm_efficiency(m, m, m, static_cast<planner::core::Precision>(p));
       if (!(e > 0 && e <= 1)) violated("gemm efficiency out of (0, 1]");
     }
   const auto& ic = r->interconnect;
