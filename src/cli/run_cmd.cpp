@@ -232,8 +232,8 @@ int run_real_mode(const RunArgs& a, runtime::MpiSession& s, runtime::Communicato
     m.warmup = a.warmup;
     m.step_times_s = res->step_times_s;
     m.step_time_s = executor::median(res->step_times_s);
-    // The real mode times whole steps; it does not split them into components
-    // (components_s stays empty; compare shows those rows unmeasured).
+    // Where the step went (executor/real.hpp: RealResult::components_s).
+    m.components_s = res->components_s;
     m.peak_memory_bytes = res->peak_rss_bytes;
     m.host = launch::hostname();
     m.date = launch::utc_now();
@@ -271,6 +271,8 @@ int run_real_mode(const RunArgs& a, runtime::MpiSession& s, runtime::Communicato
         fmt::print("recomputed per step ({}): {:.0f} ops, {:.0f} forward FLOPs\n", pr.plan.training.recompute,
                    res->recomputed_ops_per_step, res->recomputed_flops_per_step);
       fmt::print("step time: median {:.6f} s over {} steps after {} warm-up\n", m.step_time_s, a.steps, a.warmup);
+      for (const auto& [k, v] : m.components_s)
+        fmt::print("  {:<17} {:.6f} s per step (mean over steps of the max over ranks)\n", k, v);
       if (!a.output.empty() && rc == kExitOk) fmt::print("wrote {}\n", a.output);
     }
   }

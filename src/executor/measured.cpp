@@ -138,7 +138,8 @@ Result<Measured> measured_from_json(std::string_view text, std::string_view sour
     return r.fail("step_times_s", fmt::format("expected {} entries (steps), got {}", m.steps, m.step_times_s.size()));
   PLANNER_TRY(m.step_time_s, r.number(j["step_time_s"], "step_time_s"));
   if (!j["components_s"].is_object()) return r.fail("components_s", "expected an object");
-  static const std::set<std::string> kComps{"compute", "tp_comm", "pp_comm", "dp_comm", "optimizer"};
+  static const std::set<std::string> kComps{"compute",   "tp_comm",           "pp_comm", "dp_comm",
+                                            "optimizer", "grad_accumulation", "other"};
   for (const auto& [k, v] : j["components_s"].items()) {
     if (!kComps.count(k)) return r.fail("components_s", fmt::format("unknown component '{}'", k));
     PLANNER_TRY(double x, r.number(v, "components_s." + k));
@@ -191,6 +192,11 @@ Result<std::vector<CompareRow>> compare(const plan::Plan& p, std::string_view pl
   row("pp_comm", pred("bubble"), meas("pp_comm"), "s");
   row("dp_comm", pred("data_parallel_exposed"), meas("dp_comm"), "s");
   row("optimizer", pred("optimizer"), meas("optimizer"), "s");
+  // The real mode's own components: the gradient accumulation passes, and
+  // the executor's work between kernels (the prediction's share of it is
+  // the profile's per-kernel launch overhead, inside compute).
+  if (meas("grad_accumulation")) row("grad_accumulation", pred("grad_accumulation"), meas("grad_accumulation"), "s");
+  if (meas("other")) row("other", std::nullopt, meas("other"), "s");
   for (int s = 0; s < p.layout.pp; ++s) {
     std::optional<double> pm;
     for (const auto& st : p.prediction.stages)

@@ -3,6 +3,8 @@
 
 #include "planner/executor/real.hpp"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <set>
 
@@ -211,10 +213,22 @@ Result<RealResult> run_real(const plan::Plan& p, const RankProgram& prog, const 
     // The step's loss (mean over the global batch) and time (max over ranks).
     float loss = run.holds_loss() ? static_cast<float>(local_loss) : 0.0f;
     PLANNER_TRY_STATUS(world.all_reduce(&loss, 1, core::DType::f32, runtime::ReduceOp::sum));
-    float t = static_cast<float>(dt);
-    PLANNER_TRY_STATUS(world.all_reduce(&t, 1, core::DType::f32, runtime::ReduceOp::max));
+    // The step time and its components (RealPhase, then the rest), max over ranks.
+    std::array<float, kRealPhases + 2> times{};
+    times[0] = static_cast<float>(dt);
+    double booked = 0;
+    for (std::size_t i = 0; i < kRealPhases; ++i) {
+      times[i + 1] = static_cast<float>(run.phase_s()[i]);
+      booked += run.phase_s()[i];
+    }
+    times[kRealPhases + 1] = static_cast<float>(std::max(0.0, dt - booked));
+    PLANNER_TRY_STATUS(world.all_reduce(times.data(), times.size(), core::DType::f32, runtime::ReduceOp::max));
     out.losses.push_back(static_cast<double>(loss) / chunks);
-    if (step > opts.warmup) out.step_times_s.push_back(t);
+    if (step > opts.warmup) {
+      out.step_times_s.push_back(times[0]);
+      for (std::size_t i = 0; i + 1 < times.size(); ++i)
+        out.components_s[std::string(kRealComponentNames[i])] += times[i + 1] / static_cast<double>(opts.steps);
+    }
     if (!opts.check || step > kMaxCheckedSteps) continue;
     PLANNER_TRY(const bool failed, check_step(p, micro_graph, world, run, stage_params, ref, step, opts.tolerance, out));
     if (failed) {

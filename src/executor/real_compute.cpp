@@ -23,6 +23,7 @@ Status Runner::init_graph() {
     chunk_ops_.push_back(std::move(ops));
   }
   PLANNER_TRY(rc_, plan_recompute(g_, p_.training.recompute, chunk_ops_));
+  weights_.assign(g_.num_tensors(), std::nullopt);
   // Tensors that need a gradient: downstream of a parameter.
   needs_grad_.assign(g_.num_tensors(), false);
   for (std::uint32_t i = 0; i < g_.num_tensors(); ++i) {
@@ -64,26 +65,49 @@ Runner::Grads& Runner::gps(int mb) {
   return v;
 }
 
-// The value op `o` reads at input port i: the stored one, or its tp block.
+bool Runner::is_weight(TensorId id) const {
+  const auto& t = g_.tensor(id);
+  return t.role == graph::TensorRole::parameter && !t.producer;
+}
+
+// The value op `o` reads at input port i: the stored one (a parameter: this
+// step's weight), or its tp block.
 const Value* Runner::port(Values& v, graph::OpId o, std::size_t i, std::vector<Value>& keep) {
   const TensorId id = *g_.op(o).inputs[i];
-  if (auto b = tp().port_input(o, i, *v[id.value])) {
+  const Value& base = is_weight(id) ? *weights_[id.value] : *v[id.value];
+  if (auto b = tp().port_input(o, i, base)) {
     keep.push_back(std::move(*b));
     return &keep.back();
   }
-  return &*v[id.value];
+  return &base;
 }
 
-// A tensor made by no op: a parameter, a constant or this chunk's rows of an input.
+// A parameter as the ops read it: made from the flat buffer once per step
+// (under ZeRO-3 once per gather) and shared by every op and micro-batch that
+// reads it, as a framework's module holds its weight; copying it for every
+// reading op and micro-batch cost the 4-layer GPT of docs/validation-speedup.md
+// 8 bytes per parameter per micro-batch (about 50 ms of a 2.1 s step at 16
+// micro-batches), which no framework pays.
+Status Runner::provide_weight(TensorId id) {
+  if (weights_[id.value]) return Status::success();
+  const auto it = offset_.find(id.value);
+  if (it == offset_.end() || (zero3_ && !gathered_))
+    return make_error("parameter '{}' is not held by pipeline rank {}", g_.tensor(id).name, pp_rank_);
+  Tensor w(tp().shape(id));
+  std::copy(flat_w_.begin() + it->second, flat_w_.begin() + it->second + w.size(), w.data.begin());
+  weights_[id.value] = std::move(w);
+  return Status::success();
+}
+
+void Runner::drop_weights() {
+  for (auto id : params_) weights_[id.value].reset();
+}
+
+// A tensor made by no op and not a parameter: a constant or this chunk's rows of an input.
 Status Runner::provide(Values& v, TensorId id, int mb) {
   const auto& t = g_.tensor(id);
-  if (t.role == graph::TensorRole::parameter && !t.producer) {
-    const auto it = offset_.find(id.value);
-    if (it == offset_.end() || (zero3_ && !gathered_))
-      return make_error("parameter '{}' is not held by pipeline rank {}", t.name, pp_rank_);
-    Tensor w(tp().shape(id));
-    std::copy(flat_w_.begin() + it->second, flat_w_.begin() + it->second + w.size(), w.data.begin());
-    v[id.value] = std::move(w);
+  if (is_weight(id)) {
+    return provide_weight(id);
   } else if (t.values) {
     PLANNER_TRY(Value c, runtime_cpu::constant_value(*t.values, t.shape, t.dtype, t.name));
     v[id.value] = std::move(c);
@@ -126,8 +150,8 @@ Status Runner::run_op(graph::OpId oid, int mb) {
       in.push_back(nullptr);
       continue;
     }
-    if (!v[t->value] || (g_.tensor(*t).role == graph::TensorRole::parameter && !g_.tensor(*t).producer))
-      PLANNER_TRY_STATUS(provide(v, *t, mb));
+    if (is_weight(*t)) PLANNER_TRY_STATUS(provide_weight(*t));
+    else if (!v[t->value]) PLANNER_TRY_STATUS(provide(v, *t, mb));
     in.push_back(port(v, oid, i, keep));
   }
   std::vector<runtime_cpu::OutputSpec> specs;
@@ -137,20 +161,29 @@ Status Runner::run_op(graph::OpId oid, int mb) {
     const auto& x = g_.tensor(*t);
     specs.push_back({tp().out_shape(oid, k), x.dtype, x.values ? &*x.values : nullptr});
   }
-  PLANNER_TRY(auto outs, tp().forward(oid, in, specs));
-  for (std::size_t k = 0; k < outs.size(); ++k) {
+  auto outs = [&] {
+    Timed t(*this, RealPhase::compute);
+    return tp().forward(oid, in, specs);
+  }();
+  if (!outs) return outs.error();
+  for (std::size_t k = 0; k < outs->size(); ++k) {
     // tp: a partial sum is all-reduced, a split read whole all-gathered;
     // the op's own output is kept for its backward.
     Value stored;
-    PLANNER_TRY(const bool converted, tp().store_output(oid, k, outs[k], stored));
+    auto conv = [&] {
+      Timed t(*this, RealPhase::tp_comm);
+      return tp().store_output(oid, k, (*outs)[k], stored);
+    }();
+    if (!conv) return conv.error();
+    const bool converted = *conv;
     auto& slot = v[op.outputs[k]->value];
     if (converted) {
       slot = std::move(stored);
       auto& m = made_[mb];
       if (m.empty()) m.resize(g_.num_tensors());
-      m[op.outputs[k]->value] = std::move(outs[k]);
+      m[op.outputs[k]->value] = std::move((*outs)[k]);
     } else {
-      slot = std::move(outs[k]);
+      slot = std::move((*outs)[k]);
     }
   }
   return Status::success();
@@ -235,6 +268,7 @@ Status Runner::backward_op(graph::OpId oid, int mb) {
   bool any = false;
   for (std::size_t k = 0; k < op.outputs.size(); ++k) {
     const auto id = op.outputs[k]->value;
+    Timed comm(*this, RealPhase::tp_comm);
     PLANNER_TRY_STATUS(tp().finalize(gr[id], gp[id]));
     const Tensor* d = gr[id] ? &*gr[id] : nullptr;
     if (d) {
@@ -256,16 +290,25 @@ Status Runner::backward_op(graph::OpId oid, int mb) {
   std::vector<bool> needs;
   for (std::size_t i = 0; i < op.inputs.size(); ++i) {
     const auto& t = op.inputs[i];
-    if (t && !v[t->value]) PLANNER_TRY_STATUS(provide(v, *t, mb));
+    if (t && is_weight(*t)) PLANNER_TRY_STATUS(provide_weight(*t));
+    else if (t && !v[t->value]) PLANNER_TRY_STATUS(provide(v, *t, mb));
     in.push_back(t ? port(v, oid, i, keep) : nullptr);
     needs.push_back(t && needs_grad_[t->value]);
   }
-  PLANNER_TRY(auto gin, tp().backward(oid, in, outs, dout, needs));
+  auto grads = [&] {
+    Timed t(*this, RealPhase::compute);
+    return tp().backward(oid, in, outs, dout, needs);
+  }();
+  if (!grads) return grads.error();
+  auto& gin = *grads;
   for (std::size_t k = 0; k < gin.size(); ++k) {
     if (!gin[k]) continue;
     using C = TpRank::Contribution;
     const C c = tp().contribution(oid, k);
-    if (c == C::scatter) gin[k] = tp().scatter(oid, k, *gin[k]);
+    if (c == C::scatter) {
+      Timed t(*this, RealPhase::tp_comm);
+      gin[k] = tp().scatter(oid, k, *gin[k]);
+    }
     auto& slot = (c == C::whole ? gr : gp)[op.inputs[k]->value];
     if (slot) runtime_cpu::accumulate(*slot, *gin[k]);
     else slot = std::move(gin[k]);
@@ -278,9 +321,13 @@ Status Runner::accumulate_parameter_grads(int mb) {
   auto& gr = grs(mb);
   auto& gp = gps(mb);
   for (auto id : params_) {
-    PLANNER_TRY_STATUS(tp().finalize(gr[id.value], gp[id.value]));
+    {
+      Timed t(*this, RealPhase::tp_comm);
+      PLANNER_TRY_STATUS(tp().finalize(gr[id.value], gp[id.value]));
+    }
     auto& slot = gr[id.value];
     if (!slot) continue;
+    Timed t(*this, RealPhase::grad_accumulation);
     float* dst = grad_acc_.data() + offset_.at(id.value);
     for (std::int64_t i = 0; i < slot->size(); ++i) dst[i] += (*slot)[i];
     slot.reset();

@@ -93,9 +93,12 @@ void Runner::release_weights() {
 Status Runner::sync_and_update() {
   const float scale = 1.0f / static_cast<float>(static_cast<std::int64_t>(dp_) * M_);
   if ((l().zero == 0 && !l().distributed_optimizer) || dp_ == 1) {
-    if (dp_ > 1)
+    if (dp_ > 1) {
+      Timed t(*this, RealPhase::dp_comm);
       PLANNER_TRY_STATUS(dp_comm_->all_reduce(grad_acc_.data(), grad_acc_.size(), core::DType::f32,
                                               runtime::ReduceOp::sum));
+    }
+    Timed t(*this, RealPhase::optimizer);
     for (auto& x : grad_acc_) x *= scale;
     grad_full_ = grad_acc_;
     optimizer_step(opt_, flat_w_, grad_full_, state_);
@@ -104,14 +107,22 @@ Status Runner::sync_and_update() {
   // ZeRO: reduce-scatter the gradients, update this rank's shard of the
   // weights and optimizer state, all-gather the weights (ZeRO-3: keep the shard).
   grad_shard_.assign(static_cast<std::size_t>(shard_), 0.0f);
-  PLANNER_TRY_STATUS(dp_comm_->reduce_scatter(grad_acc_.data(), grad_shard_.data(), static_cast<std::size_t>(shard_),
-                                              core::DType::f32, runtime::ReduceOp::sum));
-  for (auto& x : grad_shard_) x *= scale;
+  {
+    Timed t(*this, RealPhase::dp_comm);
+    PLANNER_TRY_STATUS(dp_comm_->reduce_scatter(grad_acc_.data(), grad_shard_.data(),
+                                                static_cast<std::size_t>(shard_), core::DType::f32,
+                                                runtime::ReduceOp::sum));
+  }
   std::span<float> w = zero3_ ? std::span<float>(shard_w_)
                               : std::span<float>(flat_w_).subspan(static_cast<std::size_t>(dp_rank_ * shard_),
                                                                   static_cast<std::size_t>(shard_));
-  optimizer_step(opt_, w, grad_shard_, state_);
+  {
+    Timed t(*this, RealPhase::optimizer);
+    for (auto& x : grad_shard_) x *= scale;
+    optimizer_step(opt_, w, grad_shard_, state_);
+  }
   if (!zero3_) {
+    Timed t(*this, RealPhase::dp_comm);
     std::vector<float> mine(w.begin(), w.end());
     PLANNER_TRY_STATUS(dp_comm_->all_gather(mine.data(), flat_w_.data(), static_cast<std::size_t>(shard_),
                                             core::DType::f32));

@@ -23,9 +23,14 @@ constexpr int kTagAct = 0, kTagGrad = 1;
 int Runner::peer_rank(int peer_pp) const { return with_coordinate(p_, rank_, "pp", peer_pp); }
 
 Status Runner::step(double& loss_sum) {
+  phase_s_.fill(0.0);
+  drop_weights();  // the last step's optimizer changed them
   values_.clear();
   grads_.clear();
-  grad_acc_.assign(static_cast<std::size_t>(padded_), 0.0f);
+  {
+    Timed t(*this, RealPhase::grad_accumulation);
+    grad_acc_.assign(static_cast<std::size_t>(padded_), 0.0f);
+  }
   loss_sum = 0;
   recomputed_ops_ = recomputed_flops_ = 0;
   // A micro-batch's activations and gradients are freed after its last B step here.
@@ -41,28 +46,36 @@ Status Runner::step(double& loss_sum) {
       if (t.kind == TaskKind::recv) recv = &t;
       if (t.kind == TaskKind::send) send = &t;
     }
-    if (recv) PLANNER_TRY_STATUS(flush_sends(recv->order));
+    // Pipeline transfers (packing, receives, send waits) are booked to
+    // pp_comm, ZeRO-3's gathers to dp_comm (RealPhase).
+    const auto timed = [this](RealPhase ph, auto&& f) {
+      Timed t(*this, ph);
+      return f();
+    };
+    if (recv) PLANNER_TRY_STATUS(timed(RealPhase::pp_comm, [&] { return flush_sends(recv->order); }));
     if (st.kind == 'F') {
-      if (recv) PLANNER_TRY_STATUS(receive_activations(st, *recv));
-      if (zero3_) PLANNER_TRY_STATUS(gather_weights());
+      if (recv) PLANNER_TRY_STATUS(timed(RealPhase::pp_comm, [&] { return receive_activations(st, *recv); }));
+      if (zero3_) PLANNER_TRY_STATUS(timed(RealPhase::dp_comm, [&] { return gather_weights(); }));
       PLANNER_TRY_STATUS(forward(st, loss_sum));
-      if (send) PLANNER_TRY_STATUS(queue_activations(st, *send));
+      if (send) PLANNER_TRY_STATUS(timed(RealPhase::pp_comm, [&] { return queue_activations(st, *send); }));
     } else {
-      if (recv) PLANNER_TRY_STATUS(receive_gradients(st, *recv));
-      if (zero3_) PLANNER_TRY_STATUS(gather_weights());
+      if (recv) PLANNER_TRY_STATUS(timed(RealPhase::pp_comm, [&] { return receive_gradients(st, *recv); }));
+      if (zero3_) PLANNER_TRY_STATUS(timed(RealPhase::dp_comm, [&] { return gather_weights(); }));
       PLANNER_TRY_STATUS(backward(st));
-      if (send) PLANNER_TRY_STATUS(queue_gradients(st, *send));
+      if (send) PLANNER_TRY_STATUS(timed(RealPhase::pp_comm, [&] { return queue_gradients(st, *send); }));
     }
     if (zero3_) {
       // Only the shard stays between uses: drop the gathered weights and
       // the copies the chunk's ops read (backward gathers them again).
       release_weights();
-      auto& v = vals(st.micro_batch);
-      for (auto id : params_) v[id.value].reset();
+      drop_weights();
     }
     if (st.kind == 'B' && last_b[st.micro_batch] == i) free_micro_batch(st.micro_batch);
   }
-  PLANNER_TRY_STATUS(flush_sends(-1));
+  {
+    Timed t(*this, RealPhase::pp_comm);
+    PLANNER_TRY_STATUS(flush_sends(-1));
+  }
   return sync_and_update();
 }
 

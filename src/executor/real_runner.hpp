@@ -11,11 +11,14 @@
 //   real_dp.cpp        this rank's parameters as one flat buffer, the
 //                      data-parallel and tp groups, gradient sync and ZeRO
 
+#include <array>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "planner/core/result.hpp"
@@ -29,6 +32,19 @@
 #include "real_tp.hpp"
 
 namespace planner::executor::real_detail {
+
+/// Where a rank's step time goes (RealResult::components_s; docs/executor.md
+/// "Real mode: where the time goes"): the ops' kernels (forward, backward,
+/// recompute), tp's collectives between ops, pipeline receives and send
+/// waits, data-parallel collectives (ZeRO-3 gathers included), the optimizer
+/// step (gradient scaling included), and the gradient accumulation passes
+/// (each micro-batch's parameter gradients added into the step's buffer).
+/// The rest of the step is the executor's own work (RealPhase-less: "other").
+enum class RealPhase : std::uint8_t { compute, tp_comm, pp_comm, dp_comm, optimizer, grad_accumulation };
+inline constexpr std::size_t kRealPhases = 6;
+/// RealResult::components_s's keys: the phases in order, then "other".
+inline constexpr std::array<std::string_view, kRealPhases + 1> kRealComponentNames{
+    "compute", "tp_comm", "pp_comm", "dp_comm", "optimizer", "grad_accumulation", "other"};
 
 class Runner {
  public:
@@ -57,8 +73,24 @@ class Runner {
   int pp_rank() const { return pp_rank_; }
   const std::vector<int>& chunk_of() const { return chunk_of_; }
   const runtime_cpu::OptimizerConfig& optimizer() const { return opt_; }
+  /// Seconds of the last step in each phase (index = RealPhase).
+  const std::array<double, kRealPhases>& phase_s() const { return phase_s_; }
 
  private:
+  /// Adds the time from its construction to its destruction to one phase.
+  class Timed {
+   public:
+    Timed(Runner& r, RealPhase p) : slot_(r.phase_s_[static_cast<std::size_t>(p)]), t0_(Clock::now()) {}
+    ~Timed() { slot_ += std::chrono::duration<double>(Clock::now() - t0_).count(); }
+    Timed(const Timed&) = delete;
+    Timed& operator=(const Timed&) = delete;
+
+   private:
+    using Clock = std::chrono::steady_clock;
+    double& slot_;
+    Clock::time_point t0_;
+  };
+
   using Values = std::vector<std::optional<runtime_cpu::Value>>;
   using Grads = std::vector<std::optional<runtime_cpu::Tensor>>;
 
@@ -73,7 +105,10 @@ class Runner {
   TpRank& tp() { return *tp_; }
   const TpRank& tp() const { return *tp_; }
   const runtime_cpu::Value* port(Values& v, graph::OpId o, std::size_t i, std::vector<runtime_cpu::Value>& keep);
+  bool is_weight(graph::TensorId id) const;
   Status provide(Values& v, graph::TensorId id, int mb);
+  Status provide_weight(graph::TensorId id);
+  void drop_weights();
   Status forward(const plan::ScheduleStep& st, double& loss_sum);
   Status run_op(graph::OpId oid, int mb);
   void drop_group(int gi, int mb);
@@ -131,6 +166,7 @@ class Runner {
   TpLayout tpl_;
   std::optional<TpRank> tp_;
   std::map<std::uint32_t, runtime_cpu::Value> inputs_;
+  Values weights_;  // by tensor id: this step's parameters as the ops read them (provide_weight)
   std::map<int, Values> values_;
   std::map<int, Grads> grads_, partials_;
   std::map<int, Values> made_;  // tp: outputs as made, when stored converted
@@ -138,6 +174,7 @@ class Runner {
   std::deque<PendingSend> in_flight_;  // posted with send_async, buffers kept until wait_sends
   RecomputePlan rc_;
   double recomputed_ops_ = 0, recomputed_flops_ = 0, peak_held_ = 0;
+  std::array<double, kRealPhases> phase_s_{};
 };
 
 }  // namespace planner::executor::real_detail

@@ -213,13 +213,24 @@ for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2
     count "$2" 3 '^check step [123]: loss [0-9.]+ vs reference [0-9.]+; max relative error .* <= 1e-05: ok$' &&
     count "$2" 4 '^step [1-4]'
   cp out.txt "out_$2.txt"
-  python3 - "m_$2.json" "$1" <<'PY' || { echo "FAIL $2: measured.json"; failures=$((failures + 1)); }
+  python3 - "m_$2.json" "$1" "$2" <<'PY' || { echo "FAIL $2: measured.json"; failures=$((failures + 1)); }
 import json, sys
 m = json.load(open(sys.argv[1]))
 assert m["format"] == "planner.measured/v1" and m["mode"] == "real", m
 assert m["ranks"] == int(sys.argv[2]) and m["steps"] == 3 and m["warmup"] == 1
 assert len(m["step_times_s"]) == 3 and all(t > 0 for t in m["step_times_s"])
-assert m["components_s"] == {} and len(m["peak_memory_bytes"]) == m["ranks"]
+assert len(m["peak_memory_bytes"]) == m["ranks"]
+# Where the step went (docs/executor.md "Real mode: where the time goes"):
+# every component, none negative or above the slowest step, kernels timed,
+# and each parallelism the plan uses booked to its own component.
+c, name = m["components_s"], sys.argv[3]
+assert set(c) == {"compute", "tp_comm", "pp_comm", "dp_comm", "optimizer", "grad_accumulation", "other"}, c
+assert all(0 <= v <= 1.05 * max(m["step_times_s"]) for v in c.values()), c
+assert c["compute"] > 0 and c["optimizer"] > 0 and c["grad_accumulation"] > 0, c
+booked = {"dp": "dp_comm", "pp": "pp_comm", "tp": "tp_comm", "cp": "tp_comm"}  # cp runs on tp's machinery
+for seg in name.split("_")[1:] + (["tp2"] if name in ("wd_row", "wd_col") else []):
+    if seg[:2] in booked and (seg[2:].isdigit() or seg == "tpany"):
+        assert c[booked[seg[:2]]] > 0, (seg, c)
 PY
 done
 # The recomputed work per step, summed over ranks, tp shares once; every

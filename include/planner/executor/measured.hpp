@@ -24,7 +24,7 @@ inline constexpr const char* kMeasuredFormat = "planner.measured/v1";
 
 struct Measured {
   std::string format = kMeasuredFormat;
-  std::string mode = "replay";  ///< what ran: "replay" or "real" (real: components_s empty, not split)
+  std::string mode = "replay";  ///< what ran: "replay" or "real" (the CUDA real mode: components_s empty)
   /// Where the replay computed: "cpu" (OpenBLAS, MPI) or "cuda" (cuBLAS,
   /// NCCL). Optional when read (files before it existed say cpu).
   std::string backend = "cpu";
@@ -34,7 +34,9 @@ struct Measured {
   int steps = 0, warmup = 0;
   std::vector<double> step_times_s;  ///< per measured step, max over ranks
   double step_time_s = 0;            ///< median of step_times_s
-  /// compute, tp_comm, pp_comm, dp_comm, optimizer: seconds per step.
+  /// compute, tp_comm, pp_comm, dp_comm, optimizer (the replay and the real
+  /// mode), grad_accumulation and other (the CPU real mode: RealResult):
+  /// seconds per step.
   std::map<std::string, double> components_s;
   std::vector<double> peak_memory_bytes;  ///< per rank: peak RSS
   std::string host, date;                 ///< date: UTC, ISO 8601

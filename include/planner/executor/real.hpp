@@ -29,6 +29,7 @@
 /// Architecture invariant: no MPI, CUDA or ONNX header; the communicator is
 /// injected.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +69,15 @@ struct CheckedStep {
 struct RealResult {
   std::vector<double> losses;        ///< per step (warm-up included), mean over the global batch
   std::vector<double> step_times_s;  ///< per measured step, max over ranks
+  /// Where the step's time went, seconds per step: mean over measured steps
+  /// of the maximum over ranks, per component: "compute" (the ops' kernels:
+  /// forward, backward, recompute), "tp_comm", "pp_comm" (packing, receives,
+  /// send waits), "dp_comm" (ZeRO-3 gathers included), "optimizer",
+  /// "grad_accumulation" (zeroing the step's gradient buffer and adding each
+  /// micro-batch's parameter gradients into it) and "other" (the rest of a
+  /// rank's step: the executor's own work per op: dispatch, copies of the
+  /// weights an op reads, activation-gradient sums, bookkeeping).
+  std::map<std::string, double> components_s;
   std::vector<CheckedStep> checked;  ///< rank 0 with check
   std::vector<double> peak_rss_bytes;  ///< per rank (getrusage ru_maxrss), after the last step
   /// Per rank: the most activation bytes held at once (every micro-batch's
