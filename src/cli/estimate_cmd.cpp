@@ -244,7 +244,7 @@ Runner setup_estimate(CLI::App& sub) {
                  "Master copy of 16-bit parameters: fp32 | remainder (Apex store_param_remainders) | none")
       ->capture_default_str();
   sub.add_option("--framework", a->framework,
-                 "Communication behaviour: megatron | megatron-legacy | deepspeed | fsdp | ddp (docs/estimate.md)")
+                 "Communication behaviour: megatron | megatron-legacy | deepspeed | fsdp | ddp | executor (docs/estimate.md)")
       ->capture_default_str();
   sub.add_flag("--split-embedding-loss", c.split_embedding_loss,
                "Count the embedding and the loss as one layer each in the pipeline split (Megatron-Core "

@@ -21,7 +21,7 @@ void SearchFlags::add_to(CLI::App& sub, bool devices_required, const std::string
   if (devices_required) devices_opt->required();
   global_batch_opt = sub.add_option("--global-batch", global_batch, "Global batch (default: the model's batch x N)");
   sub.add_option("--fix", fix, "Pin degrees or settings: tp=8,pp=4,dp=..,cp=..,ep=..,vp=..,mb=..,zero=..,recompute=..,schedule=..,sp=0|1");
-  sub.add_option("--framework", framework, "megatron | megatron-legacy | deepspeed | fsdp | ddp")->capture_default_str();
+  sub.add_option("--framework", framework, "megatron | megatron-legacy | deepspeed | fsdp | ddp | executor (planner's own executor: planner run, validate)")->capture_default_str();
   sub.add_option("--max-memory-fraction", max_memory_fraction, memory_help)->capture_default_str();
   max_micro_batch_opt = sub.add_option("--max-micro-batch", max_micro_batch,
                                        "Largest micro-batch tried (default 16, or the model's static batch when larger)")

@@ -438,6 +438,10 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
 Runner setup_validate(CLI::App& sub) {
   auto a = std::make_shared<ValidateArgs>();
   sub.add_option("model", a->model, "ONNX model file (searched as `planner search` would)")->required();
+  // The candidates run on planner's own executor: predict them as it runs
+  // (fp32, unfused ops, a gradient accumulation pass, dp sync after the
+  // flush: estimate::Framework::executor) unless --framework says otherwise.
+  a->search.framework = "executor";
   a->search.add_to(sub, /*devices_required=*/false);
   sub.add_option("--candidates", a->candidates, "Distinct layouts of the search to run (the best first)")
       ->capture_default_str();

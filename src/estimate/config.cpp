@@ -10,12 +10,13 @@
 namespace planner::estimate {
 namespace {
 
-constexpr std::array<std::pair<Framework, std::string_view>, 5> kFrameworks{{
+constexpr std::array<std::pair<Framework, std::string_view>, 6> kFrameworks{{
     {Framework::megatron, "megatron"},
     {Framework::megatron_legacy, "megatron-legacy"},
     {Framework::deepspeed, "deepspeed"},
     {Framework::fsdp, "fsdp"},
     {Framework::ddp, "ddp"},
+    {Framework::executor, "executor"},
 }};
 
 }  // namespace

@@ -46,7 +46,8 @@ bool grads_in_fp32(const ParallelConfig& c, const cost::CostModel& model) {
     case Framework::megatron_legacy:
     case Framework::deepspeed: return !fp16;
     case Framework::fsdp:
-    case Framework::ddp: return false;  // fp32 parameters (autocast) or 16-bit: 16 B per parameter either way
+    case Framework::ddp:
+    case Framework::executor: return false;  // fp32 parameters (autocast) or 16-bit: 16 B per parameter either way
   }
   return true;
 }

@@ -31,7 +31,8 @@ double grad_reduce_bytes(const ParallelConfig& c, const cost::ComputeContext& ct
     case Framework::deepspeed: return p == core::Precision::fp16 ? 2.0 : 4.0;
     case Framework::megatron:
     case Framework::fsdp:
-    case Framework::ddp: return 4.0;
+    case Framework::ddp:
+    case Framework::executor: return 4.0;
   }
   return 4.0;
 }
@@ -139,6 +140,12 @@ GradPass grad_pass(const ParallelConfig& c, const cost::ComputeContext& ctx) {
       // Megatron-Core's gradient-accumulation fusion: the weight-gradient
       // GEMM accumulates into main_grad in its epilogue; no separate pass.
       return {};
+    case Framework::executor:
+      // planner's executor (src/executor/real_compute.cpp,
+      // accumulate_parameter_grads): every micro-batch's fp32 parameter
+      // gradients are added into the step's zeroed buffer (read both, write
+      // one), the first micro-batch's too.
+      return {3.0 * 4.0, false};
   }
   return {};
 }

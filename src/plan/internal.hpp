@@ -19,8 +19,8 @@ inline constexpr std::array<std::string_view, 3> kSchedules{"1f1b", "gpipe", "in
 inline constexpr std::array<std::string_view, 3> kOptimizers{"adam", "sgd_momentum", "sgd"};
 inline constexpr std::array<std::string_view, 2> kStateDtypes{"fp32", "bf16"};
 inline constexpr std::array<std::string_view, 3> kMasterWeights{"fp32", "remainder", "none"};
-inline constexpr std::array<std::string_view, 5> kFrameworks{"megatron", "megatron-legacy", "deepspeed", "fsdp",
-                                                             "ddp"};
+inline constexpr std::array<std::string_view, 6> kFrameworks{"megatron", "megatron-legacy", "deepspeed", "fsdp",
+                                                             "ddp",      "executor"};
 inline constexpr std::array<std::string_view, 2> kCommands{"search", "estimate"};
 inline constexpr std::array<std::string_view, 4> kMeshAxes{"pp", "dp", "cp", "tp"};
 inline constexpr std::array<std::string_view, 6> kCollectives{"all_reduce",  "all_gather", "reduce_scatter",

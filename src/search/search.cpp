@@ -218,6 +218,10 @@ std::vector<Candidate> enumerate_layouts(const Space& s, const ModelFacts& facts
               zeros = data ? std::vector<std::pair<int, bool>>{{2, false}, {3, false}} : std::vector<std::pair<int, bool>>{{0, false}};
               break;
             case estimate::Framework::ddp: zeros = {{0, false}}; break;
+            case estimate::Framework::executor:
+              zeros = data ? std::vector<std::pair<int, bool>>{{0, false}, {1, false}, {3, false}}
+                           : std::vector<std::pair<int, bool>>{{0, false}};
+              break;
           }
           if (fx.zero) zeros = {{*fx.zero, false}};
           // Expert parallelism (MoE models; Megatron-Core and DeepSpeed-MoE):

@@ -47,9 +47,18 @@ enum class Framework : std::uint8_t {
   fsdp,
   /// PyTorch DDP: 25 MB gradient buckets all-reduced during backward.
   ddp,
+  /// planner's bundled executor (`planner run`, `planner validate`;
+  /// docs/executor.md): fp32 throughout, every op its own kernel (no
+  /// elementwise fusion), each micro-batch's parameter gradients added into
+  /// the step's buffer by a separate pass (read both, write one: 12 bytes per
+  /// parameter, the first micro-batch too, into a zeroed buffer), the
+  /// data-parallel all-reduce or ZeRO reduce-scatter after the flush, not
+  /// overlapped; ZeRO 0, 1 and 3 (3 gathers the stage's weights for every
+  /// forward and backward step).
+  executor,
 };
 
-/// "megatron", "megatron-legacy", "deepspeed", "fsdp", "ddp".
+/// "megatron", "megatron-legacy", "deepspeed", "fsdp", "ddp", "executor".
 std::string_view framework_name(Framework f);
 /// Parses framework_name(); the error lists the names.
 Result<Framework> parse_framework(std::string_view s);
