@@ -44,7 +44,7 @@ std::optional<std::string> context_parallel_error(std::int64_t seq, int tp, int 
 Result<Framework> parse_framework(std::string_view s) {
   for (const auto& [k, n] : kFrameworks)
     if (n == s) return k;
-  return Error{fmt::format("unknown framework '{}' (expected megatron, megatron-legacy, deepspeed, fsdp or ddp)", s)};
+  return Error{fmt::format("unknown framework '{}' (expected megatron, megatron-legacy, deepspeed, fsdp, ddp or executor)", s)};
 }
 
 Result<int> parse_optimizer_state_dtype(std::string_view s) {

@@ -191,7 +191,7 @@ TEST_CASE("estimate config: state_sharding follows --zero and --distributed-opti
 
 TEST_CASE("estimate config: framework names round-trip; an unknown one lists them", "[estimate][config]") {
   for (auto f : {Framework::megatron, Framework::megatron_legacy, Framework::deepspeed, Framework::fsdp,
-                 Framework::ddp}) {
+                 Framework::ddp, Framework::executor}) {
     const auto parsed = estimate::parse_framework(estimate::framework_name(f));
     REQUIRE(parsed.ok());
     CHECK(*parsed == f);
@@ -200,5 +200,5 @@ TEST_CASE("estimate config: framework names round-trip; an unknown one lists the
   const auto bad = estimate::parse_framework("colossal");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message ==
-        "unknown framework 'colossal' (expected megatron, megatron-legacy, deepspeed, fsdp or ddp)");
+        "unknown framework 'colossal' (expected megatron, megatron-legacy, deepspeed, fsdp, ddp or executor)");
 }

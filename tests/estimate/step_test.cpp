@@ -447,6 +447,12 @@ TEST_CASE("estimate step: gradient accumulation passes per framework, per micro-
     // 12 x 217,472 x 0.75 / 1e12 = 1.957248e-6 s per micro-batch.
     CHECK(e.grad_accumulation.value == rel(4 * 1.957248e-6));
   }
+  SECTION("planner's executor: every micro-batch's fp32 gradients added into the zeroed buffer: 12 B, the first too") {
+    const auto e = run_with(Framework::executor, 0);
+    // 12 x 217,472 / 1e12 = 2.609664e-6 s per micro-batch, 4 micro-batches.
+    CHECK(e.grad_accumulation.value == rel(4 * 2.609664e-6));
+    CHECK(breakdown_sum(e) == rel(e.step_time.value));
+  }
 }
 
 TEST_CASE("estimate step: ZeRO-3: weights gathered and gradients reduce-scattered per micro-batch, behind the compute",
