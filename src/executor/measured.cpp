@@ -159,6 +159,10 @@ Result<Measured> measured_from_json(std::string_view text, std::string_view sour
   return m;
 }
 
+namespace {
+constexpr double kNoTimeS = 1e-6;
+}  // namespace
+
 Result<std::vector<CompareRow>> compare(const plan::Plan& p, std::string_view plan_sha256, const Measured& m,
                                         const std::vector<int>& rank_pp) {
   if (m.plan_sha256 != plan_sha256)
@@ -169,7 +173,9 @@ Result<std::vector<CompareRow>> compare(const plan::Plan& p, std::string_view pl
   std::vector<CompareRow> rows;
   auto row = [&](std::string name, std::optional<double> pred, std::optional<double> meas, std::string unit) {
     CompareRow r{std::move(name), pred, meas, std::nullopt, std::move(unit)};
-    if (pred && meas && *pred > 0) r.error_pct = (*meas - *pred) / *pred * 100.0;
+    // A prediction below a microsecond is a zero left by rounding (a bubble
+    // of 1e-17 s): a percentage of it says nothing.
+    if (pred && meas && *pred > (r.unit == "s" ? kNoTimeS : 0.0)) r.error_pct = (*meas - *pred) / *pred * 100.0;
     rows.push_back(std::move(r));
   };
   const auto& b = p.prediction.breakdown_s;

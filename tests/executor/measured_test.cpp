@@ -92,6 +92,10 @@ TEST_CASE("compare: percentage errors per component and peak memory per stage", 
   CHECK(*r[2].error_pct == Approx(150.0));    // (0.0005 - 0.0002) / 0.0002
   CHECK(*r[3].error_pct == Approx(-100.0));   // pp_comm 0 against a bubble of 0.0004
   CHECK_FALSE(r[4].error_pct);                // dp_comm: predicted 0, no percentage
+  // A predicted time below a microsecond is rounding, not a prediction.
+  auto p2 = p;
+  p2.prediction.breakdown_s["data_parallel_exposed"] = 1e-17;
+  CHECK_FALSE((*compare(p2, "abc", m, {0, 1}))[4].error_pct);
   CHECK(r[6].name == "peak_memory[pp 0]");
   CHECK(*r[6].error_pct == Approx(-50.0));    // 100 MiB against 200 MiB
   CHECK(*r[7].error_pct == Approx(100.0));    // 120 MiB against 60 MiB

@@ -59,7 +59,8 @@ struct CompareRow {
   std::string name;                 ///< "step_time", "compute", ..., "peak_memory[pp 0]"
   std::optional<double> predicted;  ///< absent when the plan has no such figure
   std::optional<double> measured;
-  /// (measured - predicted) / predicted x 100, when both exist and predicted > 0.
+  /// (measured - predicted) / predicted x 100, when both exist and predicted
+  /// > 0 (a time: >= 1 us; below it is rounding).
   std::optional<double> error_pct;
   std::string unit;                 ///< "s" or "B"
 };
