@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache   # ccache: CMakeLists.txt's PLANNER_CCACHE
   libcli11-dev nlohmann-json3-dev
   libprotobuf-dev protobuf-compiler libonnx-dev
   libboost-graph-dev catch2 libfmt-dev
