@@ -232,6 +232,44 @@ Result<CpuMeasurements> measure_cpu(runtime::Communicator& comm, const MeasureOp
     m.adam_per_param = Seconds(t / static_cast<double>(m.adam_params));
   }
 
+  // The spread of a rank's pace (device.step_time_cv; estimate/straggler.hpp):
+  // a synchronous step waits for its slowest rank, and on a shared host the
+  // ranks' pace drifts (a dp=2 GPT step of ~1.4 s on this VM had one rank
+  // waiting 0.13-0.45 s for the other at the gradient all-reduce). Every
+  // rank runs the same sgemm calls at once, round after round.
+  {
+    m.step_gemm_n = 256;
+    m.step_rounds = o.quick ? 6 : 30;
+    const double round_s = o.quick ? 0.01 : 0.1;
+    const int n = m.step_gemm_n;
+    auto a = filled(static_cast<std::size_t>(n) * n, 0.5f), bm = filled(static_cast<std::size_t>(n) * n, 0.25f);
+    std::vector<float> c(static_cast<std::size_t>(n) * n);
+    auto gemm = [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, bm.data(), n, 0.0f, c.data(), n);
+    };
+    progress(fmt::format("the ranks' pace: {} rounds of sgemm {} on every rank at once", m.step_rounds, n));
+    gemm();
+    const double t0 = now();
+    gemm();
+    const double one = std::max(now() - t0, 1e-7);
+    PLANNER_TRY(double calls, reduce(comm, std::ceil(round_s / one), runtime::ReduceOp::max));
+    m.step_calls = std::max(1L, static_cast<long>(calls));
+    double sum = 0, sumsq = 0;
+    for (int r = 0; r < m.step_rounds; ++r) {
+      PLANNER_TRY_STATUS(comm.barrier());
+      const double s = now();
+      for (long i = 0; i < m.step_calls; ++i) gemm();
+      const double t = now() - s;
+      sum += t;
+      sumsq += t * t;
+    }
+    const double k = static_cast<double>(m.step_rounds);
+    PLANNER_TRY(double mu, mean(comm, sum / k));
+    PLANNER_TRY(double second, mean(comm, sumsq / k));
+    m.step_round_s = mu;
+    m.step_cv = mu > 0 ? std::sqrt(std::max(0.0, second - mu * mu)) / mu : 0.0;
+  }
+
   if (comm.size() > 1) {
     PLANNER_TRY(double before, reduce(comm, resident_bytes(), runtime::ReduceOp::max));
     PLANNER_TRY_STATUS(measure_collectives(comm, o, m));

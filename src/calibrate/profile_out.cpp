@@ -391,6 +391,15 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
         kernel_source(by, fmt::format("the CPU backend's own AdamW step (runtime_cpu::adamw_step) over {} fp32 "
                                       "parameters: {:.3g} ns per parameter, memory traffic included",
                                       m.adam_params, m.adam_per_param.value * 1e9)));
+  // A spread below 0.1 % is no spread; the profile's domain is (0, 1].
+  if (m.step_cv >= 1e-3 && m.step_cv <= 1)
+    dev["step_time_cv"] = sourced(
+        sig(m.step_cv),
+        kernel_source(by, fmt::format("the spread (standard deviation / mean) of {} rounds of the same sgemm work ({} "
+                                      "calls of n = {}, {:.3g} s a round) run by every rank at once, over every rank "
+                                      "and round: a synchronous step waits for its slowest rank (estimate: "
+                                      "straggler.hpp)",
+                                      m.step_rounds, m.step_calls, m.step_gemm_n, m.step_round_s)));
   gemm_fields(dev, by, sweep, g, "sgemm", "sgemm");
   dev["gemm_alignment_bytes"] =
       sourced(16, "estimate, not measured: 16 bytes (4 fp32, one SSE vector); gemm_misaligned_factor is measured "

@@ -36,6 +36,11 @@ for key, lo, hi in [("special_function_rate_per_s", 1e6, 1e10), ("adam_update_ra
     v = d[key]
     assert lo < v["value"] < hi, (key, v)
     assert "runtime_cpu::" in v["source"], (key, v)
+# The ranks' pace: written when the rounds spread (nearly always on a
+# shared host), in the profile's domain (0, 1], with its rounds named.
+if "step_time_cv" in d:
+    v = d["step_time_cv"]
+    assert 0 < v["value"] <= 1 and "6 rounds of the same sgemm work" in v["source"], v
 PY
 
 "$BIN" model mlp --layers 2 --width 256 --batch 32 -o tiny.onnx >/dev/null || fail "planner model"

@@ -68,6 +68,15 @@ struct CpuMeasurements {
   Seconds erf_per_element;
   std::int64_t adam_params = 0;
   Seconds adam_per_param;
+  /// The spread of a rank's pace: every rank runs the same sgemm work
+  /// (side step_gemm_n, step_calls calls a round, about step_round_s) at
+  /// once, step_rounds times; step_cv = standard deviation / mean of the
+  /// round times over every rank and round (0 when not measured).
+  int step_gemm_n = 0;
+  long step_calls = 0;
+  int step_rounds = 0;
+  double step_round_s = 0;
+  double step_cv = 0;
   /// Per collective (indexed by core::Collective): x = message bytes.
   std::array<std::vector<Sample>, core::kCollectiveCount> collectives;
   /// Resident memory of a rank after start-up (MPI, OpenBLAS), before any
