@@ -103,7 +103,8 @@ void Runner::drop_weights() {
   for (auto id : params_) weights_[id.value].reset();
 }
 
-// A tensor made by no op and not a parameter: a constant or this chunk's rows of an input.
+// A tensor made by no op: a parameter (in weights_, not v), a constant or
+// this chunk's rows of an input.
 Status Runner::provide(Values& v, TensorId id, int mb) {
   const auto& t = g_.tensor(id);
   if (is_weight(id)) {
@@ -150,8 +151,7 @@ Status Runner::run_op(graph::OpId oid, int mb) {
       in.push_back(nullptr);
       continue;
     }
-    if (is_weight(*t)) PLANNER_TRY_STATUS(provide_weight(*t));
-    else if (!v[t->value]) PLANNER_TRY_STATUS(provide(v, *t, mb));
+    if (is_weight(*t) || !v[t->value]) PLANNER_TRY_STATUS(provide(v, *t, mb));
     in.push_back(port(v, oid, i, keep));
   }
   std::vector<runtime_cpu::OutputSpec> specs;
@@ -161,29 +161,21 @@ Status Runner::run_op(graph::OpId oid, int mb) {
     const auto& x = g_.tensor(*t);
     specs.push_back({tp().out_shape(oid, k), x.dtype, x.values ? &*x.values : nullptr});
   }
-  auto outs = [&] {
-    Timed t(*this, RealPhase::compute);
-    return tp().forward(oid, in, specs);
-  }();
-  if (!outs) return outs.error();
-  for (std::size_t k = 0; k < outs->size(); ++k) {
+  PLANNER_TRY(auto outs, timed(RealPhase::compute, [&] { return tp().forward(oid, in, specs); }));
+  for (std::size_t k = 0; k < outs.size(); ++k) {
     // tp: a partial sum is all-reduced, a split read whole all-gathered;
     // the op's own output is kept for its backward.
     Value stored;
-    auto conv = [&] {
-      Timed t(*this, RealPhase::tp_comm);
-      return tp().store_output(oid, k, (*outs)[k], stored);
-    }();
-    if (!conv) return conv.error();
-    const bool converted = *conv;
+    PLANNER_TRY(const bool converted,
+                timed(RealPhase::tp_comm, [&] { return tp().store_output(oid, k, outs[k], stored); }));
     auto& slot = v[op.outputs[k]->value];
     if (converted) {
       slot = std::move(stored);
       auto& m = made_[mb];
       if (m.empty()) m.resize(g_.num_tensors());
-      m[op.outputs[k]->value] = std::move((*outs)[k]);
+      m[op.outputs[k]->value] = std::move(outs[k]);
     } else {
-      slot = std::move((*outs)[k]);
+      slot = std::move(outs[k]);
     }
   }
   return Status::success();
@@ -290,25 +282,16 @@ Status Runner::backward_op(graph::OpId oid, int mb) {
   std::vector<bool> needs;
   for (std::size_t i = 0; i < op.inputs.size(); ++i) {
     const auto& t = op.inputs[i];
-    if (t && is_weight(*t)) PLANNER_TRY_STATUS(provide_weight(*t));
-    else if (t && !v[t->value]) PLANNER_TRY_STATUS(provide(v, *t, mb));
+    if (t && (is_weight(*t) || !v[t->value])) PLANNER_TRY_STATUS(provide(v, *t, mb));
     in.push_back(t ? port(v, oid, i, keep) : nullptr);
     needs.push_back(t && needs_grad_[t->value]);
   }
-  auto grads = [&] {
-    Timed t(*this, RealPhase::compute);
-    return tp().backward(oid, in, outs, dout, needs);
-  }();
-  if (!grads) return grads.error();
-  auto& gin = *grads;
+  PLANNER_TRY(auto gin, timed(RealPhase::compute, [&] { return tp().backward(oid, in, outs, dout, needs); }));
   for (std::size_t k = 0; k < gin.size(); ++k) {
     if (!gin[k]) continue;
     using C = TpRank::Contribution;
     const C c = tp().contribution(oid, k);
-    if (c == C::scatter) {
-      Timed t(*this, RealPhase::tp_comm);
-      gin[k] = tp().scatter(oid, k, *gin[k]);
-    }
+    if (c == C::scatter) gin[k] = timed(RealPhase::tp_comm, [&] { return tp().scatter(oid, k, *gin[k]); });
     auto& slot = (c == C::whole ? gr : gp)[op.inputs[k]->value];
     if (slot) runtime_cpu::accumulate(*slot, *gin[k]);
     else slot = std::move(gin[k]);
@@ -321,10 +304,7 @@ Status Runner::accumulate_parameter_grads(int mb) {
   auto& gr = grs(mb);
   auto& gp = gps(mb);
   for (auto id : params_) {
-    {
-      Timed t(*this, RealPhase::tp_comm);
-      PLANNER_TRY_STATUS(tp().finalize(gr[id.value], gp[id.value]));
-    }
+    PLANNER_TRY_STATUS(timed(RealPhase::tp_comm, [&] { return tp().finalize(gr[id.value], gp[id.value]); }));
     auto& slot = gr[id.value];
     if (!slot) continue;
     Timed t(*this, RealPhase::grad_accumulation);

@@ -48,10 +48,6 @@ Status Runner::step(double& loss_sum) {
     }
     // Pipeline transfers (packing, receives, send waits) are booked to
     // pp_comm, ZeRO-3's gathers to dp_comm (RealPhase).
-    const auto timed = [this](RealPhase ph, auto&& f) {
-      Timed t(*this, ph);
-      return f();
-    };
     if (recv) PLANNER_TRY_STATUS(timed(RealPhase::pp_comm, [&] { return flush_sends(recv->order); }));
     if (st.kind == 'F') {
       if (recv) PLANNER_TRY_STATUS(timed(RealPhase::pp_comm, [&] { return receive_activations(st, *recv); }));

@@ -90,6 +90,12 @@ class Runner {
     double& slot_;
     Clock::time_point t0_;
   };
+  /// f(), its time booked to phase p.
+  template <typename F>
+  auto timed(RealPhase p, F&& f) {
+    Timed t(*this, p);
+    return f();
+  }
 
   using Values = std::vector<std::optional<runtime_cpu::Value>>;
   using Grads = std::vector<std::optional<runtime_cpu::Tensor>>;
