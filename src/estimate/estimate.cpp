@@ -58,7 +58,8 @@ bool strategy_matches(const ops::Strategy& s, std::string_view want) {
   return a.ok() && !a->is_replicated() && *a == s.assignment;
 }
 
-Status apply_hints(sharding::LoweredSharding& l, const graph::OpGraph& g, const std::vector<Hint>& hints) {
+Status apply_hints(sharding::ShardingProblem& problem, const sharding::LoweredSharding& l, const graph::OpGraph& g,
+                   const std::vector<Hint>& hints) {
   if (hints.empty()) return {};
   std::vector<bool> used(hints.size(), false);
   for (std::size_t n = 0; n < l.nodes.size(); ++n) {
@@ -72,7 +73,7 @@ Status apply_hints(sharding::LoweredSharding& l, const graph::OpGraph& g, const 
         any = true;
         continue;
       }
-      l.problem.nodes[n].strategies[s].cost[sharding::CostTerm::compute] += Seconds(kHintPenalty);
+      problem.nodes[n].strategies[s].cost[sharding::CostTerm::compute] += Seconds(kHintPenalty);
     }
     if (!any) {
       std::string offered;
@@ -80,7 +81,7 @@ Status apply_hints(sharding::LoweredSharding& l, const graph::OpGraph& g, const 
         offered += fmt::format("{}{} [{}]", s ? ", " : "", strategies[s].name,
                                strategies[s].assignment.is_replicated() ? "replicated" : ops::to_string(strategies[s].assignment));
       return make_error("hints line {}: '{}' is not a strategy of '{}' on this mesh (offered: {})", h->line, h->strategy,
-                        l.problem.nodes[n].name, offered);
+                        problem.nodes[n].name, offered);
     }
   }
   for (std::size_t i = 0; i < hints.size(); ++i)
@@ -116,7 +117,8 @@ bool splits_weight(const ops::OpSharding& sh, const ops::Strategy& s, const grap
 // weight replicated, which the solver may find cheaper for a small GQA
 // key/value projection, is not a Megatron layout. (Biases and norm weights of
 // the sequence-parallel regions stay replicated.)
-void enforce_sequence_parallel(sharding::LoweredSharding& l, const graph::OpGraph& g) {
+void enforce_sequence_parallel(sharding::ShardingProblem& problem, const sharding::LoweredSharding& l,
+                               const graph::OpGraph& g) {
   const auto tp = l.mesh.find("tp");
   for (std::size_t n = 0; n < l.nodes.size(); ++n) {
     const auto& sh = l.nodes[n].sharding;
@@ -132,7 +134,7 @@ void enforce_sequence_parallel(sharding::LoweredSharding& l, const graph::OpGrap
                                               [&](const ops::Strategy& s) { return splits_weight(sh, s, g, *tp); });
     for (std::size_t s = 0; s < strategies.size(); ++s)
       if (!strategies[s].assignment.uses_axis("tp") || (any_weight && !splits_weight(sh, strategies[s], g, *tp)))
-        l.problem.nodes[n].strategies[s].cost[sharding::CostTerm::compute] += Seconds(kSequenceParallelPenalty);
+        problem.nodes[n].strategies[s].cost[sharding::CostTerm::compute] += Seconds(kSequenceParallelPenalty);
   }
 }
 
@@ -192,7 +194,7 @@ Status make_meshes(const ParallelConfig& c, Layout& L) {
 }
 
 Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
-                            const ShardingSolver* solver, std::optional<Bytes> state_limit) {
+                            const ShardingSolver* solver, std::optional<Bytes> state_limit, LoweringCache* cache) {
   Layout L;
   PLANNER_TRY_STATUS(make_meshes(c, L));
 
@@ -277,33 +279,54 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   // against that bound, a stage's layers plus both must fit one device's
   // budget (a replicated 2 B-parameter embedding cannot hide in the sum).
   lo.outside_layers_memory_weight = static_cast<double>(c.pp);
-  PLANNER_TRY(L.lowered, sharding::lower_sharding(g, L.mp, oracle, lo));
-  PLANNER_TRY_STATUS(apply_hints(L.lowered, g, c.hints));
-  if (c.sequence_parallel) enforce_sequence_parallel(L.lowered, g);
-  auto solve = [&](const sharding::ShardingProblem& p) { return solver ? (*solver)(p) : sharding::solve(p); };
-  auto solved = solve(L.lowered.problem);
+  // The time part of the lowering: kept across the layouts of a search.
+  const LoweringCache::Key key{&g, &model, c.cp, c.tp, L.mp.devices_per_node(), c.sequence_parallel, c.tp_splits_batch};
+  std::shared_ptr<LoweringCache::Entry> kept = cache ? cache->find(key) : nullptr;
+  if (kept) {
+    L.lowered = kept->lowered();
+  } else {
+    PLANNER_TRY(sharding::LoweredSharding fresh, sharding::lower_times(g, L.mp, oracle, lo));
+    L.lowered = std::make_shared<const sharding::LoweredSharding>(std::move(fresh));
+    if (cache && (kept = cache->keep(key, L.lowered))) L.lowered = kept->lowered();
+  }
+  // This layout's problem: its state costs, hints and sequence parallelism.
+  auto price = [&]() -> Status {
+    L.problem = L.lowered->problem;
+    sharding::add_state_costs(L.problem, *L.lowered, g, oracle, lo);
+    PLANNER_TRY_STATUS(apply_hints(L.problem, *L.lowered, g, c.hints));
+    if (c.sequence_parallel) enforce_sequence_parallel(L.problem, *L.lowered, g);
+    return Status::success();
+  };
+  PLANNER_TRY_STATUS(price());
+  auto solve = [&](const sharding::ShardingProblem& p) -> Result<sharding::Solution> {
+    if (solver) return (*solver)(p);
+    // The default solver's first pass reads the time costs only: the same
+    // for every layout of the kept lowering with these sync weights.
+    if (!kept || !c.hints.empty()) return sharding::solve(p);
+    PLANNER_TRY(sharding::Solution fast, kept->first_pass(lo.axis_grad_sync_weight, [&] { return sharding::solve_time_only(p); }));
+    return sharding::solve(p, std::move(fast));
+  };
+  auto solved = solve(L.problem);
   if (!solved.ok()) {
     // Nothing fits the bound: take the fastest choice; the memory report
     // will say it does not fit.
     lo.memory_limit.reset();
-    PLANNER_TRY(L.lowered, sharding::lower_sharding(g, L.mp, oracle, lo));
-    PLANNER_TRY_STATUS(apply_hints(L.lowered, g, c.hints));
-    if (c.sequence_parallel) enforce_sequence_parallel(L.lowered, g);
-    solved = solve(L.lowered.problem);
+    PLANNER_TRY_STATUS(price());
+    solved = solve(L.problem);
   }
   PLANNER_TRY(sharding::Solution sol, std::move(solved));
   L.choice = std::move(sol.choice);
   L.state_bound = sol.evaluation.memory;
-  for (const auto& node : L.lowered.problem.nodes) {
+  for (const auto& node : L.problem.nodes) {
     Bytes least = node.strategies.front().memory;
     for (const auto& st : node.strategies) least = std::min(least, st.memory);
     L.min_state_bound += least;
   }
   // A hinted unit must have kept its hinted strategy (the penalty could only
   // lose to an infeasible memory bound).
-  for (std::size_t n = 0; n < L.lowered.nodes.size(); ++n)
-    if (L.lowered.problem.nodes[n].strategies[L.choice[n]].cost[sharding::CostTerm::compute].value >= kHintPenalty)
-      return make_error("hints: '{}' cannot keep its hinted strategy within the memory bound", L.lowered.problem.nodes[n].name);
+  for (std::size_t n = 0; n < L.lowered->nodes.size(); ++n)
+    if (L.problem.nodes[n].strategies[L.choice[n]].cost[sharding::CostTerm::compute].value >= kHintPenalty)
+      return make_error("hints: '{}' cannot keep its hinted strategy within the memory bound", L.problem.nodes[n].name);
   L.exact = sol.exact;
 
   // Strategy per op; layout per tensor (every copy of a shared node).
@@ -312,9 +335,9 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   auto set_layout = [&](TensorId t, const layout::TensorLayout& l) {
     if (!L.layout_of_tensor[t.value]) L.layout_of_tensor[t.value] = &l;  // the first copy's port wins
   };
-  for (std::size_t n = 0; n < L.lowered.nodes.size(); ++n) {
-    const auto& node = L.lowered.nodes[n];
-    const auto& s = sharding::chosen(L.lowered, L.choice, n);
+  for (std::size_t n = 0; n < L.lowered->nodes.size(); ++n) {
+    const auto& node = L.lowered->nodes[n];
+    const auto& s = sharding::chosen(*L.lowered, L.choice, n);
     const auto& rep = node.instances.front();
     for (const auto& inst : node.instances) {
       for (OpId id : inst) L.strategy_of_op[id.value] = &s;
@@ -350,10 +373,33 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   // Every op's time at its chosen strategy (the step and the balanced cut
   // both read these).
   L.op_times.resize(g.num_ops());
-  for (OpId id : order) {
+  auto op_time = [&](OpId id) {
     const auto* st = L.strategy_of_op[id.value];
-    L.op_times[id.value] =
-        model.op_time(g.op(id), g, st ? local_scaling(g.op(id), g, *st, L.mp) : cost::OpScaling::whole());
+    return model.op_time(g.op(id), g, st ? local_scaling(g.op(id), g, *st, L.mp) : cost::OpScaling::whole());
+  };
+  if (kept) {
+    // The ops of the lowered nodes: their times at the chosen strategies,
+    // kept for the other layouts of the key (the same numbers).
+    std::vector<bool> done(g.num_ops(), false);
+    for (std::size_t n = 0; n < L.lowered->nodes.size(); ++n) {
+      const auto& instances = L.lowered->nodes[n].instances;
+      const auto times = kept->node_times(n, L.choice[n], [&] {
+        std::vector<cost::OpTime> t;
+        for (const auto& inst : instances)
+          for (OpId id : inst) t.push_back(op_time(id));
+        return t;
+      });
+      std::size_t i = 0;
+      for (const auto& inst : instances)
+        for (OpId id : inst) {
+          L.op_times[id.value] = (*times)[i++];
+          done[id.value] = true;
+        }
+    }
+    for (OpId id : order)
+      if (!done[id.value]) L.op_times[id.value] = op_time(id);
+  } else {
+    for (OpId id : order) L.op_times[id.value] = op_time(id);
   }
 
   // Layers to pipeline chunks: explicit, balanced or even. An op goes with

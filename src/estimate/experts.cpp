@@ -66,14 +66,30 @@ ExpertCount count_experts(const graph::OpGraph& g) {
 
 namespace detail {
 
+namespace {
+struct ExpertsKey {
+  friend bool operator==(const ExpertsKey&, const ExpertsKey&) = default;
+};
+struct Experts {
+  std::vector<int> expert_of_op;
+  int experts = 0;
+};
+}  // namespace
+
 void find_experts(const graph::OpGraph& g, Layout& L) {
-  L.expert_of_op.assign(g.num_ops(), -1);
-  L.experts = 0;
-  for (std::uint32_t i = 0; i < g.num_ops(); ++i)
-    if (const auto e = expert_index(g.op(graph::OpId{i}).name)) {
-      L.expert_of_op[i] = *e;
-      L.experts = std::max(L.experts, *e + 1);
-    }
+  // From the op names alone: once per graph (OpGraph::derived).
+  const auto found = g.derived<ExpertsKey, Experts>(ExpertsKey{}, [&] {
+    Experts x;
+    x.expert_of_op.assign(g.num_ops(), -1);
+    for (std::uint32_t i = 0; i < g.num_ops(); ++i)
+      if (const auto e = expert_index(g.op(graph::OpId{i}).name)) {
+        x.expert_of_op[i] = *e;
+        x.experts = std::max(x.experts, *e + 1);
+      }
+    return x;
+  });
+  L.expert_of_op = found->expert_of_op;
+  L.experts = found->experts;
 }
 
 bool is_expert_op(const Layout& L, std::optional<graph::OpId> op) {

@@ -33,7 +33,11 @@ struct Layout {
   int layers = 0;           ///< repeated layers found
   std::vector<graph::OpId> order;  ///< topological
   std::vector<int> chunk_of_op;    ///< by OpId::value
-  sharding::LoweredSharding lowered;
+  /// The op-level lowering's time part (shared with the other layouts of a
+  /// search through a LoweringCache) and its problem with this layout's
+  /// state costs, hints and sequence-parallel penalties added.
+  std::shared_ptr<const sharding::LoweredSharding> lowered;
+  sharding::ShardingProblem problem;
   sharding::Choice choice;
   /// The chosen sharding's model state as the op-level search bounds it
   /// (units outside the layers counted pp times).
@@ -96,8 +100,10 @@ Status make_meshes(const ParallelConfig& c, Layout& L);
 /// Resolves `c` on `g`: meshes, divisibility, chunks, op-level sharding.
 /// The op-level search bounds model state by 3/4 of the pp devices' memory,
 /// or by `state_limit` (in the same units: Layout::state_bound) when given.
+/// `cache`: where to keep and find the lowering's time part (may be null).
 Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
-                            const ShardingSolver* solver = nullptr, std::optional<Bytes> state_limit = std::nullopt);
+                            const ShardingSolver* solver = nullptr, std::optional<Bytes> state_limit = std::nullopt,
+                            LoweringCache* cache = nullptr);
 
 /// The balanced cut of layers into `chunks` pipeline chunks: layer i takes
 /// layer_time[i], the first chunk also `pre` (embedding), the last `post`

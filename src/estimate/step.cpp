@@ -59,10 +59,10 @@ Result<Seconds> dp_collective(const cost::CostModel& model, const Layout& L, con
 }
 
 StepWork::StepWork(const graph::OpGraph& graph, const cost::CostModel& cost_model, const ParallelConfig& config,
-                   Layout layout, bool with_timeline)
+                   Layout layout, bool with_timeline, bool with_description)
     : g(graph), model(cost_model), c(config), L(std::move(layout)), ctx(cost_model.context()), C(L.chunks), pp(c.pp),
       m(c.micro_batches()), md(static_cast<double>(m)), full_rc(ctx.recompute() == cost::RecomputePolicy::full),
-      timeline(with_timeline) {
+      timeline(with_timeline), describe(with_description) {
   e.config = c;
   e.micro_batches = m;
   e.capacity = model.device_memory();
@@ -213,9 +213,9 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
                                const EstimateOptions& options, std::optional<Bytes> state_limit,
                                std::pair<Bytes, Bytes>* state_bounds) {
   PLANNER_TRY_STATUS(validate(c));
-  PLANNER_TRY(detail::Layout layout, detail::build_layout(g, model, c, options.solver, state_limit));
+  PLANNER_TRY(detail::Layout layout, detail::build_layout(g, model, c, options.solver, state_limit, options.lowering_cache));
   if (state_bounds) *state_bounds = {layout.state_bound, layout.min_state_bound};
-  detail::StepWork s(g, model, c, std::move(layout), options.timeline);
+  detail::StepWork s(g, model, c, std::move(layout), options.timeline, options.describe);
   detail::add_compute(s);                                  // 1.
   PLANNER_TRY_STATUS(detail::add_model_parallel_comm(s));  // 2.
   detail::count_local_parameters(s);                       // 3.

@@ -27,12 +27,12 @@ Status add_model_parallel_comm(StepWork& s) {
   s.wire = detail::wire_scale(g, model);
   auto& mp_grad_sync = s.mp_grad_sync;
   const double wire = s.wire;
-  for (const auto& pc : sharding::planned_comms(L.lowered, g, L.choice)) {
+  for (const auto& pc : sharding::planned_comms(*L.lowered, g, L.choice)) {
     // Resharded activations travel at the training precision; op-issued
     // statistics (fp32) and gradient syncs are sized as they are.
     const Seconds t = detail::step_time(model, pc.step, L.mp, pc.source == sharding::CostTerm::reshard ? wire : 1.0) *
                       static_cast<double>(pc.count);
-    const auto& inst = L.lowered.nodes[pc.node].instances;
+    const auto& inst = L.lowered->nodes[pc.node].instances;
     const double share = 1.0 / static_cast<double>(inst.size());
     const std::string kind(layout::comm_kind_name(pc.step.kind));
     for (const auto& ops : inst) {

@@ -34,16 +34,16 @@ void add_memory_and_units(StepWork& s) {
   }
   e.stages = detail::stage_memory(g, model, c, L, ctx.recompute(), in_flight, peak_act);
   e.fits = std::all_of(e.stages.begin(), e.stages.end(), [&](const StageMemory& s) { return s.peak() <= e.capacity; });
-  e.sharding = sharding::describe_plan(L.lowered, L.choice);
   e.model_mesh = L.mp;
   e.speed_of_light = Seconds(e.model_flops.value / (model.peak().value * c.devices()));
-  e.chunk_ops.resize(static_cast<std::size_t>(C));
-  for (OpId id : L.order) e.chunk_ops[static_cast<std::size_t>(L.chunk_of_op[id.value])].push_back(g.op(id).name);
-  {
-    const auto comms = sharding::planned_comms(L.lowered, g, L.choice);
-    for (std::size_t n = 0; n < L.lowered.nodes.size(); ++n) {
-      const auto& node = L.lowered.nodes[n];
-      const auto& s = sharding::chosen(L.lowered, L.choice, n);
+  if (s.describe) {
+    e.sharding = sharding::describe_plan(*L.lowered, L.choice);
+    e.chunk_ops.resize(static_cast<std::size_t>(C));
+    for (OpId id : L.order) e.chunk_ops[static_cast<std::size_t>(L.chunk_of_op[id.value])].push_back(g.op(id).name);
+    const auto comms = sharding::planned_comms(*L.lowered, g, L.choice);
+    for (std::size_t n = 0; n < L.lowered->nodes.size(); ++n) {
+      const auto& node = L.lowered->nodes[n];
+      const auto& s = sharding::chosen(*L.lowered, L.choice, n);
       UnitStrategy u;
       u.unit = g.op(node.instances.front().front()).name;
       for (const auto& inst : node.instances) u.instances.push_back(g.op(inst.front()).name);

@@ -65,7 +65,7 @@ struct ChunkWork {
 /// The step as it is worked out, step by step (the file comment).
 struct StepWork {
   StepWork(const graph::OpGraph& graph, const cost::CostModel& cost_model, const ParallelConfig& config, Layout layout,
-           bool with_timeline = false);
+           bool with_timeline = false, bool with_description = true);
 
   const graph::OpGraph& g;
   const cost::CostModel& model;
@@ -78,6 +78,7 @@ struct StepWork {
   const double md;         ///< m as a double
   const bool full_rc;      ///< full recompute
   const bool timeline;     ///< lay out the step's spans (EstimateOptions::timeline)
+  const bool describe;     ///< describe the choice as text (EstimateOptions::describe)
   Estimate e;              ///< the result, filled by the steps
   StepParts parts;         ///< how each chunk's and rank's time splits (steps 3-5)
   std::vector<ChunkWork> work;  ///< per chunk

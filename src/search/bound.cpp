@@ -43,6 +43,7 @@
 //    (estimate::simulate_step adds the straggler so).
 
 #include <algorithm>
+#include <optional>
 #include <limits>
 
 #include "planner/cost/compute.hpp"
@@ -179,6 +180,11 @@ double min_local_parameters(const ModelFacts& facts, int shards) {
 
 LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::CostModel& model,
                          const MemoryFacts* memory) {
+  return layout_bound(c, f, model, memory, nullptr);
+}
+
+LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::CostModel& model,
+                         const MemoryFacts* memory, BoundMemo* memo) {
   const auto& k = c.config;
   LayoutBound b;
   const auto& ctx = model.context();
@@ -199,15 +205,37 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   // times its 1/N share of the FLOPs; so it runs at most at the best over
   // those sets of peak x the table's best up to x / s x s / (tp cp). With
   // tp = cp = 1 that is the table's best up to x (the whole micro-batch).
-  std::vector<int> splits = {1};
-  for (int s : {k.tp, k.cp, k.tp * k.cp})
-    if (s > 1 && std::find(splits.begin(), splits.end(), s) == splits.end()) splits.push_back(s);
-  const double mp_size = static_cast<double>(k.tp) * k.cp;
-  for (const auto& [x, w] : cf.gemm) {
-    double eff = 0;
-    for (int s : splits) eff = std::max(eff, cost::best_gemm_efficiency(ctx, x * mb_scale / s) * s / mp_size);
-    const double rate = peak * eff;
-    if (rate > 0) per_sample += total(w, full) / rate;
+  auto gemm_rates = [&] {
+    std::vector<int> splits = {1};
+    for (int s : {k.tp, k.cp, k.tp * k.cp})
+      if (s > 1 && std::find(splits.begin(), splits.end(), s) == splits.end()) splits.push_back(s);
+    const double mp_size = static_cast<double>(k.tp) * k.cp;
+    std::vector<double> rates;
+    for (const auto& entry : cf.gemm) {
+      const double x = entry.first;
+      double eff = 0;
+      for (int s : splits) eff = std::max(eff, cost::best_gemm_efficiency(ctx, x * mb_scale / s) * s / mp_size);
+      rates.push_back(peak * eff);
+    }
+    return rates;
+  };
+  std::vector<double> fresh_rates;
+  const std::vector<double>* rates = nullptr;
+  if (memo) {
+    const auto key = std::make_tuple(k.micro_batch, k.tp, k.cp);
+    auto it = memo->gemm_rates.find(key);
+    if (it == memo->gemm_rates.end()) it = memo->gemm_rates.emplace(key, gemm_rates()).first;
+    rates = &it->second;
+  } else {
+    fresh_rates = gemm_rates();
+    rates = &fresh_rates;
+  }
+  {
+    std::size_t i = 0;
+    for (const auto& entry : cf.gemm) {
+      const double rate = (*rates)[i++];
+      if (rate > 0) per_sample += total(entry.second, full) / rate;
+    }
   }
   // Memory-bound ops: each at least max(FLOPs at the vector peak, bytes at
   // the best streaming bandwidth), so the class at least the larger sum.
@@ -243,11 +271,17 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   // over tp x cp (experts over ep too), over pp ranks.
   const double stream_bw = cost::streaming_bandwidth(ctx).value;
   const int mp = k.tp * k.cp;
+  auto min_local = [&]() -> double {
+    if (!memo) return min_local_parameters(f, mp);
+    auto it = memo->min_local.find(mp);
+    if (it == memo->min_local.end()) it = memo->min_local.emplace(mp, min_local_parameters(f, mp)).first;
+    return it->second;
+  };
   const estimate::GradPass gpass = estimate::grad_pass(k, ctx);
   double grad_passes = 0;
   if (gpass.bytes > 0 && stream_bw > 0)
     grad_passes = static_cast<double>(k.micro_batches()) * gpass.share(k.micro_batches()) *
-                  (min_local_parameters(f, mp) / (f.experts > 0 ? static_cast<double>(k.ep) : 1.0)) / k.pp *
+                  (min_local() / (f.experts > 0 ? static_cast<double>(k.ep) : 1.0)) / k.pp *
                   gpass.bytes / stream_bw;
   // Context parallelism (argument in docs/search.md, "Bound"): every
   // pattern, split over cp or not, needs its whole keys and values on
@@ -265,8 +299,13 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
     const int per_node = std::max(1, std::min(k.devices_per_node, k.cp * k.tp));
     const int rpn = k.tp >= per_node ? 1 : std::max(1, std::min(k.cp, per_node / k.tp));
     const core::Placement where{k.cp, rpn};
-    double cheapest = std::numeric_limits<double>::infinity();
+    const auto key = std::make_tuple(k.cp, k.tp, k.micro_batch, k.devices_per_node, k.tp_comm_overlap);
+    std::optional<double> kept;
+    if (memo)
+      if (const auto it = memo->exchange.find(key); it != memo->exchange.end()) kept = it->second;
+    double cheapest = kept.value_or(std::numeric_limits<double>::infinity());
     for (const auto& x : cf.exchanges) {
+      if (kept) break;
       const Bytes bytes(x.elems * k.micro_batch * wire / k.tp);
       const auto ag = model.collective(core::Collective::all_gather, bytes, where);
       const auto rs = model.collective(core::Collective::reduce_scatter, bytes, where);
@@ -275,6 +314,7 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
       const double unsplit = rate > 0 ? x.flops * k.micro_batch / k.tp * (1.0 - 1.0 / k.cp) / rate : 0.0;
       cheapest = std::min(cheapest, std::min(comm * (k.tp_comm_overlap ? 0.1 : 1.0), unsplit));
     }
+    if (memo && !kept) memo->exchange.emplace(key, cheapest);
     const double payments = static_cast<double>(cf.exchanges.size() - 1);
     exchange = payments * cheapest * static_cast<double>(k.micro_batches()) / k.pp;
   }
@@ -292,7 +332,7 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   // shards : ep), where ep counts only for a model with experts.
   const double shards = (k.zero >= 1 || k.distributed_optimizer) ? static_cast<double>(k.dp) * k.cp : 1.0;
   const double divide = shards > 1 ? shards : (f.experts > 0 ? static_cast<double>(k.ep) : 1.0);
-  const double local = min_local_parameters(f, mp) / divide;
+  const double local = min_local() / divide;
   if (stream_bw > 0)
     b.optimizer = Seconds(local / k.pp * estimate::optimizer_bytes_per_param(k.optimizer, k.optimizer_state_bytes, k.master_weights) / stream_bw);
   b.total = std::max(b.pipelined, b.compute + b.optimizer);

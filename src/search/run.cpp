@@ -79,9 +79,11 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   // (estimate::saved_activation_bytes; not for models with experts, whose
   // routed tokens estimate shares out otherwise).
   std::map<std::pair<int, cost::RecomputePolicy>, double> activations;
+  std::map<cost::RecomputePolicy, BoundMemo> bound_memo;
   for (auto& c : candidates) {
     const auto mem = memory.find(c.recompute);
-    c.bound = layout_bound(c, facts, *cm.at(c.recompute), mem == memory.end() ? nullptr : &mem->second).total;
+    c.bound = layout_bound(c, facts, *cm.at(c.recompute), mem == memory.end() ? nullptr : &mem->second,
+                           &bound_memo[c.recompute]).total;
     Bytes floor = memory_floor(c, facts);
     smallest_state = std::min(smallest_state, floor);
     if (facts.experts == 0) {
@@ -130,6 +132,9 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   std::stable_sort(deferred.begin(), deferred.end(), by_bound);
 
   std::vector<Scored> fitting;
+  // Layouts sharing their micro-batch, recompute policy, cp, tp and
+  // sequence parallelism share the op-level lowering's time part.
+  estimate::LoweringCache lowerings;
   Bytes smallest_peak(std::numeric_limits<double>::infinity());
   std::string smallest_item;
   std::map<std::string, int> failure_counts;
@@ -180,7 +185,9 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     auto work = [&] {
       for (std::size_t i = cursor++; i < batch.size(); i = cursor++) {
         const Candidate& c = *batch[i];
-        out[i] = estimate::estimate(*gs.at(c.config.micro_batch), *cm.at(c.recompute), c.config, false, options.solver);
+        out[i] = estimate::estimate(*gs.at(c.config.micro_batch), *cm.at(c.recompute), c.config,
+                                    estimate::EstimateOptions{.advise = false, .solver = options.solver,
+                                                              .lowering_cache = &lowerings, .describe = false});
       }
     };
     if (threads == 1 || batch.size() == 1) {

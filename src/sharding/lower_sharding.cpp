@@ -185,7 +185,6 @@ class Lowerer {
     PLANNER_TRY_STATUS(collect_uses(order, unit_of, node_of_unit, rep));
     build_nodes();
     build_edges();
-    out_.problem.memory_limit = o_.memory_limit;
     return std::move(out_);
   }
 
@@ -296,34 +295,33 @@ class Lowerer {
       const graph::Op& first = g_.op(node.instances.front().front());
       pn.name = sh.spec.family == "attention" && sh.spec.ops.size() > 1 ? "attention(" + first.name + ")" : first.name;
       if (node.instances.size() > 1) pn.name += fmt::format(" x{}", node.instances.size());
+      std::vector<std::vector<GradSyncTerm>> node_syncs;
       for (const auto& s : sh.strategies) {
         NodeStrategy ns;
         ns.name = s.assignment.is_replicated() ? s.name + " replicated" : s.name + " " + ops::to_string(s.assignment);
         double compute = 0.0;
         for (OpId id : node.instances.front()) compute += oracle_.op_time(g_.op(id), g_, s).value;
-        double sync = 0.0;
+        std::vector<GradSyncTerm> syncs;
         for (std::size_t p = 0; p < sh.spec.inputs.size(); ++p)
           for (auto st : ops::weight_grad_sync(sh, s, p, g_, mesh_)) {
             if (layout::is_local(st.kind)) continue;
-            const auto ax = static_cast<std::size_t>(st.axis.index());
-            const double w = ax < o_.axis_grad_sync_weight.size() ? o_.axis_grad_sync_weight[ax] : o_.grad_sync_weight;
             double t = oracle_.comm_time(st, mesh_).value;
             if (o_.bucket_grad_sync) {
               st.bytes = Bytes(0);
               t -= oracle_.comm_time(st, mesh_).value;
             }
-            sync += t * w;
+            syncs.push_back(GradSyncTerm{static_cast<std::size_t>(st.axis.index()), t});
           }
         double self = 0.0;
         for (const auto& u : node.self_uses) self += u.count * use_time(u, s, s);
         ns.cost[CostTerm::compute] = Seconds(compute * count);
         ns.cost[CostTerm::op_comm] = Seconds((steps_time(s.forward_comm) + steps_time(s.backward_comm)) * count);
-        ns.cost[CostTerm::grad_sync] = Seconds(sync * count);
         ns.cost[CostTerm::reshard] = Seconds(self);
-        ns.memory = oracle_.memory(sh, s, g_, mesh_) * count * (first.layer ? 1.0 : o_.outside_layers_memory_weight);
         pn.strategies.push_back(std::move(ns));
+        node_syncs.push_back(std::move(syncs));
       }
       out_.problem.nodes.push_back(std::move(pn));
+      out_.grad_syncs.push_back(std::move(node_syncs));
     }
   }
 
@@ -361,9 +359,35 @@ class Lowerer {
 
 }  // namespace
 
+Result<LoweredSharding> lower_times(const OpGraph& g, const layout::DeviceMesh& mesh,
+                                    const ShardingCostOracle& oracle, const LoweringOptions& options) {
+  return Lowerer(g, mesh, oracle, options).run();
+}
+
+void add_state_costs(ShardingProblem& problem, const LoweredSharding& l, const OpGraph& g,
+                     const ShardingCostOracle& oracle, const LoweringOptions& o) {
+  for (std::size_t n = 0; n < l.nodes.size(); ++n) {
+    const auto& node = l.nodes[n];
+    const auto& sh = node.sharding;
+    const double count = static_cast<double>(node.instances.size());
+    const double weight = g.op(node.instances.front().front()).layer ? 1.0 : o.outside_layers_memory_weight;
+    for (std::size_t k = 0; k < sh.strategies.size(); ++k) {
+      double sync = 0.0;
+      for (const auto& t : l.grad_syncs[n][k])
+        sync += t.seconds * (t.axis < o.axis_grad_sync_weight.size() ? o.axis_grad_sync_weight[t.axis] : o.grad_sync_weight);
+      auto& ns = problem.nodes[n].strategies[k];
+      ns.cost[CostTerm::grad_sync] = Seconds(sync * count);
+      ns.memory = oracle.memory(sh, sh.strategies[k], g, l.mesh) * count * weight;
+    }
+  }
+  problem.memory_limit = o.memory_limit;
+}
+
 Result<LoweredSharding> lower_sharding(const OpGraph& g, const layout::DeviceMesh& mesh,
                                        const ShardingCostOracle& oracle, const LoweringOptions& options) {
-  return Lowerer(g, mesh, oracle, options).run();
+  PLANNER_TRY(LoweredSharding l, lower_times(g, mesh, oracle, options));
+  add_state_costs(l.problem, l, g, oracle, options);
+  return l;
 }
 
 const ops::Strategy& chosen(const LoweredSharding& l, const Choice& c, std::size_t node) {

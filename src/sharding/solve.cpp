@@ -33,13 +33,42 @@ Result<Solution> pass(const ShardingProblem& p, double lambda, bool limited, con
   return s;
 }
 
-}  // namespace
-
-Result<Solution> solve(const ShardingProblem& p, const SolveOptions& o) {
+Status check(const ShardingProblem& p, const SolveOptions& o) {
   PLANNER_TRY_STATUS(p.validate());
   if (o.max_states < 1 || o.max_pareto < 2) return make_error("solve: need max_states >= 1 and max_pareto >= 2");
+  return {};
+}
+
+// Steps 2 and 3, after the first pass `fast` (evaluated against p).
+Result<Solution> finish(const ShardingProblem& p, Solution fast, const SolveOptions& o);
+
+}  // namespace
+
+Result<Solution> solve_time_only(const ShardingProblem& p, const SolveOptions& o) {
+  PLANNER_TRY_STATUS(check(p, o));
+  bool exact = true;
+  return pass(p, 0.0, false, o, exact);
+}
+
+Result<Solution> solve(const ShardingProblem& p, const SolveOptions& o) {
+  PLANNER_TRY_STATUS(check(p, o));
   bool exact = true;
   PLANNER_TRY(auto fast, pass(p, 0.0, false, o, exact));
+  return finish(p, std::move(fast), o);
+}
+
+Result<Solution> solve(const ShardingProblem& p, Solution fast, const SolveOptions& o) {
+  PLANNER_TRY_STATUS(check(p, o));
+  if (fast.choice.size() != p.nodes.size())
+    return make_error("solve: the given first pass has {} choices for {} nodes", fast.choice.size(), p.nodes.size());
+  fast.evaluation = evaluate(p, fast.choice);
+  return finish(p, std::move(fast), o);
+}
+
+namespace {
+
+Result<Solution> finish(const ShardingProblem& p, Solution fast, const SolveOptions& o) {
+  bool exact = true;
   if (!p.memory_limit || fast.evaluation.feasible()) return fast;
 
   auto bounded = pass(p, 0.0, true, o, exact);
@@ -74,4 +103,5 @@ Result<Solution> solve(const ShardingProblem& p, const SolveOptions& o) {
   return std::move(*best);
 }
 
+}  // namespace
 }  // namespace planner::sharding

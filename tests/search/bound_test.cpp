@@ -9,6 +9,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "estimate/estimate_fixtures.hpp"
 #include "planner/search/search.hpp"
@@ -298,13 +300,32 @@ void check_space(const std::function<graph::OpGraph(int)>& make, std::int64_t B,
   };
   std::size_t scored = 0;
   double best = std::numeric_limits<double>::infinity(), min_bound = best;
+  // What search() keeps between layouts (a BoundMemo per policy, one
+  // LoweringCache) must not change a number: each layout is also bounded
+  // and estimated with them, as the search does, and compared bit for bit.
+  std::map<cost::RecomputePolicy, search::BoundMemo> memos;
+  estimate::LoweringCache lowerings;
   for (const auto& c : all) {
     const auto& model = models.at(c.recompute);
     const auto b = search::layout_bound(c, facts, model, &memory.at(c.recompute));
+    const auto kept = search::layout_bound(c, facts, model, &memory.at(c.recompute), &memos[c.recompute]);
+    CHECK(kept.total.value == b.total.value);
+    CHECK(kept.compute.value == b.compute.value);
+    CHECK(kept.optimizer.value == b.optimizer.value);
     min_bound = std::min(min_bound, b.total.value);
     const estimate::EstimateOptions eo{.advise = false, .solver = exact ? &milp : nullptr, .timeline = true};
     auto e = estimate::estimate(graph_at(c.config.micro_batch), model, c.config, eo);
+    const estimate::EstimateOptions searching{.advise = false, .solver = exact ? &milp : nullptr,
+                                              .lowering_cache = &lowerings, .describe = false};
+    auto fast = estimate::estimate(graph_at(c.config.micro_batch), model, c.config, searching);
+    REQUIRE(e.ok() == fast.ok());
     if (!e.ok()) continue;
+    INFO(search::describe(c));
+    CHECK(fast->step_time.value == e->step_time.value);
+    CHECK(fast->peak_stage().peak().value == e->peak_stage().peak().value);
+    CHECK(fast->fits == e->fits);
+    CHECK(fast->units.empty());
+    CHECK(!e->units.empty());
     ++scored;
     INFO(search::describe(c) << ": bound " << b.total.value << " (compute " << b.compute.value << ", pipelined "
                                  << b.pipelined.value << ", optimizer " << b.optimizer.value << ") step "
@@ -331,6 +352,14 @@ void check_space(const std::function<graph::OpGraph(int)>& make, std::int64_t B,
   }
   CHECK(scored > 10);
   CHECK(min_bound <= best);
+  // One lowering kept per micro-batch, recompute policy (cost model), cp,
+  // tp and sequence parallelism at most, however many layouts share it.
+  std::set<std::tuple<int, cost::RecomputePolicy, int, int, bool, bool>> keys;
+  for (const auto& c : all)
+    keys.insert({c.config.micro_batch, c.recompute, c.config.cp, c.config.tp, c.config.sequence_parallel,
+                 c.config.tp_splits_batch});
+  CHECK(lowerings.size() > 0);
+  CHECK(lowerings.size() <= keys.size());
 }
 
 graph::OpGraph gpt_at(int mb) { return gpt(mb, 16, 64, 4, 256, 128, 4); }

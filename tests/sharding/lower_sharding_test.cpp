@@ -87,6 +87,44 @@ TEST_CASE("the data-parallel gradient sync is bucketed bandwidth", "[search][low
   CHECK(l2->problem.nodes[fc1].strategies[s].cost[CostTerm::grad_sync].value == Approx(1.31072e-6 + 10e-6));
 }
 
+TEST_CASE("lower_times leaves the state costs to add_state_costs, which weights the syncs per axis",
+          "[search][lower]") {
+  ModelBuilder b;
+  b.mlp(8, 64, 1024, 64);
+  SimpleOracle oracle;
+  auto times = lower_times(b.g, mesh("mesh(dp=2,tp=2)"), oracle);
+  REQUIRE(times.ok());
+  const auto fc1 = *find_node(*times, b.g, "fc1/MatMul");
+  const auto s = strategy_with(*times, fc1, "dp:m tp:n");
+  // No sync and no memory yet; the sync is kept unweighted: the dp
+  // all-reduce's bandwidth part, 1.31072 us (the test above), on axis 0.
+  CHECK(times->problem.nodes[fc1].strategies[s].cost[CostTerm::grad_sync].value == 0.0);
+  CHECK(times->problem.nodes[fc1].strategies[s].memory.value == 0.0);
+  CHECK_FALSE(times->problem.memory_limit);
+  REQUIRE(times->grad_syncs[fc1][s].size() == 1);
+  CHECK(times->grad_syncs[fc1][s][0].axis == 0);
+  CHECK(times->grad_syncs[fc1][s][0].seconds == Approx(1.31072e-6));
+  // Priced with the dp axis at weight 1/4 and a limit: a quarter of it.
+  LoweringOptions o;
+  o.axis_grad_sync_weight = {0.25};
+  o.memory_limit = Bytes(1e9);
+  ShardingProblem p = times->problem;
+  add_state_costs(p, *times, b.g, oracle, o);
+  CHECK(p.nodes[fc1].strategies[s].cost[CostTerm::grad_sync].value == Approx(0.25 * 1.31072e-6));
+  CHECK(p.memory_limit->value == 1e9);
+  // The same numbers as lower_sharding, bit for bit, for every strategy.
+  auto whole = lower_sharding(b.g, mesh("mesh(dp=2,tp=2)"), oracle, o);
+  REQUIRE(whole.ok());
+  REQUIRE(whole->problem.nodes.size() == p.nodes.size());
+  for (std::size_t n = 0; n < p.nodes.size(); ++n)
+    for (std::size_t k = 0; k < p.nodes[n].strategies.size(); ++k) {
+      const auto& x = p.nodes[n].strategies[k];
+      const auto& y = whole->problem.nodes[n].strategies[k];
+      CHECK(x.memory.value == y.memory.value);
+      for (std::size_t t = 0; t < x.cost.terms.size(); ++t) CHECK(x.cost.terms[t].value == y.cost.terms[t].value);
+    }
+}
+
 TEST_CASE("repeated layers share one node per position", "[search][lower]") {
   ModelBuilder b;
   b.gpt(2, 16, 64, 4, 256, 128, 3);

@@ -122,6 +122,44 @@ TEST_CASE("the memory limit changes the optimum exactly", "[search][op_sharding]
   CHECK(s->exact);
 }
 
+TEST_CASE("solve with a given first pass: the first pass reads times only; memory is taken from the problem",
+          "[search][op_sharding]") {
+  // The problem above: (fast, fast) is the time-only optimum whatever the
+  // memory (cost 2). Solved for a lean copy (every strategy 1 byte), the
+  // first pass serves the fat problem: without a limit it is the answer,
+  // evaluated against the fat memory (10 + 10); with a limit of 12 the
+  // solver goes on to (lean, lean) as solve() alone does.
+  ShardingProblem fat;
+  fat.nodes.push_back({"x", {strat("fast", 1, 10), strat("lean", 3, 2)}});
+  fat.nodes.push_back({"y", {strat("fast", 1, 10), strat("lean", 3, 2)}});
+  fat.edges.push_back(edge(0, 1, {0, 5, 5, 0}));
+  ShardingProblem lean = fat;
+  for (auto& n : lean.nodes)
+    for (auto& st : n.strategies) st.memory = Bytes(1);
+  auto first = solve_time_only(lean);
+  REQUIRE(first.ok());
+  CHECK(first->choice == Choice{0, 0});
+  CHECK(first->evaluation.memory.value == 2.0);
+  auto s = solve(fat, *first);
+  REQUIRE(s.ok());
+  CHECK(s->choice == Choice{0, 0});
+  CHECK(s->evaluation.memory.value == 20.0);
+  fat.memory_limit = Bytes(12);
+  s = solve(fat, *first);
+  REQUIRE(s.ok());
+  CHECK(s->choice == Choice{1, 1});
+  CHECK(s->evaluation.total.value == 6.0);
+  auto alone = solve(fat);
+  REQUIRE(alone.ok());
+  CHECK(alone->choice == s->choice);
+  // A first pass of another problem's size is refused.
+  Solution wrong = *first;
+  wrong.choice.push_back(0);
+  auto bad = solve(fat, wrong);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("2 nodes") != std::string::npos);
+}
+
 TEST_CASE("validate names the bad node or edge", "[search][op_sharding]") {
   auto p = chain3();
   p.edges.push_back(edge(0, 0, {0, 0, 0, 0}));

@@ -41,6 +41,7 @@
 #include "planner/core/units.hpp"
 #include "planner/cost/cost_model.hpp"
 #include "planner/estimate/config.hpp"
+#include "planner/estimate/lowering_cache.hpp"
 #include "planner/estimate/timeline.hpp"
 #include "planner/graph/graph.hpp"
 #include "planner/layout/mesh.hpp"
@@ -178,7 +179,8 @@ struct Estimate {
   Bytes capacity;
   bool fits = true;
   std::vector<Advice> advice;
-  /// One line per op-sharding unit: `name (xN): strategy`.
+  /// One line per op-sharding unit: `name (xN): strategy`. The three
+  /// descriptions below are empty under EstimateOptions::describe = false.
   std::string sharding;
   /// The same, as data (for plan files).
   std::vector<UnitStrategy> units;
@@ -215,6 +217,14 @@ struct EstimateOptions {
   /// Lay out the step as spans (Estimate::timeline, timeline.hpp) from the
   /// simulation that times it; off, the simulation records no events.
   bool timeline = false;
+  /// Where to keep and find op-level lowerings shared by the layouts of a
+  /// search (lowering_cache.hpp); null: lower afresh. Same results either way.
+  LoweringCache* lowering_cache = nullptr;
+  /// Describe the choice (Estimate::sharding, units, chunk_ops: names and
+  /// layouts as text, which a search scoring thousands of layouts only
+  /// needs for the ones it keeps); off, they stay empty and every number is
+  /// the same.
+  bool describe = true;
 };
 
 Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config,

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <tuple>
 #include <optional>
 #include <set>
 #include <string>
@@ -279,6 +280,24 @@ MemoryFacts memory_facts(const graph::OpGraph& g, const cost::CostModel& model);
 /// pricing (search() passes them for that model only).
 LayoutBound layout_bound(const Candidate& c, const ModelFacts& facts, const cost::CostModel& model,
                          const MemoryFacts* memory = nullptr);
+
+/// The parts of layout_bound that many layouts share, kept between calls
+/// for one `facts` and `model` (search() bounds tens of thousands of
+/// layouts that differ in pp, vp, dp and ZeRO over a few hundred
+/// micro-batch x tp x cp meshes). The same bounds, bit for bit, with or
+/// without it.
+struct BoundMemo {
+  /// The GEMM rates (peak x best efficiency over the splits), aligned with
+  /// ComputeFacts::gemm, per (micro-batch, tp, cp).
+  std::map<std::tuple<int, int, int>, std::vector<double>> gemm_rates;
+  /// min_local_parameters per tp x cp.
+  std::map<int, double> min_local;
+  /// The cheapest context-parallel exchange per (cp, tp, micro-batch,
+  /// devices per node, tp_comm_overlap).
+  std::map<std::tuple<int, int, int, int, bool>, double> exchange;
+};
+LayoutBound layout_bound(const Candidate& c, const ModelFacts& facts, const cost::CostModel& model,
+                         const MemoryFacts* memory, BoundMemo* memo);
 
 struct Options {
   double time_limit_s = 60;

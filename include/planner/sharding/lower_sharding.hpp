@@ -123,6 +123,13 @@ struct LoweredNode {
   std::vector<EdgeUse> self_uses;
 };
 
+/// One gradient synchronisation of a strategy's weights, before its weight
+/// (LoweringOptions::grad_sync_weight / axis_grad_sync_weight) is applied.
+struct GradSyncTerm {
+  std::size_t axis = 0;  ///< mesh axis index of the collective
+  double seconds = 0;    ///< its time (the bandwidth part under bucket_grad_sync)
+};
+
 /// The flat problem and the map back to the graph.
 struct LoweredSharding {
   ShardingProblem problem;
@@ -132,12 +139,35 @@ struct LoweredSharding {
   std::vector<std::vector<EdgeUse>> edge_uses;
   /// Node of each op (by OpId::value); nullopt for inactive ops.
   std::vector<std::optional<std::size_t>> node_of_op;
+  /// Per node, per strategy: the gradient syncs of one copy, unweighted.
+  std::vector<std::vector<std::vector<GradSyncTerm>>> grad_syncs;
 };
 
 /// Lowers `g` (annotated: ops::annotate; analysed: graph::analyze for
 /// patterns and blocks) on `mesh`. Errors name the op at fault.
+/// Equal to lower_times followed by add_state_costs on its problem.
 Result<LoweredSharding> lower_sharding(const graph::OpGraph& g, const layout::DeviceMesh& mesh,
                                        const ShardingCostOracle& oracle, const LoweringOptions& options = {});
+
+/// The part of the lowering that depends on the graph, the mesh, the
+/// strategies and the oracle's times only: nodes, edges, and the compute,
+/// op_comm and reshard costs. grad_sync and memory are left 0 and
+/// memory_limit unset; grad_syncs holds the syncs unweighted. Reads
+/// options.sharding, fuse_attention, share_repeated_layers and
+/// bucket_grad_sync. A caller scoring many layouts that share these keeps
+/// the result and prices each layout's state with add_state_costs.
+Result<LoweredSharding> lower_times(const graph::OpGraph& g, const layout::DeviceMesh& mesh,
+                                    const ShardingCostOracle& oracle, const LoweringOptions& options = {});
+
+/// Adds to `problem` (lowered.problem or a copy of it) the costs that
+/// depend on the weights and the memory options: each strategy's grad_sync
+/// (lowered.grad_syncs weighted by options.grad_sync_weight and
+/// axis_grad_sync_weight), its memory (oracle.memory, units outside the
+/// layers weighted by outside_layers_memory_weight), and memory_limit.
+/// Requires: problem's nodes and strategies are lowered's, grad_sync and
+/// memory 0.
+void add_state_costs(ShardingProblem& problem, const LoweredSharding& lowered, const graph::OpGraph& g,
+                     const ShardingCostOracle& oracle, const LoweringOptions& options);
 
 /// One collective of a chosen plan.
 struct PlannedComm {

@@ -178,6 +178,17 @@ struct Solution {
 /// (the message gives the smallest memory any choice needs).
 Result<Solution> solve(const ShardingProblem& p, const SolveOptions& options = {});
 
+/// solve()'s first pass alone: the fastest choice with memory ignored
+/// (exact unless the beam cut). It reads the time costs only, so problems
+/// with the same nodes, strategies, edges and time costs share it whatever
+/// their memory and memory_limit.
+Result<Solution> solve_time_only(const ShardingProblem& p, const SolveOptions& options = {});
+
+/// solve(p, options) with its first pass given: `fast` is solve_time_only of
+/// a problem with p's nodes, edges and time costs (its evaluation is taken
+/// again against p). The same result as solve(p, options).
+Result<Solution> solve(const ShardingProblem& p, Solution fast, const SolveOptions& options = {});
+
 /// Enumerates every choice: for tests on tiny problems. Errors as solve(),
 /// and when the number of choices exceeds `max_choices`.
 Result<Solution> solve_brute_force(const ShardingProblem& p, std::size_t max_choices = 2'000'000);
