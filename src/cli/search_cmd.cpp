@@ -70,7 +70,7 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
     j["space_lower_bound_s"] = r.lower_bound.value;
     j["complete"] = r.complete;
     j["layouts"] = {{"enumerated", r.enumerated}, {"pruned_memory", r.pruned_memory}, {"pruned_bound", r.pruned_bound},
-                    {"pruned_twin", r.pruned_twin}, {"scored", r.scored}, {"failed", r.failed}};
+                    {"pruned_twin", r.pruned_twin}, {"scored", r.scored}, {"unfit", r.unfit}, {"failed", r.failed}};
     j["search_time_s"] = r.elapsed_s;
     // A failed layout is a bug or an input error, never a normal outcome:
     // say which and why (the first few distinct errors, with a layout each).
@@ -122,8 +122,8 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
              r.complete ? ", search space exhausted" : ", stopped at --time-limit");
   const std::string twins =
       r.pruned_twin ? fmt::format(", {} by a fitting data-parallel twin", r.pruned_twin) : std::string();
-  fmt::print("searched     {} layouts: {} pruned by memory, {} by bound{}, {} scored ({} failed) in {:.2f} s\n",
-             r.enumerated, r.pruned_memory, r.pruned_bound, twins, r.scored, r.failed, r.elapsed_s);
+  fmt::print("searched     {} layouts: {} pruned by memory, {} by bound{}, {} scored ({} did not fit, {} failed) in {:.2f} s\n",
+             r.enumerated, r.pruned_memory, r.pruned_bound, twins, r.scored, r.unfit, r.failed, r.elapsed_s);
   if (!alternatives.empty()) fmt::print("runners-up\n");
   for (const auto& alt : alternatives) fmt::print("  {:.4g} s  {}  ({})\n", alt.step_time_s, alt.layout, alt.why);
   fmt::print("plan         {}\n", out.string());

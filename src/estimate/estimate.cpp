@@ -186,18 +186,18 @@ Status make_meshes(const ParallelConfig& c, Layout& L) {
   // model-parallel sub-mesh the op-level search runs on.
   PLANNER_TRY(L.full, layout::DeviceMesh::create({{"pp", c.pp}, {"dp", c.dp}, {"cp", c.cp}, {"tp", c.tp}},
                                                  c.devices_per_node));
-  std::vector<layout::AxisSpec> mp_axes;
-  if (c.cp > 1) mp_axes.push_back({"cp", c.cp});
-  if (c.tp > 1) mp_axes.push_back({"tp", c.tp});
-  PLANNER_TRY(L.mp, layout::DeviceMesh::create(mp_axes, std::min(c.devices_per_node, c.cp * c.tp)));
+  PLANNER_TRY(L.mp, model_parallel_mesh(c));
   return Status::success();
 }
 
-Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
-                            const ShardingSolver* solver, std::optional<Bytes> state_limit, LoweringCache* cache) {
-  Layout L;
-  PLANNER_TRY_STATUS(make_meshes(c, L));
+Result<layout::DeviceMesh> model_parallel_mesh(const ParallelConfig& c) {
+  std::vector<layout::AxisSpec> mp_axes;
+  if (c.cp > 1) mp_axes.push_back({"cp", c.cp});
+  if (c.tp > 1) mp_axes.push_back({"tp", c.tp});
+  return layout::DeviceMesh::create(mp_axes, std::min(c.devices_per_node, c.cp * c.tp));
+}
 
+Status check_attention_split(const graph::OpGraph& g, const ParallelConfig& c) {
   // Divisibility the op-level search cannot choose around.
   for (const auto& p : g.fused) {
     const auto& first = g.op(p.ops.front());
@@ -209,6 +209,39 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
       return Error{fmt::format("{} of '{}'{}", prefix, first.name, why->substr(prefix.size()))};
     }
   }
+  return Status::success();
+}
+
+sharding::LoweringOptions lowering_options(const ParallelConfig& c, const layout::DeviceMesh& mp) {
+  sharding::LoweringOptions lo;
+  lo.sharding.sequence_parallel = c.sequence_parallel;
+  if (c.tp_splits_batch)
+    for (const auto axis : mp.axes())
+      lo.sharding.roles.push_back(mp.name(axis) == "tp" ? ops::AxisRole::any : ops::AxisRole::sequence);
+  return lo;
+}
+
+Result<KeptLowering> lowered_times(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
+                                   const layout::DeviceMesh& mp, const CostModelOracle& oracle,
+                                   const sharding::LoweringOptions& lo, LoweringCache* cache) {
+  KeptLowering r;
+  const LoweringCache::Key key{&g, &model, c.cp, c.tp, mp.devices_per_node(), c.sequence_parallel, c.tp_splits_batch};
+  r.kept = cache ? cache->find(key) : nullptr;
+  if (r.kept) {
+    r.lowered = r.kept->lowered();
+    return r;
+  }
+  PLANNER_TRY(sharding::LoweredSharding fresh, sharding::lower_times(g, mp, oracle, lo));
+  r.lowered = std::make_shared<const sharding::LoweredSharding>(std::move(fresh));
+  if (cache && (r.kept = cache->keep(key, r.lowered))) r.lowered = r.kept->lowered();
+  return r;
+}
+
+Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
+                            const ShardingSolver* solver, std::optional<Bytes> state_limit, LoweringCache* cache) {
+  Layout L;
+  PLANNER_TRY_STATUS(make_meshes(c, L));
+  PLANNER_TRY_STATUS(check_attention_split(g, c));
 
   // Layers and chunks.
   const auto layer_index = layers_of(g);
@@ -244,11 +277,7 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
     return Error{fmt::format("`ep` {} does not divide the {} experts per MoE layer", c.ep, L.experts)};
 
   // Op-level sharding on the model-parallel mesh.
-  sharding::LoweringOptions lo;
-  lo.sharding.sequence_parallel = c.sequence_parallel;
-  if (c.tp_splits_batch)
-    for (const auto axis : L.mp.axes())
-      lo.sharding.roles.push_back(L.mp.name(axis) == "tp" ? ops::AxisRole::any : ops::AxisRole::sequence);
+  sharding::LoweringOptions lo = lowering_options(c, L.mp);
   // The solver's objective is one micro-batch's time. Weights are always
   // replicated over cp (Megatron reduces their gradients over dp x cp once
   // per step; step.cpp adds that sync once), so a micro-batch carries 1/m
@@ -280,15 +309,9 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   // budget (a replicated 2 B-parameter embedding cannot hide in the sum).
   lo.outside_layers_memory_weight = static_cast<double>(c.pp);
   // The time part of the lowering: kept across the layouts of a search.
-  const LoweringCache::Key key{&g, &model, c.cp, c.tp, L.mp.devices_per_node(), c.sequence_parallel, c.tp_splits_batch};
-  std::shared_ptr<LoweringCache::Entry> kept = cache ? cache->find(key) : nullptr;
-  if (kept) {
-    L.lowered = kept->lowered();
-  } else {
-    PLANNER_TRY(sharding::LoweredSharding fresh, sharding::lower_times(g, L.mp, oracle, lo));
-    L.lowered = std::make_shared<const sharding::LoweredSharding>(std::move(fresh));
-    if (cache && (kept = cache->keep(key, L.lowered))) L.lowered = kept->lowered();
-  }
+  PLANNER_TRY(KeptLowering times, lowered_times(g, model, c, L.mp, oracle, lo, cache));
+  L.lowered = times.lowered;
+  const std::shared_ptr<LoweringCache::Entry> kept = times.kept;
   // This layout's problem: its state costs, hints and sequence parallelism.
   auto price = [&]() -> Status {
     L.problem = L.lowered->problem;
@@ -329,45 +352,68 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
       return make_error("hints: '{}' cannot keep its hinted strategy within the memory bound", L.problem.nodes[n].name);
   L.exact = sol.exact;
 
-  // Strategy per op; layout per tensor (every copy of a shared node).
-  L.strategy_of_op.assign(g.num_ops(), nullptr);
-  L.layout_of_tensor.assign(g.num_tensors(), nullptr);
-  auto set_layout = [&](TensorId t, const layout::TensorLayout& l) {
-    if (!L.layout_of_tensor[t.value]) L.layout_of_tensor[t.value] = &l;  // the first copy's port wins
-  };
-  for (std::size_t n = 0; n < L.lowered->nodes.size(); ++n) {
-    const auto& node = L.lowered->nodes[n];
-    const auto& s = sharding::chosen(*L.lowered, L.choice, n);
-    const auto& rep = node.instances.front();
-    for (const auto& inst : node.instances) {
-      for (OpId id : inst) L.strategy_of_op[id.value] = &s;
-      if (inst.size() != rep.size()) continue;
-      // Port tensors of this copy: same op position, same input/output index.
-      auto copy_tensor = [&](TensorId t0, bool input) -> std::optional<TensorId> {
-        for (std::size_t k = 0; k < rep.size(); ++k) {
-          const auto& op0 = g.op(rep[k]);
-          const auto& list0 = input ? op0.inputs : op0.outputs;
-          for (std::size_t i = 0; i < list0.size(); ++i)
-            if (list0[i] && *list0[i] == t0) {
-              const auto& opc = g.op(inst[k]);
-              const auto& listc = input ? opc.inputs : opc.outputs;
-              if (i < listc.size() && listc[i]) return *listc[i];
-            }
+  // Strategy per op; layout per tensor (every copy of a shared node); each
+  // tensor's local fraction. The same for every layout of a kept lowering
+  // that makes the same choice: kept with it.
+  auto assign = [&] {
+    L.strategy_of_op.assign(g.num_ops(), nullptr);
+    L.layout_of_tensor.assign(g.num_tensors(), nullptr);
+    auto set_layout = [&](TensorId t, const layout::TensorLayout& l) {
+      if (!L.layout_of_tensor[t.value]) L.layout_of_tensor[t.value] = &l;  // the first copy's port wins
+    };
+    for (std::size_t n = 0; n < L.lowered->nodes.size(); ++n) {
+      const auto& node = L.lowered->nodes[n];
+      const auto& s = sharding::chosen(*L.lowered, L.choice, n);
+      const auto& rep = node.instances.front();
+      for (const auto& inst : node.instances) {
+        for (OpId id : inst) L.strategy_of_op[id.value] = &s;
+        if (inst.size() != rep.size()) continue;
+        // Port tensors of this copy: same op position, same input/output index.
+        auto copy_tensor = [&](TensorId t0, bool input) -> std::optional<TensorId> {
+          for (std::size_t k = 0; k < rep.size(); ++k) {
+            const auto& op0 = g.op(rep[k]);
+            const auto& list0 = input ? op0.inputs : op0.outputs;
+            for (std::size_t i = 0; i < list0.size(); ++i)
+              if (list0[i] && *list0[i] == t0) {
+                const auto& opc = g.op(inst[k]);
+                const auto& listc = input ? opc.inputs : opc.outputs;
+                if (i < listc.size() && listc[i]) return *listc[i];
+              }
+          }
+          return std::nullopt;
+        };
+        for (std::size_t p = 0; p < node.sharding.spec.outputs.size() && p < s.outputs.size(); ++p) {
+          const auto& port = node.sharding.spec.outputs[p];
+          if (!port.tensor || !s.outputs[p]) continue;
+          if (auto t = copy_tensor(*port.tensor, false)) set_layout(*t, *s.outputs[p]);
         }
-        return std::nullopt;
-      };
-      for (std::size_t p = 0; p < node.sharding.spec.outputs.size() && p < s.outputs.size(); ++p) {
-        const auto& port = node.sharding.spec.outputs[p];
-        if (!port.tensor || !s.outputs[p]) continue;
-        if (auto t = copy_tensor(*port.tensor, false)) set_layout(*t, *s.outputs[p]);
-      }
-      for (std::size_t p = 0; p < node.sharding.spec.inputs.size() && p < s.inputs.size(); ++p) {
-        const auto& port = node.sharding.spec.inputs[p];
-        if (!port.tensor || !s.inputs[p]) continue;
-        if (g.tensor(*port.tensor).role != graph::TensorRole::parameter) continue;
-        if (auto t = copy_tensor(*port.tensor, true)) set_layout(*t, *s.inputs[p]);
+        for (std::size_t p = 0; p < node.sharding.spec.inputs.size() && p < s.inputs.size(); ++p) {
+          const auto& port = node.sharding.spec.inputs[p];
+          if (!port.tensor || !s.inputs[p]) continue;
+          if (g.tensor(*port.tensor).role != graph::TensorRole::parameter) continue;
+          if (auto t = copy_tensor(*port.tensor, true)) set_layout(*t, *s.inputs[p]);
+        }
       }
     }
+
+    {
+      std::vector<double> fraction(g.num_tensors());
+      for (std::uint32_t t = 0; t < g.num_tensors(); ++t) fraction[t] = local_fraction(L, g, TensorId{t});
+      L.fraction_of_tensor = std::move(fraction);
+    }
+  };
+  if (kept) {
+    const auto a = kept->assignment(L.choice, [&] {
+      assign();
+      return LoweringCache::Entry::Assignment{L.strategy_of_op, L.layout_of_tensor, L.fraction_of_tensor};
+    });
+    if (L.strategy_of_op.empty()) {  // found kept: copy it
+      L.strategy_of_op = a->strategy_of_op;
+      L.layout_of_tensor = a->layout_of_tensor;
+      L.fraction_of_tensor = a->fraction_of_tensor;
+    }
+  } else {
+    assign();
   }
 
   // Every op's time at its chosen strategy (the step and the balanced cut
@@ -532,6 +578,7 @@ std::vector<int> balanced_chunk_sizes(const std::vector<double>& layer_time, dou
 }
 
 double local_fraction(const Layout& L, const graph::OpGraph& g, TensorId t) {
+  if (t.value < L.fraction_of_tensor.size()) return L.fraction_of_tensor[t.value];
   const auto* l = t.value < L.layout_of_tensor.size() ? L.layout_of_tensor[t.value] : nullptr;
   const auto& tensor = g.tensor(t);
   if (!l || tensor.numel() <= 0) return 1.0;

@@ -52,6 +52,9 @@ struct Layout {
   /// Layout of op outputs and parameters under the chosen strategies, by
   /// TensorId::value (nullptr: none, replicated); points into `lowered`.
   std::vector<const layout::TensorLayout*> layout_of_tensor;
+  /// local_fraction of each tensor (by TensorId::value), worked out once
+  /// the layouts are chosen (the step and memory read it several times).
+  std::vector<double> fraction_of_tensor;
   /// Expert index of each op (by OpId::value), -1 outside experts (experts.hpp).
   std::vector<int> expert_of_op;
   int experts = 0;  ///< experts per MoE layer (0: no MoE)
@@ -96,6 +99,29 @@ std::shared_ptr<const LayerIndex> layers_of(const graph::OpGraph& g);
 /// the error when an axis's groups cannot be placed evenly
 /// (estimate::placement_error).
 Status make_meshes(const ParallelConfig& c, Layout& L);
+/// The model-parallel sub-mesh alone (cp, tp; L.mp of make_meshes).
+Result<layout::DeviceMesh> model_parallel_mesh(const ParallelConfig& c);
+
+/// Divisibility the op-level search cannot choose around: every attention
+/// pattern's heads over tp, its sequence over cp (and tp under sequence
+/// parallelism). The error names the pattern's first op.
+Status check_attention_split(const graph::OpGraph& g, const ParallelConfig& c);
+
+/// The lowering options of `c`'s time part on its model-parallel mesh `mp`
+/// (sequence parallelism, the axis roles of tp_splits_batch); the state
+/// options (grad-sync weights, memory) are the caller's.
+sharding::LoweringOptions lowering_options(const ParallelConfig& c, const layout::DeviceMesh& mp);
+
+/// A lowering's time part, and its cache entry when one is kept.
+struct KeptLowering {
+  std::shared_ptr<const sharding::LoweredSharding> lowered;
+  std::shared_ptr<LoweringCache::Entry> kept;  ///< null: not kept
+};
+/// sharding::lower_times of `g` on `mp`, found in or kept in `cache` (may
+/// be null) under c's key.
+Result<KeptLowering> lowered_times(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
+                                   const layout::DeviceMesh& mp, const CostModelOracle& oracle,
+                                   const sharding::LoweringOptions& lo, LoweringCache* cache);
 
 /// Resolves `c` on `g`: meshes, divisibility, chunks, op-level sharding.
 /// The op-level search bounds model state by 3/4 of the pp devices' memory,

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "internal.hpp"
+#include "planner/estimate/optimizer_bytes.hpp"
 
 namespace planner::estimate::detail {
 namespace {
@@ -174,8 +175,8 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
     m.gradients = st.gradients;
     // DeepSpeed's BF16Optimizer keeps the bf16 gradients and an fp32
     // accumulation buffer for every local parameter: 2 + 4 bytes.
-    if (c.framework == Framework::deepspeed && policy.default_precision() == core::Precision::bf16)
-      m.gradients += Bytes(2.0 * (dense.low_precision + experts.low_precision));
+    m.gradients += Bytes(framework_gradient_bytes(c, policy.default_precision()) *
+                         (dense.low_precision + experts.low_precision));
     m.optimizer_states = st.optimizer_states;
     m.state_label = fmt::format("{}, {}{}", cost::optimizer_label(opt), cost::sharding_name(opt.sharding),
                                 opt.sharding == cost::StateSharding::none ? std::string()

@@ -92,6 +92,10 @@ double optimizer_bytes_per_param(cost::Optimizer o, double state_bytes, cost::Ma
   return weight + 2.0 * state_bytes * states + 12.0;
 }
 
+double framework_gradient_bytes(const ParallelConfig& c, core::Precision training) {
+  return c.framework == Framework::deepspeed && training == core::Precision::bf16 ? 2.0 : 0.0;
+}
+
 // The gradient accumulation passes (optimizer_bytes.hpp): on the compute
 // stream, or racing it for SMs and HBM (FSDP's post-backward stream).
 GradPass grad_pass(const ParallelConfig& c, const cost::ComputeContext& ctx) {

@@ -55,9 +55,11 @@ Result<DeviceMesh> DeviceMesh::create(std::vector<AxisSpec> axes, std::optional<
     std::optional<int> per_node;
     for (int r = 0; r < m.devices_; ++r) {
       if ((r / ax.stride) % ax.size != 0) continue;  // not a group leader
-      std::map<int, int> count;
-      for (int k = 0; k < ax.size; ++k) ++count[(r + k * ax.stride) / dpn];
-      for (auto [node, n] : count) {
+      // The members ascend, so their nodes do: each node's count is a run.
+      for (int k = 0; k < ax.size;) {
+        const int node = (r + k * ax.stride) / dpn;
+        int n = 0;
+        for (; k < ax.size && (r + k * ax.stride) / dpn == node; ++k) ++n;
         if (!per_node) per_node = n;
         if (*per_node != n) {
           std::string shown = to_string(m);

@@ -319,6 +319,7 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
     exchange = payments * cheapest * static_cast<double>(k.micro_batches()) / k.pp;
   }
   b.context_exchange = Seconds(exchange);
+  b.grad_accumulation = Seconds(grad_passes);
   b.compute = Seconds(per_sample * static_cast<double>(k.global_batch) / k.devices() +
                       std::max(vector_compute, vector_memory) + launches + grad_passes + exchange);
   const double m = static_cast<double>(k.micro_batches());
@@ -339,8 +340,29 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   // The step is the slowest of the N devices (estimate/straggler.hpp): the
   // typical device's step mu, which every term above bounds, times
   // 1 + cv E[max of N standard normals] when the profile gives a spread cv.
-  if (const auto cv = model.step_time_cv(); cv && *cv > 0 && k.devices() > 1)
-    b.total = b.total * (1.0 + *cv * estimate::expected_max_std_normal(k.devices()));
+  if (const auto cv = model.step_time_cv(); cv && *cv > 0 && k.devices() > 1) {
+    b.straggler = 1.0 + *cv * estimate::expected_max_std_normal(k.devices());
+    b.total = b.total * b.straggler;
+  }
+  return b;
+}
+
+// The floor F is at most the sum over chunks of one micro-batch's forward
+// and backward (ops at their strategies, recompute, exposed model-parallel
+// collectives: src/estimate/floor.cpp); each chunk's backward also holds
+// its gradient accumulation passes, at least grad_accumulation in all. The
+// ranks' busy time is m x that, so the mean rank's at least
+// m F / pp + grad_accumulation: the same place in the argument as the
+// per-class `compute`, so the stretch and the optimizer apply to it alike.
+LayoutBound with_model_parallel_floor(LayoutBound b, const Candidate& c, Seconds floor) {
+  const auto& k = c.config;
+  const double m = static_cast<double>(k.micro_batches());
+  b.model_parallel = Seconds(m * floor.value / k.pp) + b.grad_accumulation;
+  if (b.model_parallel.value <= b.compute.value) return b;
+  b.compute = b.model_parallel;
+  const double stretch = k.pp > 1 ? 1.0 + (k.pp - 1.0) / (k.vp * m) : 1.0;
+  b.pipelined = b.compute * stretch;
+  b.total = std::max(b.pipelined, b.compute + b.optimizer) * b.straggler;
   return b;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
@@ -12,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/estimate/optimizer_bytes.hpp"
 #include "planner/search/search.hpp"
 
 namespace planner::search {
@@ -79,25 +81,37 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   // (estimate::saved_activation_bytes; not for models with experts, whose
   // routed tokens estimate shares out otherwise).
   std::map<std::pair<int, cost::RecomputePolicy>, double> activations;
+  std::map<cost::RecomputePolicy, Bytes> reserve;  // CUDA context + communicator per model
   std::map<cost::RecomputePolicy, BoundMemo> bound_memo;
+  // Each layout's bound in parts, by order (with_model_parallel_floor
+  // tightens it before the layout is scored).
+  std::vector<LayoutBound> bounds(orders);
   for (auto& c : candidates) {
     const auto mem = memory.find(c.recompute);
-    c.bound = layout_bound(c, facts, *cm.at(c.recompute), mem == memory.end() ? nullptr : &mem->second,
-                           &bound_memo[c.recompute]).total;
+    bounds[c.order] = layout_bound(c, facts, *cm.at(c.recompute), mem == memory.end() ? nullptr : &mem->second,
+                                   &bound_memo[c.recompute]);
+    c.bound = bounds[c.order].total;
     Bytes floor = memory_floor(c, facts);
     smallest_state = std::min(smallest_state, floor);
     if (facts.experts == 0) {
-      // The mean pipeline rank also holds at least one micro-batch's
-      // activations of its 1/pp of the layers, each item at least 1/(tp cp)
-      // of its whole size: a layout whose model state and that overflow the
-      // device cannot fit (the fullest rank holds at least the mean).
+      // The ranks also hold their micro-batches' activations in flight, the
+      // allocator's fragmentation and the context and communicator reserve
+      // (stage_memory_floor): a layout whose fullest rank overflows the
+      // device cannot fit.
       const auto key = std::make_pair(c.config.micro_batch, c.recompute);
       auto it = activations.find(key);
       if (it == activations.end()) {
         PLANNER_TRY(const graph::OpGraph* gm, graphs(c.config.micro_batch));
         it = activations.emplace(key, estimate::saved_activation_bytes(*gm, *cm.at(c.recompute), c.recompute).value).first;
       }
-      floor += Bytes(it->second / (static_cast<double>(c.config.tp) * c.config.cp * c.config.pp));
+      auto rv = reserve.find(c.recompute);
+      if (rv == reserve.end()) {
+        const cost::MemoryBreakdown base = cm.at(c.recompute)->memory(*g1, cost::MemorySetup{});
+        rv = reserve.emplace(c.recompute, base.cuda_context + base.communicator).first;
+      }
+      const auto training = cm.at(c.recompute)->context().precision().default_precision();
+      floor = stage_memory_floor(c, facts, Bytes(it->second), rv->second, cost::MemorySetup{}.fragmentation,
+                                 estimate::framework_gradient_bytes(c.config, training));
     }
     smallest_floor = std::min(smallest_floor, floor);
     if (floor > capacity) {
@@ -107,7 +121,6 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
       memory_pruned[c.order] = true;
       continue;
     }
-    space_bound = std::min(space_bound, c.bound);
     live.push_back(c);
   }
   // Context-parallel layouts with a data-parallel twin (twin_of) wait for a
@@ -153,15 +166,39 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   // Predicted step less the pipeline bubble of every layout scored without
   // error, fitting or not (-inf for a failed one).
   std::vector<std::optional<double>> step_of(orders);
+  // The bound with the model-parallel floor (estimate::model_parallel_floor:
+  // the op-level lowering's time-only optimum, shared by the layouts of a
+  // lowering key), by order; NaN where not worked out. A layout whose
+  // bound is below the incumbent gets it before it is scored, and is pruned
+  // when that is not. Past kFloorOps ops a lowering is about as costly as
+  // the estimate and the cache keeps few of them: no floors.
+  constexpr std::size_t kFloorOps = 100'000;
+  const bool floors = g1->num_ops() <= kFloorOps;
+  std::vector<double> tight(orders, std::numeric_limits<double>::quiet_NaN());
+  std::vector<bool> scored(orders, false);
+  auto tighten = [&](const Candidate& c, const graph::OpGraph& g) {
+    if (!std::isnan(tight[c.order])) return tight[c.order];
+    double b = c.bound.value;
+    if (floors) {
+      const auto floor = estimate::model_parallel_floor(g, *cm.at(c.recompute), c.config, &lowerings);
+      if (floor.ok() && *floor) b = with_model_parallel_floor(bounds[c.order], c, **floor).total.value;
+    }
+    tight[c.order] = b;
+    return b;
+  };
+  // What a layout must beat to be scored: the top_k-th fitting step found
+  // so far (the best with top_k 1), so the runners-up kept are the space's
+  // next best and not whichever were scored.
+  auto threshold = [&] {
+    return fitting.size() < std::max<std::size_t>(1, options.top_k) ? std::numeric_limits<double>::infinity()
+                                                                     : fitting.back().estimate.step_time.value;
+  };
   bool stopped = false;
-  const std::size_t total = live.size() + deferred.size();
-  std::size_t done_before = 0;
   // Branch and bound over `list` (sorted by bound), in batches.
   auto run_batches = [&](const std::vector<Candidate>& list) -> Status {
   std::size_t next = 0;
   while (next < list.size()) {
-    const double incumbent = fitting.empty() ? std::numeric_limits<double>::infinity()
-                                             : fitting.front().estimate.step_time.value;
+    const double incumbent = threshold();
     // The next batch of candidates whose bound can still beat the incumbent.
     std::vector<const Candidate*> batch;
     while (next < list.size() && batch.size() < options.batch) {
@@ -185,6 +222,8 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     auto work = [&] {
       for (std::size_t i = cursor++; i < batch.size(); i = cursor++) {
         const Candidate& c = *batch[i];
+        // The incumbent is the batch's start's whatever the threads.
+        if (tighten(c, *gs.at(c.config.micro_batch)) >= incumbent) continue;
         out[i] = estimate::estimate(*gs.at(c.config.micro_batch), *cm.at(c.recompute), c.config,
                                     estimate::EstimateOptions{.advise = false, .solver = options.solver,
                                                               .lowering_cache = &lowerings, .describe = false});
@@ -198,7 +237,12 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
       for (auto& t : pool) t.join();
     }
     for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!out[i]) {
+        ++r.pruned_bound;
+        continue;
+      }
       ++r.scored;
+      scored[batch[i]->order] = true;
       auto& res = *out[i];
       if (!res.ok()) {
         ++r.failed;
@@ -212,10 +256,13 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
       if (res->fits && peak.peak() <= capacity) {
         fit[batch[i]->order] = true;
         fitting.push_back(Scored{*batch[i], std::move(res).value()});
-      } else if (peak.peak() < smallest_peak) {
-        smallest_peak = peak.peak();
-        const auto items = peak.breakdown.largest_items();
-        smallest_item = items.empty() ? std::string() : std::string(cost::memory_kind_name(items.front().kind));
+      } else {
+        ++r.unfit;
+        if (peak.peak() < smallest_peak) {
+          smallest_peak = peak.peak();
+          const auto items = peak.breakdown.largest_items();
+          smallest_item = items.empty() ? std::string() : std::string(cost::memory_kind_name(items.front().kind));
+        }
       }
     }
     std::sort(fitting.begin(), fitting.end(), better);
@@ -228,7 +275,6 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
       break;
     }
   }
-  done_before += list.size();
   return {};
   };
   PLANNER_TRY_STATUS(run_batches(live));
@@ -247,8 +293,7 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   std::vector<bool> twin_done(orders, false);  // a smaller cp of this twin fit (pp = 1)
   for (int level : levels) {
     std::vector<Candidate> round;
-    const double incumbent = fitting.empty() ? std::numeric_limits<double>::infinity()
-                                             : fitting.front().estimate.step_time.value;
+    const double incumbent = threshold();
     for (const auto& c : deferred) {
       if (c.config.cp != level) continue;
       const std::size_t t = *twins[c.order];
@@ -277,9 +322,27 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
                       kNoLayoutFits, smallest_floor.value / (1024.0 * 1024 * 1024),
                       capacity.value / (1024.0 * 1024 * 1024));
   }
+  // The space's bound: the best step found, and the bound of every layout
+  // not scored whose model state fits (a scored layout's step is known:
+  // the best is at most it, or it does not fit or failed), tightened by
+  // its floor where that was worked out or, below the best, is worked out
+  // now (the twin rule's layouts; not when the time ran out).
+  const double best = fitting.front().estimate.step_time.value;
+  auto cover = [&](const std::vector<Candidate>& list) -> Status {
+    for (const auto& c : list) {
+      if (scored[c.order]) continue;
+      double b = std::isnan(tight[c.order]) ? c.bound.value : tight[c.order];
+      if (std::isnan(tight[c.order]) && b < best && !stopped && floors) {
+        PLANNER_TRY(const graph::OpGraph* g, graphs(c.config.micro_batch));
+        b = tighten(c, *g);
+      }
+      space_bound = std::min(space_bound, Seconds(b));
+    }
+    return {};
+  };
+  PLANNER_TRY_STATUS(cover(live));
+  PLANNER_TRY_STATUS(cover(deferred));
   r.best = std::move(fitting);
-  // Every layout's bound is at most its step, so this is at most the best
-  // step found; it covers the layouts never scored.
   r.lower_bound = std::min(r.best.front().estimate.step_time, space_bound);
   return r;
 }

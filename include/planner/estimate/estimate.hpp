@@ -233,6 +233,21 @@ Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model,
 Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& config,
                           bool advise = true, const ShardingSolver* solver = nullptr);
 
+/// A lower bound on one micro-batch's work on `config`'s model-parallel
+/// mesh, whatever op-level sharding estimate() chooses: the least, over
+/// every choice, of its ops' times (forward, backward and recompute under
+/// the model's policy) plus its model-parallel collectives (op-issued and
+/// resharding, x 0.1 under tp_comm_overlap, which exposes at least 10 % of
+/// each), summed over the pipeline chunks. It is the op-level lowering's
+/// time-only optimum (sharding::solve_time_only without gradient syncs),
+/// so nullopt when the solver cannot prove it (its beam cut). `cache` keeps
+/// the lowering and the result for the layouts sharing its key. Errors, as
+/// estimate() gives them: the model-parallel mesh's, heads or sequence not
+/// divisible (the whole cluster's mesh is not built).
+/// The search adds it to the layout's bound (search::layout_bound).
+Result<std::optional<Seconds>> model_parallel_floor(const graph::OpGraph& g, const cost::CostModel& model,
+                                                    const ParallelConfig& config, LoweringCache* cache = nullptr);
+
 /// The activations one micro-batch of `g` (the graph's batch) keeps for
 /// backward under `recompute`, whole: the items whose local shares (at
 /// least 1 / (tp cp) of each: a mesh axis splits one dim) a pipeline rank's

@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -92,11 +93,51 @@ class LoweringCache {
       return first_pass_.emplace(axis_weights, std::move(made).value()).first->second;
     }
 
+    /// What a choice of strategies resolves to on the graph: each op's
+    /// strategy and each tensor's layout (pointers into lowered()) and
+    /// local fraction (by OpId / TensorId value).
+    struct Assignment {
+      std::vector<const ops::Strategy*> strategy_of_op;
+      std::vector<const layout::TensorLayout*> layout_of_tensor;
+      std::vector<double> fraction_of_tensor;
+    };
+    /// The assignment of `choice`: make() on the first call. At most
+    /// kMaxAssignments choices are kept per entry; past that make()'s
+    /// result is returned and not kept.
+    template <class Make>
+    std::shared_ptr<const Assignment> assignment(const sharding::Choice& choice, Make&& make) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (const auto it = assignments_.find(choice); it != assignments_.end()) return it->second;
+      }
+      auto made = std::make_shared<const Assignment>(make());
+      std::lock_guard<std::mutex> lock(mu_);
+      if (assignments_.size() >= kMaxAssignments) return made;
+      return assignments_.emplace(choice, std::move(made)).first->second;
+    }
+    static constexpr std::size_t kMaxAssignments = 32;
+
+    /// The least time one micro-batch's ops and model-parallel collectives
+    /// can take on the key's mesh (estimate::model_parallel_floor) with
+    /// collectives counted at `comm_scale`: make() on the first call.
+    template <class Make>
+    std::optional<Seconds> floor(double comm_scale, Make&& make) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (const auto it = floor_.find(comm_scale); it != floor_.end()) return it->second;
+      }
+      const std::optional<Seconds> made = make();
+      std::lock_guard<std::mutex> lock(mu_);
+      return floor_.emplace(comm_scale, made).first->second;
+    }
+
    private:
     std::shared_ptr<const sharding::LoweredSharding> lowered_;
     std::mutex mu_;
     std::map<std::pair<std::size_t, std::size_t>, std::shared_ptr<const std::vector<cost::OpTime>>> times_;
     std::map<std::vector<double>, sharding::Solution> first_pass_;
+    std::map<double, std::optional<Seconds>> floor_;
+    std::map<sharding::Choice, std::shared_ptr<const Assignment>> assignments_;
   };
 
   explicit LoweringCache(std::size_t max_ops = 2'000'000) : max_ops_(max_ops) {}

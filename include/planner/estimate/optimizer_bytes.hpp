@@ -34,4 +34,11 @@ struct GradPass {
 /// The passes of `c.framework` at the context's training precision.
 GradPass grad_pass(const ParallelConfig& c, const cost::ComputeContext& ctx);
 
+/// Gradient buffers a framework keeps per local 16-bit parameter beyond the
+/// model state, whatever the state sharding: DeepSpeed's BF16Optimizer keeps
+/// the bf16 gradients next to its fp32 accumulation buffer (2 bytes under
+/// bf16); 0 otherwise. Stage memory (estimate) and the search's memory floor
+/// both count it.
+double framework_gradient_bytes(const ParallelConfig& c, core::Precision training);
+
 }  // namespace planner::estimate

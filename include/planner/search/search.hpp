@@ -12,8 +12,9 @@
 ///      where interleaving divides; ZeRO per framework; recompute policies;
 ///      for MoE models ep over divisors of dp*cp that divide the experts.
 ///      `--fix` pins any of them.
-///   2. Prune by a memory lower bound (model state alone, which no schedule
-///      can shrink) before costing anything.
+///   2. Prune by a memory lower bound (stage_memory_floor: model state and
+///      the activations the schedule keeps in flight, which no op sharding
+///      can shrink below their tp x cp share) before costing anything.
 ///   3. Order by a lower bound on the step time (`layout_bound`): the
 ///      candidate's own work (model FLOPs, plus the recomputed forward, per
 ///      device at the best kernel rate) times the pipeline's minimum stretch
@@ -22,12 +23,17 @@
 ///   4. Branch and bound in fixed-size batches, in that order: a batch is
 ///      scored in parallel (`threads`), the incumbent updated after the batch,
 ///      and later candidates whose bound is no better than the incumbent are
-///      skipped. Batches of a fixed size (not tied to the thread count) and a
-///      total order on ties (step time, then the candidate's canonical order)
-///      make the result the same with any number of threads.
+///      skipped; the incumbent is the top_k-th step found, so the runners-up
+///      are the space's next best. Before scoring, a candidate's bound is
+///      raised by its model-parallel floor (estimate::model_parallel_floor,
+///      with_model_parallel_floor) and it is pruned when that is no better.
+///      Batches of a fixed size (not tied to the thread count), pruning
+///      against the batch's starting incumbent and a total order on ties
+///      (step time, then the candidate's canonical order) make the result
+///      the same with any number of threads.
 ///   5. Anytime: stop between batches when the time limit passes; the result
 ///      says whether the space was exhausted and gives the lower bound on the
-///      best possible step (min of every enumerated layout's bound) and the gap.
+///      best possible step (Outcome::lower_bound) and the gap.
 ///
 /// Architecture invariant: no ONNX, no profile file, no CLI: graphs and cost
 /// models come from the caller's providers.
@@ -221,6 +227,18 @@ SpaceRanges space_ranges(const std::vector<Candidate>& layouts);
 /// over ep with their states sharded over dp*cp/ep); used to prune.
 Bytes memory_floor(const Candidate& c, const ModelFacts& facts);
 
+/// At most the fullest pipeline stage's memory in any estimate of `c`, for
+/// models without experts: memory_floor's state and `activations` (one
+/// micro-batch's, whole: estimate::saved_activation_bytes at c's micro-batch
+/// and recompute policy) split over tp x cp and held by the ranks as the
+/// schedule keeps them in flight (at least min(m, pp - r) on rank r under
+/// 1F1B, m under GPipe), plus `fragmentation` x those and the
+/// `reserve` (the CUDA context and communicator buffers) every rank has,
+/// and `gradient_bytes` per local parameter the framework keeps beyond the
+/// model state (estimate::framework_gradient_bytes).
+Bytes stage_memory_floor(const Candidate& c, const ModelFacts& facts, Bytes activations, Bytes reserve,
+                         double fragmentation, double gradient_bytes);
+
 /// A lower bound on a layout's step time that no inner choice (op
 /// strategies, stage cut, schedule) can beat under the cost model
 /// (`docs/search.md`, "Bound"). Each part is <= what estimate charges.
@@ -246,7 +264,18 @@ struct LayoutBound {
   /// local parameters (each tensor at its smallest shard over tp x cp)
   /// / pp / optimizer shards x bytes per parameter / streaming bandwidth.
   Seconds optimizer;
-  /// max(pipelined, compute + optimizer).
+  /// The framework's gradient accumulation passes (included in `compute`):
+  /// m x every parameter at its smallest shard x its bytes / the streaming
+  /// bandwidth, / pp.
+  Seconds grad_accumulation;
+  /// With a model-parallel floor F (estimate::model_parallel_floor: the
+  /// least one micro-batch's ops and model-parallel collectives take over
+  /// every op-level sharding): m x F / pp + grad_accumulation, the mean
+  /// pipeline rank's busy time; `compute` is at least this. 0 without one.
+  Seconds model_parallel;
+  /// 1 + cv E[max of N standard normals] (the straggler term), or 1.
+  double straggler = 1.0;
+  /// max(pipelined, compute + optimizer) x straggler.
   Seconds total;
 };
 
@@ -299,6 +328,13 @@ struct BoundMemo {
 LayoutBound layout_bound(const Candidate& c, const ModelFacts& facts, const cost::CostModel& model,
                          const MemoryFacts* memory, BoundMemo* memo);
 
+/// `b` (layout_bound of `c`) with compute raised to the mean pipeline
+/// rank's busy time under the model-parallel floor `floor` (one
+/// micro-batch's least op and collective time on c's mesh, for c's micro-
+/// batch graph and recompute policy's model): LayoutBound::model_parallel;
+/// pipelined and total follow. `b` unchanged where that is no more.
+LayoutBound with_model_parallel_floor(LayoutBound b, const Candidate& c, Seconds floor);
+
 struct Options {
   double time_limit_s = 60;
   int threads = 1;
@@ -324,10 +360,12 @@ struct Outcome {
   /// The fastest layout that fits, then the runners-up (top_k in all), fastest first.
   std::vector<Scored> best;
   /// Lower bound on the best step time any fitting layout of the space can
-  /// reach: the smallest layout_bound over every enumerated layout whose
-  /// model state fits (memory_floor; bound-pruned, twin-pruned and unscored
-  /// ones included, so it holds when the time limit stops the search; a
-  /// memory-pruned layout cannot fit, so it cannot be the best).
+  /// reach: the best step found, or less where some layout not scored
+  /// whose model state fits (memory_floor; bound-pruned, twin-pruned and
+  /// unvisited ones) has a smaller bound (layout_bound, raised by its
+  /// model-parallel floor where that was worked out), so it holds when the
+  /// time limit stops the search. A memory-pruned layout cannot fit and a
+  /// scored one's step is known, so neither lowers it.
   Seconds lower_bound;
   /// Speed of light of the model on the cluster: model FLOPs / (N x peak).
   Seconds speed_of_light;
@@ -335,6 +373,8 @@ struct Outcome {
   /// Context-parallel layouts not scored because their data-parallel twin
   /// fit (twin_of).
   std::size_t pruned_twin = 0;
+  /// Scored layouts whose estimate does not fit the device (of `scored`).
+  std::size_t unfit = 0;
   bool complete = true;  ///< false when the time limit stopped it
   double elapsed_s = 0;
   /// What the enumerated space spans (space_ranges of every enumerated layout).
