@@ -64,7 +64,10 @@ void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
   fmt::print("\n\nmemory per device (capacity {})\n", human_bytes(e.capacity));
   for (const auto& s : e.stages) {
     fmt::print("  stage {:<3} {:>12}  {}  ({} params, {:.1f} micro-batches in flight)\n", s.stage, human_bytes(s.peak()),
-               s.peak() <= e.capacity ? "fits" : "DOES NOT FIT", human_count(s.parameters), s.in_flight);
+               s.peak() > e.capacity                                  ? "DOES NOT FIT"
+               : s.peak() > e.capacity * (1.0 - e.memory_margin) ? "at risk"
+                                                                 : "fits",
+               human_count(s.parameters), s.in_flight);
   }
   const auto& worst = e.peak_stage();
   fmt::print("  largest items on stage {}:\n", worst.stage);
@@ -73,6 +76,10 @@ void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
     if (++shown > 6) break;
     fmt::print("    {:<24} {:>12}  {}\n", cost::memory_kind_name(it.kind), human_bytes(it.bytes), it.label);
   }
+  if (e.fits && e.memory_status() == "at risk")
+    fmt::print("\nAT RISK: {} on stage {} is within the profile's {:.0f} % memory margin of the {} available "
+               "(the margin covers what the memory prediction misses; `search --memory-margin`).\n",
+               human_bytes(worst.peak()), worst.stage, 100 * e.memory_margin, human_bytes(e.capacity));
   if (!e.fits) {
     fmt::print("\nDOES NOT FIT: {} needed on stage {}, {} available.\n", human_bytes(worst.peak()), worst.stage,
                human_bytes(e.capacity));
@@ -163,6 +170,8 @@ nlohmann::json estimate_json(const estimate::Estimate& e, const ReportContext& c
                  {"peak_bytes", e.peak_stage().peak().value},
                  {"peak_stage", e.peak_stage().stage},
                  {"fits", e.fits},
+                 {"margin_fraction", e.memory_margin},
+                 {"status", e.memory_status()},
                  {"stages", stages},
                  {"advice", advice}};
   j["chunks"] = chunks;

@@ -23,6 +23,9 @@ void SearchFlags::add_to(CLI::App& sub, bool devices_required, const std::string
   sub.add_option("--fix", fix, "Pin degrees or settings: tp=8,pp=4,dp=..,cp=..,ep=..,vp=..,mb=..,zero=..,recompute=..,schedule=..,sp=0|1");
   sub.add_option("--framework", framework, "megatron | megatron-legacy | deepspeed | fsdp | ddp | executor (planner's own executor: planner run, validate)")->capture_default_str();
   sub.add_option("--max-memory-fraction", max_memory_fraction, memory_help)->capture_default_str();
+  sub.add_option("--memory-margin", memory_margin,
+                 "Fraction of device memory a plan leaves free for what the memory prediction misses "
+                 "(default: the profile's device.memory_margin_fraction)");
   max_micro_batch_opt = sub.add_option("--max-micro-batch", max_micro_batch,
                                        "Largest micro-batch tried (default 16, or the model's static batch when larger)")
                             ->capture_default_str();
@@ -54,6 +57,8 @@ Result<SearchSetup> prepare_search(SearchFlags& a) {
   if (a.max_micro_batch < 1) return make_error("--max-micro-batch must be at least 1 (got {})", a.max_micro_batch);
   if (!(a.max_memory_fraction > 0 && a.max_memory_fraction <= 1))
     return make_error("--max-memory-fraction must be in (0, 1] (got {})", a.max_memory_fraction);
+  if (a.memory_margin && !(*a.memory_margin >= 0 && *a.memory_margin < 1))
+    return make_error("--memory-margin must be in [0, 1) (got {})", *a.memory_margin);
   if (!(a.time_limit > 0)) return Error{"--time-limit must be positive"};
   auto fw = estimate::parse_framework(a.framework);
   if (!fw) return Error{"--framework: " + fw.error().message};
@@ -103,6 +108,7 @@ Result<planning::SearchFound> search_best_plan(const SearchFlags& a, const Searc
   else return make_error("--optimizer '{}' is not one of adam, sgd, sgd-plain", a.optimizer);
   space.fixed = setup.fixed;
   space.max_memory_fraction = a.max_memory_fraction;
+  space.memory_margin = a.memory_margin;
   space.max_micro_batch = a.max_micro_batch;
   req.max_micro_batch_given = a.max_micro_batch_opt && a.max_micro_batch_opt->count() > 0;
   req.global_batch = a.global_batch;

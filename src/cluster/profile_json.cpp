@@ -264,7 +264,7 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
                              "hbm_GBps", "hbm_efficiency", "elementwise_efficiency", "launch_overhead_us",
                              "gemm_efficiency", "gemm_skinny_efficiency", "gemm_misaligned_factor",
                              "gemm_alignment_bytes", "gemm_precision_factor", "attention_efficiency", "step_time_cv",
-                             "special_function_rate_per_s", "adam_update_rate_params_per_s", "notes"}));
+                             "memory_margin_fraction", "special_function_rate_per_s", "adam_update_rate_params_per_s", "notes"}));
   DeviceProfile dev;
   PLANNER_TRY(dev.name, r.string(d, path, "name", true));
 
@@ -302,6 +302,10 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
   PLANNER_TRY(dev.gemm_misaligned_factor, r.sourced(d, path, "gemm_misaligned_factor", Domain::fraction));
   PLANNER_TRY(dev.gemm_alignment_bytes, r.sourced_int(d, path, "gemm_alignment_bytes"));
   PLANNER_TRY(dev.step_time_cv, r.optional_sourced(d, path, "step_time_cv", Domain::fraction));
+  PLANNER_TRY(dev.memory_margin, r.optional_sourced(d, path, "memory_margin_fraction", Domain::fraction));
+  if (dev.memory_margin && *dev.memory_margin >= 1)
+    return r.fail(core::json_path(core::json_path(path, "memory_margin_fraction"), "value"),
+                  fmt::format("must be below 1, got {}", fmt_number(*dev.memory_margin)));
   PLANNER_TRY(dev.special_function_rate_per_s,
               r.optional_sourced(d, path, "special_function_rate_per_s", Domain::positive));
   PLANNER_TRY(dev.adam_update_rate_params_per_s,

@@ -152,6 +152,11 @@ Seconds CommTotals::total() const {
   return s;
 }
 
+std::string_view Estimate::memory_status() const {
+  if (!fits) return "does not fit";
+  return peak_stage().peak() > capacity * (1.0 - memory_margin) ? "at risk" : "fits";
+}
+
 const StageMemory& Estimate::peak_stage() const {
   return *std::max_element(stages.begin(), stages.end(),
                            [](const StageMemory& a, const StageMemory& b) { return a.peak() < b.peak(); });

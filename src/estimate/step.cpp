@@ -66,6 +66,7 @@ StepWork::StepWork(const graph::OpGraph& graph, const cost::CostModel& cost_mode
   e.config = c;
   e.micro_batches = m;
   e.capacity = model.device_memory();
+  e.memory_margin = model.memory_margin();
   e.chunks.resize(static_cast<std::size_t>(C));
   work.resize(static_cast<std::size_t>(C));
 }

@@ -58,7 +58,8 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   r.enumerated = candidates.size();
   r.space = space_ranges(candidates);
   const cost::CostModel& any = *cm.begin()->second;
-  const Bytes capacity = any.device_memory() * space.max_memory_fraction;
+  const double margin = space.memory_margin.value_or(any.memory_margin());
+  const Bytes capacity = any.device_memory() * std::min(space.max_memory_fraction, 1.0 - margin);
   r.speed_of_light = Seconds(facts.flops_per_sample.value * static_cast<double>(space.global_batch) /
                              (space.devices * any.peak().value));
 
@@ -309,18 +310,22 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   }
   r.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
   if (fitting.empty()) {
+    constexpr double kGiB = 1024.0 * 1024 * 1024;
+    // "79.21 GiB", or "71.29 GiB (79.21 GiB less the 10 % memory margin)".
+    std::string against = fmt::format("{:.2f} GiB", capacity.value / kGiB);
+    if (capacity < any.device_memory() * space.max_memory_fraction)
+      against += fmt::format(" ({:.2f} GiB less the {:g} % memory margin; --memory-margin)",
+                             any.device_memory().value / kGiB, 100 * margin);
     if (smallest_peak.value < std::numeric_limits<double>::infinity())
-      return make_error("{}: the smallest scored needs {:.2f} GiB per device (largest item: {}) against {:.2f} GiB",
-                        kNoLayoutFits, smallest_peak.value / (1024.0 * 1024 * 1024), smallest_item,
-                        capacity.value / (1024.0 * 1024 * 1024));
+      return make_error("{}: the smallest scored needs {:.2f} GiB per device (largest item: {}) against {}", kNoLayoutFits,
+                        smallest_peak.value / kGiB, smallest_item, against);
     if (!r.failures.empty()) return make_error("no layout could be costed: {}", r.failures.front());
     if (smallest_state > capacity)
-      return make_error("{}: even the model state needs {:.2f} GiB per device against {:.2f} GiB", kNoLayoutFits,
-                        smallest_state.value / (1024.0 * 1024 * 1024), capacity.value / (1024.0 * 1024 * 1024));
-    return make_error("{}: the model state and one micro-batch's activations need at least {:.2f} GiB per device "
-                      "against {:.2f} GiB",
-                      kNoLayoutFits, smallest_floor.value / (1024.0 * 1024 * 1024),
-                      capacity.value / (1024.0 * 1024 * 1024));
+      return make_error("{}: even the model state needs {:.2f} GiB per device against {}", kNoLayoutFits,
+                        smallest_state.value / kGiB, against);
+    return make_error("{}: the model state and the activations in flight need at least {:.2f} GiB per device "
+                      "against {}",
+                      kNoLayoutFits, smallest_floor.value / kGiB, against);
   }
   // The space's bound: the best step found, and the bound of every layout
   // not scored whose model state fits (a scored layout's step is known:

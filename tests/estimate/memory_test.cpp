@@ -247,3 +247,23 @@ TEST_CASE("estimate memory: a layout that does not fit gets advice, fitting chan
   CHECK(has_pp);
   CHECK(has_recompute);
 }
+
+TEST_CASE("estimate memory: status fits / at risk / does not fit by the profile's margin", "[estimate][memory]") {
+  // Capacity 100 B, margin 10 %: at risk above 90 B, does not fit above 100.
+  estimate::Estimate e;
+  e.capacity = Bytes(100);
+  e.memory_margin = 0.1;
+  e.stages.resize(2);
+  e.stages[0].breakdown.weights = Bytes(50);
+  auto at = [&](double peak, bool fits) {
+    e.stages[1].breakdown.weights = Bytes(peak);
+    e.fits = fits;
+    return std::string(e.memory_status());
+  };
+  CHECK(at(90, true) == "fits");
+  CHECK(at(90.5, true) == "at risk");
+  CHECK(at(100, true) == "at risk");
+  CHECK(at(100.5, false) == "does not fit");
+  e.memory_margin = 0;  // no margin: nothing is at risk
+  CHECK(at(100, true) == "fits");
+}

@@ -482,7 +482,8 @@ TEST_CASE("search: the space's bound is at most the space's best fitting step an
       min_bound = std::min(min_bound,
                            search::layout_bound(c, facts, models.at(c.recompute), &memory.at(c.recompute)).total.value);
     const auto e = estimate::estimate(**gp(c.config.micro_batch), models.at(c.recompute), c.config, false);
-    if (e.ok() && e->fits && e->peak_stage().peak() <= models.at(c.recompute).device_memory() * s.max_memory_fraction)
+    const auto& m = models.at(c.recompute);
+    if (e.ok() && e->fits && e->peak_stage().peak() <= m.device_memory() * std::min(s.max_memory_fraction, 1 - m.memory_margin()))
       optimum = std::min(optimum, e->step_time.value);
   }
   REQUIRE(optimum < std::numeric_limits<double>::infinity());
@@ -502,5 +503,40 @@ TEST_CASE("search: the space's bound is at most the space's best fitting step an
     // light leaves (hand check: 4.2 M params x 38 B / stream bandwidth).
     CHECK(r->lower_bound.value > 2 * r->speed_of_light.value);
     for (const auto& sc : r->best) CHECK(sc.candidate.bound.value <= sc.estimate.step_time.value);
+  }
+}
+
+TEST_CASE("search: the memory margin keeps the plan's peak below (1 - margin) of capacity", "[search][bound]") {
+  search::Space s;
+  s.devices = 8;
+  s.global_batch = 16;
+  s.framework = estimate::Framework::megatron;
+  s.max_micro_batch = 2;
+  std::map<int, graph::OpGraph> graphs;
+  std::map<cost::RecomputePolicy, cost::ProfileCostModel> models;
+  for (auto r : s.recompute) models.emplace(r, a100(r));
+  search::GraphProvider gp = [&](int mb) -> Result<const graph::OpGraph*> {
+    auto it = graphs.find(mb);
+    if (it == graphs.end()) it = graphs.emplace(mb, gpt_at(mb)).first;
+    return &it->second;
+  };
+  search::ModelProvider mp = [&](cost::RecomputePolicy r) -> Result<const cost::CostModel*> { return &models.at(r); };
+  // The bundled profile's margin is the default.
+  CHECK(models.begin()->second.memory_margin() == Approx(0.1));
+  search::Options o;
+  o.batch = 4;
+  s.memory_margin = 0.0;
+  auto free = search::search(s, gp, mp, o);
+  REQUIRE(free.ok());
+  const double cap = models.begin()->second.device_memory().value;
+  // The unconstrained plan's peak, less a byte: a margin that excludes it.
+  const double peak = free->best.front().estimate.peak_stage().peak().value;
+  s.memory_margin = 1.0 - (peak - 1.0) / cap;
+  auto kept = search::search(s, gp, mp, o);
+  if (kept.ok()) {
+    for (const auto& sc : kept->best) CHECK(sc.estimate.peak_stage().peak().value <= peak - 1.0);
+    CHECK(kept->best.front().estimate.step_time.value >= free->best.front().estimate.step_time.value);
+  } else {
+    CHECK(kept.error().message.find("memory margin") != std::string::npos);
   }
 }

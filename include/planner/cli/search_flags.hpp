@@ -5,6 +5,7 @@
 /// plan `check` gates is the plan `search` would write.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct SearchFlags {
   std::string fix;
   std::string framework = "megatron";
   double max_memory_fraction = 1.0;
+  /// --memory-margin: the fraction of device memory a plan leaves free;
+  /// absent: the profile's device.memory_margin_fraction (0 without one).
+  std::optional<double> memory_margin;
   double time_limit = 60;
   int threads = 0;
   std::size_t top_k = 5;

@@ -121,6 +121,11 @@ struct DeviceProfile {
   /// variability); a synchronous step waits for the slowest of N devices
   /// (estimate.hpp). Absent: no spread modelled.
   std::optional<double> step_time_cv;
+  /// Fraction of the usable memory a plan should leave free for what the
+  /// memory prediction misses (its error on measured runs): a predicted
+  /// peak above (1 - margin) x capacity is "at risk", and the search keeps
+  /// below it by default (`--memory-margin`). Absent: 0.
+  std::optional<double> memory_margin;
   /// Special-function evaluations (exp, log, erf, tanh, ...; graph::OpCost's
   /// forward_special / backward_special) per second of one device's
   /// elementwise kernels: a CPU evaluates libm in software. Absent: not

@@ -72,6 +72,11 @@ class CostModel {
   /// device.step_time_cv, with its source), when the profile gives one: the
   /// synchronous step waits for the slowest of N devices (estimate/straggler.hpp).
   virtual std::optional<double> step_time_cv() const { return context().device().step_time_cv; }
+
+  /// Fraction of device_memory() a plan should leave free for what the
+  /// memory prediction misses (the profile's device.memory_margin_fraction,
+  /// with its source; 0 when absent).
+  virtual double memory_margin() const { return context().device().memory_margin.value_or(0.0); }
 };
 
 /// CostModel from a cluster profile.

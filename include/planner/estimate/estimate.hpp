@@ -178,6 +178,12 @@ struct Estimate {
   std::vector<StageMemory> stages;
   Bytes capacity;
   bool fits = true;
+  /// The cost model's memory margin (CostModel::memory_margin): a layout
+  /// that fits with its peak above (1 - margin) x capacity is at risk.
+  double memory_margin = 0;
+  /// "fits", "at risk" (fits, but within the margin of capacity) or "does
+  /// not fit".
+  std::string_view memory_status() const;
   std::vector<Advice> advice;
   /// One line per op-sharding unit: `name (xN): strategy`. The three
   /// descriptions below are empty under EstimateOptions::describe = false.

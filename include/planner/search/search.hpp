@@ -88,6 +88,11 @@ struct Space {
   bool hybrid_tp = true;
   /// Fraction of device memory a plan may use.
   double max_memory_fraction = 1.0;
+  /// Fraction of device memory a fitting layout leaves free (the plan's
+  /// peak at most (1 - margin) x capacity); absent: the cost model's
+  /// memory_margin() (the profile's). The search keeps to the smaller of
+  /// this and max_memory_fraction.
+  std::optional<double> memory_margin;
 };
 
 /// A candidate: the layout and the recompute policy (which selects the cost model).
