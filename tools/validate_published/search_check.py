@@ -97,6 +97,7 @@ def new_result(index, row):
         "search_complete": None, "search_layouts": None, "search_lower_bound_s": None,
         "search_alternatives": None, "search_error": None,
         "ratio": None, "verdict": None, "gaps": [],
+        "published_at_risk": None, "margin_search_s": None, "margin_search_error": None,
     })
     return r
 
@@ -162,13 +163,16 @@ def short_layout(lay, recompute):
 
 
 def parse_estimate(stdout):
-    """(step, fits or None, peak bytes or None, layout fields, short layout); raises ValueError."""
+    """(step, fits or None, peak bytes or None, layout fields, short layout,
+    memory status or None); raises ValueError."""
     step, fits, peak = runner.parse_estimate(stdout)
     d = json.loads(stdout)
+    mem = d.get("memory") if isinstance(d.get("memory"), dict) else {}
+    status = mem.get("status") if isinstance(mem.get("status"), str) else None
     lay = dict(d.get("layout") or {}) if isinstance(d.get("layout"), dict) else {}
     rc = (d.get("training") or {}).get("recompute", "?") if isinstance(d.get("training"), dict) else "?"
     lay["recompute"] = rc
-    return step, fits, peak, lay, short_layout(lay, rc)
+    return step, fits, peak, lay, short_layout(lay, rc), status
 
 
 def parse_search(stdout):
@@ -293,6 +297,18 @@ def execute(results, models, repo_root, jobs, timeout, reuse_models):
                 fill_estimate(r, rc, out, err)
             else:
                 fill_search(r, rc, out, err, wall)
+        # A published layout within the profile's memory margin of capacity
+        # ("at risk") is outside what the search offers by default: the
+        # search is compared at --memory-margin 0 there, and what the
+        # default margin gives is kept apart (margin_search_s / _error).
+        risky = [r for r in todo if r.get("published_at_risk")]
+        for r in risky:
+            r["margin_search_s"], r["margin_search_error"] = r["search_s"], r["search_error"]
+            for k in ("search_s", "search_error", "search_fits", "search_layout", "search_layout_text"):
+                r[k] = None
+            r["search_command"] = r["search_command"] + ["--memory-margin", "0"]
+        for kind, r, rc, out, err, wall in pool.map(task, [("search", r) for r in risky]):
+            fill_search(r, rc, out, err, wall)
     for r in results:
         if r["outcome"] == "mapped":
             finish(r)
@@ -308,11 +324,12 @@ def fill_estimate(r, rc, out, err):
         r["estimate_error"] = fail_text("estimate", rc, err)
         return
     try:
-        step, fits, peak, lay, short = parse_estimate(out)
+        step, fits, peak, lay, short, status = parse_estimate(out)
     except ValueError as e:
         r["estimate_error"] = str(e)
         return
     r["published_s"], r["published_fits"] = step, fits
+    r["published_at_risk"] = status == "at risk"
     r["published_peak_gb"] = None if peak is None else peak / 1e9
     r["published_layout_fields"], r["published_layout"] = lay, short
 
@@ -369,6 +386,10 @@ def finish(r):
 # ---------------------------------------------------------------------------
 # Summary.
 
+def _geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
 def summarize(results):
     compared = [r for r in results if r["outcome"] == "compared"]
     by = lambda v: [r for r in compared if r["verdict"] == v]
@@ -392,6 +413,10 @@ def summarize(results):
         "ratio_geomean": math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None,
         "search_failed": [{"id": r["id"], "message": r["search_error"]} for r in failed],
         "published_unfit": [r["id"] for r in compared if r["published_fits"] is False],
+        "published_at_risk": [r["id"] for r in compared if r.get("published_at_risk")],
+        "margin_no_plan": [r["id"] for r in compared if r.get("published_at_risk") and r.get("margin_search_s") is None],
+        "margin_ratio_geomean": _geomean([r["margin_search_s"] / r["published_s"] for r in compared
+                                          if r.get("published_at_risk") and r.get("margin_search_s")]),
         "search_unfit": [r["id"] for r in unfit],
         "incomplete": [r["id"] for r in results if r.get("search_complete") is False],
         "search_wall_s_median": statistics.median(walls) if walls else None,

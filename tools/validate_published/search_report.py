@@ -33,6 +33,12 @@ def summary_lines(s):
         ("searched plans that do not fit", str(len(s["search_unfit"]))
          + (f": {', '.join(s['search_unfit'])}" if s["search_unfit"] else "")),
         ("published layout does not fit (planner memory model)", str(len(s["published_unfit"]))),
+        ("published layout at risk (within the profile's memory margin; compared at --memory-margin 0)",
+         str(len(s["published_at_risk"]))),
+        ("those rows at the default margin: geometric mean search / published; no plan within the margin",
+         "-" if not s["published_at_risk"] else
+         f"{fmt_ratio(s['margin_ratio_geomean'])}; {len(s['margin_no_plan'])}"
+         + (f" ({', '.join(s['margin_no_plan'])})" if s["margin_no_plan"] else "")),
         ("searches stopped at --time-limit", str(len(s["incomplete"]))),
         ("search wall time median / max", "-" if med is None else
          f"{med:.2f} s / {mx:.2f} s ({s['search_wall_s_max_id']})"),
@@ -143,6 +149,14 @@ whose published layout fits. Search wall time is the `planner search` process's 
 as the harness measured it (model import included), with up to `--jobs` rows running at
 once; the median of an even count is the mean of the middle two.
 
+**Memory margin.** The search keeps every plan below (1 - margin) x capacity, the margin
+being the profile's `device.memory_margin_fraction` (0.1 in the bundled GPU profiles: what
+the memory prediction misses on measured runs). A published layout whose predicted peak is
+within that margin (`memory.status` "at risk") lies outside what the search offers by
+default, so for those rows the search is run again with `--memory-margin 0` and that run
+is compared (the search's optimality check); what the default margin gives on them (the
+price of the margin, or no plan within it) is reported apart and is not a failure.
+
 **Why a row can be worse.** For each row the script lists the options of the published
 layout that the search did not enumerate, read from the `space` object of that search's own
 `--json` summary (search::space_ranges: the tp, cp, pp, dp, ep, (pp, vp) pairs, schedules,
@@ -250,6 +264,8 @@ JSON_FIELDS = [
     ("  gaps[]", "options of the published layout the search space lacks"),
     ("summary.overall, summary.groups.G", "rows, skipped, failed, compared, no_worse, no_worse_by_time, "
      "worse [ids], worst {id, ratio}, ratio_geomean, search_failed [{id, message}], published_unfit [ids], "
-     "search_unfit [ids], incomplete [ids], search_wall_s_median, search_wall_s_max, search_wall_s_max_id, "
-     "requirement_met"),
+     "search_unfit [ids], published_at_risk [ids], margin_no_plan [ids], margin_ratio_geomean, incomplete [ids], "
+     "search_wall_s_median, search_wall_s_max, search_wall_s_max_id, requirement_met"),
+    ("  published_at_risk, margin_search_s, margin_search_error", "the published layout's `memory.status` is "
+     "\"at risk\"; then the default-margin search's step or error (the compared search ran at --memory-margin 0)"),
 ]
