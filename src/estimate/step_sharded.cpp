@@ -3,6 +3,8 @@
 // and FSDP.
 
 #include <algorithm>
+#include <map>
+#include <utility>
 
 #include "step_work.hpp"
 
@@ -73,6 +75,19 @@ Status add_sharded_fetches(StepWork& s) {
   const bool ds_flat = per_mb_sharding && c.zero >= 3 && c.framework == Framework::deepspeed;
   s.parts.chunks.resize(static_cast<std::size_t>(C));
   if (per_mb_sharding) {
+    // A unit's gather and reduce-scatter times depend only on its size and
+    // group: the repeated layers share them (same sums, term by term).
+    std::map<std::pair<double, bool>, std::pair<Seconds, Seconds>> unit_times;
+    auto unit_time = [&](double elems, bool expert) -> Result<std::pair<Seconds, Seconds>> {
+      const auto key = std::make_pair(elems, expert);
+      if (auto it = unit_times.find(key); it != unit_times.end()) return it->second;
+      const auto group = expert ? detail::DataGroup::expert_data : detail::DataGroup::data;
+      PLANNER_TRY(Seconds ga, dp_collective(model, L, c, core::Collective::all_gather, Bytes(elems * param_bytes),
+                                            ds_flat, group));
+      PLANNER_TRY(Seconds rs, dp_collective(model, L, c, core::Collective::reduce_scatter, Bytes(elems * grad_bytes),
+                                            ds_flat, group));
+      return unit_times.emplace(key, std::make_pair(ga, rs)).first->second;
+    };
     for (int ch = 0; ch < C; ++ch) {
       const auto& w = work[static_cast<std::size_t>(ch)];
       auto& ct = e.chunks[static_cast<std::size_t>(ch)];
@@ -80,20 +95,14 @@ Status add_sharded_fetches(StepWork& s) {
       // ring over the data-parallel ranks: (n-1) steps).
       Seconds gather, scatter;
       for (const auto& [unit, elems] : w.gather_units) {
-        PLANNER_TRY(Seconds ga, dp_collective(model, L, c, core::Collective::all_gather, Bytes(elems * param_bytes),
-                                              ds_flat));
-        PLANNER_TRY(Seconds rs, dp_collective(model, L, c, core::Collective::reduce_scatter,
-                                              Bytes(elems * grad_bytes), ds_flat));
-        gather += ga;
-        scatter += rs;
+        PLANNER_TRY(const auto t, unit_time(elems, false));
+        gather += t.first;
+        scatter += t.second;
       }
       for (const auto& [unit, elems] : w.expert_gather_units) {
-        PLANNER_TRY(Seconds ga, dp_collective(model, L, c, core::Collective::all_gather, Bytes(elems * param_bytes),
-                                              ds_flat, detail::DataGroup::expert_data));
-        PLANNER_TRY(Seconds rs, dp_collective(model, L, c, core::Collective::reduce_scatter,
-                                              Bytes(elems * grad_bytes), ds_flat, detail::DataGroup::expert_data));
-        gather += ga;
-        scatter += rs;
+        PLANNER_TRY(const auto t, unit_time(elems, true));
+        gather += t.first;
+        scatter += t.second;
       }
       const double units = std::max(1, w.layers);
       const Seconds fwd = ct.forward_compute + w.fwd_comm;

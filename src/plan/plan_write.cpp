@@ -7,6 +7,7 @@
 // program (an array of "F3@c1" steps) is written on one line, so a
 // 1024-device plan stays small. Same plan, same bytes.
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -84,82 +85,105 @@ class Writer {
   const Layout* layout_ = nullptr;
 };
 
-/// A scalar exactly as nlohmann's dump writes it (invalid UTF-8 in strings
-/// becomes U+FFFD instead of throwing).
-std::string scalar(const ojson& v) { return v.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+/// Writes the layout below into one string. Scalars go through one
+/// nlohmann serializer, exactly as dump(-1) writes them (invalid UTF-8 in
+/// strings becomes U+FFFD instead of throwing), without a string per value.
+class Emitter {
+ public:
+  explicit Emitter(std::string& out)
+      : out_(out),
+        serializer_(nlohmann::detail::output_adapter<char, std::string>(out), ' ', ojson::error_handler_t::replace) {}
 
-/// nlohmann's dump(2) layout, except that the arrays inside
-/// "schedule_steps" and the span objects inside "spans" (the timeline) are
-/// written on one line.
-void emit(const ojson& v, int indent, bool compact_children, std::string& out) {
-  const std::string pad(static_cast<std::size_t>(indent) + 2, ' ');
-  if (v.is_object()) {
-    if (v.empty()) {
-      out += "{}";
-      return;
-    }
-    out += "{\n";
-    bool first = true;
-    for (const auto& [key, value] : v.items()) {
-      if (!first) out += ",\n";
-      first = false;
-      out += pad;
-      out += scalar(ojson(key));
-      out += ": ";
-      emit(value, indent + 2, key == "schedule_steps" || key == "spans", out);
-    }
-    out += '\n';
-    out.append(static_cast<std::size_t>(indent), ' ');
-    out += '}';
-  } else if (v.is_array()) {
-    if (v.empty()) {
-      out += "[]";
-      return;
-    }
-    out += "[\n";
-    bool first = true;
-    for (const auto& e : v) {
-      if (!first) out += ",\n";
-      first = false;
-      out += pad;
-      if (compact_children && e.is_array()) {
-        out += '[';
-        bool first_step = true;
-        for (const auto& s : e) {
-          if (!first_step) out += ", ";
-          first_step = false;
-          out += scalar(s);
-        }
-        out += ']';
-      } else if (compact_children && e.is_object()) {
-        out += '{';
-        bool first_key = true;
-        for (const auto& [k, x] : e.items()) {
-          if (!first_key) out += ", ";
-          first_key = false;
-          out += scalar(ojson(k));
-          out += ": ";
-          out += scalar(x);
-        }
-        out += '}';
-      } else {
-        emit(e, indent + 2, false, out);
+  /// nlohmann's dump(2) layout, except that the arrays inside
+  /// "schedule_steps" and the span objects inside "spans" (the timeline)
+  /// are written on one line.
+  void emit(const ojson& v, int indent, bool compact_children) {
+    const std::string pad(static_cast<std::size_t>(indent) + 2, ' ');
+    if (v.is_object()) {
+      if (v.empty()) {
+        out_ += "{}";
+        return;
       }
+      out_ += "{\n";
+      bool first = true;
+      for (const auto& [key, value] : v.items()) {
+        if (!first) out_ += ",\n";
+        first = false;
+        out_ += pad;
+        emit_key(key);
+        out_ += ": ";
+        emit(value, indent + 2, key == "schedule_steps" || key == "spans");
+      }
+      out_ += '\n';
+      out_.append(static_cast<std::size_t>(indent), ' ');
+      out_ += '}';
+    } else if (v.is_array()) {
+      if (v.empty()) {
+        out_ += "[]";
+        return;
+      }
+      out_ += "[\n";
+      bool first = true;
+      for (const auto& e : v) {
+        if (!first) out_ += ",\n";
+        first = false;
+        out_ += pad;
+        if (compact_children && e.is_array()) {
+          out_ += '[';
+          bool first_step = true;
+          for (const auto& s : e) {
+            if (!first_step) out_ += ", ";
+            first_step = false;
+            scalar(s);
+          }
+          out_ += ']';
+        } else if (compact_children && e.is_object()) {
+          out_ += '{';
+          bool first_key = true;
+          for (const auto& [k, x] : e.items()) {
+            if (!first_key) out_ += ", ";
+            first_key = false;
+            emit_key(k);
+            out_ += ": ";
+            scalar(x);
+          }
+          out_ += '}';
+        } else {
+          emit(e, indent + 2, false);
+        }
+      }
+      out_ += '\n';
+      out_.append(static_cast<std::size_t>(indent), ' ');
+      out_ += ']';
+    } else {
+      scalar(v);
     }
-    out += '\n';
-    out.append(static_cast<std::size_t>(indent), ' ');
-    out += ']';
-  } else {
-    out += scalar(v);
   }
-}
+
+ private:
+  void scalar(const ojson& v) { serializer_.dump(v, false, false, 0); }
+  /// A key: printable ASCII other than '"' and '\\' needs no escape (the
+  /// struct field names, op and profile names); anything else as a string.
+  void emit_key(const std::string& key) {
+    const bool plain = std::all_of(key.begin(), key.end(), [](char ch) {
+      return ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\';
+    });
+    if (!plain) return scalar(ojson(key));
+    out_ += '"';
+    out_ += key;
+    out_ += '"';
+  }
+
+  std::string& out_;
+  nlohmann::detail::serializer<ojson> serializer_;
+};
 
 }  // namespace
 
 std::string to_json(const Plan& p) {
   const ojson o = Writer().value(p);
   std::string out;
-  emit(o, 0, false, out);
+  Emitter(out).emit(o, 0, false);
   out += '\n';
   return out;
 }

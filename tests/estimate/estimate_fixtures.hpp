@@ -54,6 +54,7 @@ class FakeCostModel final : public cost::CostModel {
   double fwd_ms = 1.0;
   double bwd_ms = 2.0;
   double seconds_per_byte = 1e-9;
+  double seconds_per_call = 0;  // each collective's latency
   double flops_per_s = 0;
   Bytes capacity = Bytes(80e9);
   Bytes temporary = Bytes(1e6);
@@ -84,7 +85,7 @@ class FakeCostModel final : public cost::CostModel {
   Result<Seconds> collective(core::Collective kind, Bytes m, cluster::Placement where) const override {
     const std::lock_guard<std::mutex> lock(mu_);
     calls_.push_back(Call{kind, m, where});
-    return Seconds(m.value * seconds_per_byte);
+    return Seconds(m.value * seconds_per_byte + seconds_per_call);
   }
   cost::MemoryBreakdown memory(const graph::OpGraph&, const cost::MemorySetup&) const override {
     cost::MemoryBreakdown b;
