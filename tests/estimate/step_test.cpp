@@ -498,6 +498,16 @@ TEST_CASE("estimate step: ZeRO-3: weights gathered and gradients reduce-scattere
   CHECK(gathered == rel(84'992));
   CHECK(scattered == rel(169'984));
   CHECK(gathers == 8);
+  SECTION("one gather and one reduce-scatter per parameter tensor: 53 of each per micro-batch") {
+    // Each collective priced at 1 s whatever its size: 53 s gathered, 53 s
+    // reduce-scattered. Forward exposed 53 - 0.134 s, backward (gathers again
+    // and the reduce-scatters) 106 - 0.268 s: 158.598 s per micro-batch.
+    FakeCostModel latency;
+    latency.seconds_per_byte = 0;
+    latency.seconds_per_call = 1;
+    const auto le = run(g, latency, c);
+    CHECK(le.chunks[0].zero3_exposed.value == rel(158.598));
+  }
   SECTION("DeepSpeed ZeRO-3 fetches weights on demand over a single ring: the gathers do not hide") {
     // forward exposed = every gather, 0.434944 ms; backward = the gathers
     // again + the reduce-scatters' last bucket (they overlap the backward, as
