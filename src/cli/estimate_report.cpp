@@ -61,13 +61,14 @@ void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
     fmt::print("  slowest of {} devices, expected {:>9}  {}\n", c.devices(), ms(e.straggler), pct(e.straggler, T));
   fmt::print("\nthroughput   {:.1f} model TFLOP/s per device, MFU {:.1f} %", e.model_tflops_per_device, 100 * e.mfu);
   if (e.hfu > e.mfu * 1.0001) fmt::print(", HFU {:.1f} %", 100 * e.hfu);
-  fmt::print("\n\nmemory per device (capacity {})\n", human_bytes(e.capacity));
+  fmt::print("\n\nmemory per device (capacity {}; peak reserved, of it allocated)\n", human_bytes(e.capacity));
   for (const auto& s : e.stages) {
-    fmt::print("  stage {:<3} {:>12}  {}  ({} params, {:.1f} micro-batches in flight)\n", s.stage, human_bytes(s.peak()),
-               s.peak() > e.capacity                                  ? "DOES NOT FIT"
+    fmt::print("  stage {:<3} {:>12}  {}  ({} allocated; {} params, {:.1f} micro-batches in flight)\n", s.stage,
+               human_bytes(s.peak()),
+               s.allocated() > e.capacity                             ? "DOES NOT FIT"
                : s.peak() > e.capacity * (1.0 - e.memory_margin) ? "at risk"
                                                                  : "fits",
-               human_count(s.parameters), s.in_flight);
+               human_bytes(s.allocated()), human_count(s.parameters), s.in_flight);
   }
   const auto& worst = e.peak_stage();
   fmt::print("  largest items on stage {}:\n", worst.stage);
@@ -81,8 +82,8 @@ void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
                "(the margin covers what the memory prediction misses; `search --memory-margin`).\n",
                human_bytes(worst.peak()), worst.stage, 100 * e.memory_margin, human_bytes(e.capacity));
   if (!e.fits) {
-    fmt::print("\nDOES NOT FIT: {} needed on stage {}, {} available.\n", human_bytes(worst.peak()), worst.stage,
-               human_bytes(e.capacity));
+    fmt::print("\nDOES NOT FIT: {} needed on stage {} (allocated, without the allocator's fragmentation), {} available.\n",
+               human_bytes(worst.allocated()), worst.stage, human_bytes(e.capacity));
     if (e.advice.empty()) fmt::print("no single change found that shrinks it\n");
     for (const auto& a : e.advice)
       fmt::print("  {:<28} saves {:>12}{}\n", with_flags(a.change), human_bytes(a.saves), a.fits ? "  -> fits" : "");
@@ -148,7 +149,8 @@ nlohmann::json estimate_json(const estimate::Estimate& e, const ReportContext& c
   for (const auto& s : e.stages)
     stages.push_back({{"stage", s.stage},
                       {"peak_bytes", s.peak().value},
-                      {"fits", s.peak() <= e.capacity},
+                      {"allocated_bytes", s.allocated().value},
+                      {"fits", s.allocated() <= e.capacity},
                       {"parameters", s.parameters},
                       {"micro_batches_in_flight", s.in_flight},
                       {"items", memory_json(s.breakdown)}});
@@ -168,6 +170,7 @@ nlohmann::json estimate_json(const estimate::Estimate& e, const ReportContext& c
   for (const auto& a : e.advice) advice.push_back({{"change", with_flags(a.change)}, {"saves_bytes", a.saves.value}, {"fits", a.fits}});
   j["memory"] = {{"capacity_bytes", e.capacity.value},
                  {"peak_bytes", e.peak_stage().peak().value},
+                 {"allocated_bytes", e.peak_stage().allocated().value},
                  {"peak_stage", e.peak_stage().stage},
                  {"fits", e.fits},
                  {"margin_fraction", e.memory_margin},

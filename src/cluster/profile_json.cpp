@@ -264,7 +264,7 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
                              "hbm_GBps", "hbm_efficiency", "elementwise_efficiency", "launch_overhead_us",
                              "gemm_efficiency", "gemm_skinny_efficiency", "gemm_misaligned_factor",
                              "gemm_alignment_bytes", "gemm_precision_factor", "attention_efficiency", "step_time_cv",
-                             "memory_margin_fraction", "special_function_rate_per_s", "adam_update_rate_params_per_s", "notes"}));
+                             "memory_margin_fraction", "allocator_fragmentation_fraction", "special_function_rate_per_s", "adam_update_rate_params_per_s", "notes"}));
   DeviceProfile dev;
   PLANNER_TRY(dev.name, r.string(d, path, "name", true));
 
@@ -306,6 +306,11 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
   if (dev.memory_margin && *dev.memory_margin >= 1)
     return r.fail(core::json_path(core::json_path(path, "memory_margin_fraction"), "value"),
                   fmt::format("must be below 1, got {}", fmt_number(*dev.memory_margin)));
+  PLANNER_TRY(dev.allocator_fragmentation,
+              r.optional_sourced(d, path, "allocator_fragmentation_fraction", Domain::fraction));
+  if (dev.allocator_fragmentation && *dev.allocator_fragmentation >= 1)
+    return r.fail(core::json_path(core::json_path(path, "allocator_fragmentation_fraction"), "value"),
+                  fmt::format("must be below 1, got {}", fmt_number(*dev.allocator_fragmentation)));
   PLANNER_TRY(dev.special_function_rate_per_s,
               r.optional_sourced(d, path, "special_function_rate_per_s", Domain::positive));
   PLANNER_TRY(dev.adam_update_rate_params_per_s,

@@ -346,8 +346,14 @@ MemoryBreakdown memory(const graph::OpGraph& g, const ComputeContext& ctx, const
   if (setup.communicator) m.communicator = ctx.device().communicator_memory;
   const Bytes allocated = m.weights + m.gradients + m.optimizer_states + m.gathered_weights + m.activations +
                           m.loss_buffer + m.recompute_working_set + m.temporary;
-  m.fragmentation = allocated * setup.fragmentation;
+  m.fragmentation = allocated * setup.fragmentation.value_or(fragmentation_over_allocated(ctx.device()));
   return m;
+}
+
+double fragmentation_over_allocated(const cluster::DeviceProfile& device) {
+  if (!device.allocator_fragmentation) return kDefaultFragmentation;
+  const double f = *device.allocator_fragmentation;
+  return f / (1.0 - f);
 }
 
 }  // namespace planner::cost

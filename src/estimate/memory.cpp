@@ -203,7 +203,7 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
     m.communicator = base.communicator;
     const Bytes allocated = m.weights + m.gradients + m.optimizer_states + m.gathered_weights + m.activations +
                             m.loss_buffer + m.recompute_working_set + m.temporary;
-    m.fragmentation = allocated * base_setup.fragmentation;
+    m.fragmentation = allocated * model.fragmentation();
   }
   return out;
 }

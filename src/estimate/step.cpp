@@ -163,10 +163,12 @@ Result<Estimate> estimate_impl(const graph::OpGraph& g, const cost::CostModel& m
 
 void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& model, const detail::Layout& L,
                 const std::vector<Bytes>& peak_act, const std::vector<double>& in_flight) {
-  const Bytes before = e.peak_stage().peak();
+  // Advice is about what must fit: the allocated peak (without the
+  // allocator's fragmentation, which it frees and retries before failing).
+  const Bytes before = e.peak_stage().allocated();
   auto consider = [&](std::string change, const std::vector<StageMemory>& after) {
     Bytes worst;
-    for (const auto& s : after) worst = std::max(worst, s.peak());
+    for (const auto& s : after) worst = std::max(worst, s.allocated());
     if (worst >= before) return;
     e.advice.push_back(Advice{std::move(change), before - worst, worst <= e.capacity});
   };
@@ -251,7 +253,7 @@ Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model,
   // more than its share can still overflow one device. Solve once more with
   // the bound cut by that overflow on every stage; keep that choice only if
   // it then fits (a tighter bound can only trade time for memory).
-  const Bytes over = first->peak_stage().peak() - first->capacity;
+  const Bytes over = first->peak_stage().allocated() - first->capacity;
   const Bytes limit = bound - over * static_cast<double>(config.pp);
   // No choice of op strategies holds that little: the layout cannot fit.
   if (limit < bounds.second) return first;

@@ -33,7 +33,7 @@ void add_memory_and_units(StepWork& s) {
     peak_act[static_cast<std::size_t>(r)] = res.devices[static_cast<std::size_t>(r)].peak_activation;
   }
   e.stages = detail::stage_memory(g, model, c, L, ctx.recompute(), in_flight, peak_act);
-  e.fits = std::all_of(e.stages.begin(), e.stages.end(), [&](const StageMemory& s) { return s.peak() <= e.capacity; });
+  e.fits = std::all_of(e.stages.begin(), e.stages.end(), [&](const StageMemory& s) { return s.allocated() <= e.capacity; });
   e.model_mesh = L.mp;
   e.speed_of_light = Seconds(e.model_flops.value / (model.peak().value * c.devices()));
   if (s.describe) {

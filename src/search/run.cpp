@@ -111,7 +111,8 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
         rv = reserve.emplace(c.recompute, base.cuda_context + base.communicator).first;
       }
       const auto training = cm.at(c.recompute)->context().precision().default_precision();
-      floor = stage_memory_floor(c, facts, Bytes(it->second), rv->second, cost::MemorySetup{}.fragmentation,
+      floor = stage_memory_floor(c, facts, Bytes(it->second), rv->second,
+                                 cm.at(c.recompute)->fragmentation(),
                                  estimate::framework_gradient_bytes(c.config, training));
     }
     smallest_floor = std::min(smallest_floor, floor);

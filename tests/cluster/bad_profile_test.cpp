@@ -199,6 +199,10 @@ TEST_CASE("scale keys: Simple latencies and step-time spread are sourced and ran
   check_one_line(msg, "device.memory_margin_fraction.value: must be in (0, 1]");
   msg = load_edited([](json& j) { j["device"]["memory_margin_fraction"] = 0.1; });
   check_one_line(msg, "device.memory_margin_fraction: number without a source");
+  msg = load_edited([](json& j) { j["device"]["allocator_fragmentation_fraction"] = {{"value", 1}, {"source", "x"}}; });
+  check_one_line(msg, "device.allocator_fragmentation_fraction.value: must be below 1, got 1");
+  msg = load_edited([](json& j) { j["device"]["allocator_fragmentation_fraction"] = 0.15; });
+  check_one_line(msg, "device.allocator_fragmentation_fraction: number without a source");
   msg = load_edited([](json& j) { j["device"]["special_function_rate_per_s"] = {{"value", -1}, {"source", "x"}}; });
   check_one_line(msg, "device.special_function_rate_per_s.value: must be > 0");
   msg = load_edited([](json& j) { j["device"]["adam_update_rate_params_per_s"] = 3e8; });
@@ -214,6 +218,7 @@ TEST_CASE("scale keys: Simple latencies and step-time spread are sourced and ran
     for (auto& l : j["interconnect"]["levels"]) l.erase("simple_latency_us");
     j["device"].erase("step_time_cv");
     j["device"].erase("memory_margin_fraction");
+    j["device"].erase("allocator_fragmentation_fraction");
   });
   CHECK(msg.empty());
 }

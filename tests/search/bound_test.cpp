@@ -395,7 +395,8 @@ std::size_t check_space(const std::function<graph::OpGraph(int)>& make, std::int
       const auto base = model.memory(graph_at(1), cost::MemorySetup{});
       const Bytes acts = estimate::saved_activation_bytes(graph_at(c.config.micro_batch), model, c.recompute);
       const double floor =
-          search::stage_memory_floor(c, facts, acts, base.cuda_context + base.communicator, cost::MemorySetup{}.fragmentation,
+          search::stage_memory_floor(c, facts, acts, base.cuda_context + base.communicator,
+                                     model.fragmentation(),
                                      estimate::framework_gradient_bytes(c.config, model.context().precision().default_precision()))
               .value;
       INFO("memory floor " << floor << " peak " << e->peak_stage().peak().value);
@@ -522,7 +523,7 @@ TEST_CASE("search: the memory margin keeps the plan's peak below (1 - margin) of
   };
   search::ModelProvider mp = [&](cost::RecomputePolicy r) -> Result<const cost::CostModel*> { return &models.at(r); };
   // The bundled profile's margin is the default.
-  CHECK(models.begin()->second.memory_margin() == Approx(0.1));
+  CHECK(models.begin()->second.memory_margin() == Approx(0.05));
   search::Options o;
   o.batch = 4;
   s.memory_margin = 0.0;

@@ -21,6 +21,9 @@ MAX_P90_ABS_PCT = 10.8       # 90th percentile |error| (10.45 %)
 MAX_ABOVE_20 = 2             # rows above 20 % (2)
 MIN_OOM_AGREE = 2            # OOM rows predicted not to fit (2 of 3; L957 sits with rows that trained)
 MAX_FITS_DISAGREE = 0        # trained rows predicted not to fit (none: Nemotron-340B fits with its recipe's bf16 optimizer)
+MAX_MEMORY_MEAN_ABS_PCT = 6.0  # memory mean |error| over rows with a measured peak (5.64 %, n = 33)
+MIN_MEAN_TAU = 0.52          # mean Kendall tau-b over same-model sets of >= 3 rows (0.549, 4 sets)
+MAX_TOP1_REGRET_PCT = 11.5   # worst top-1 regret of those sets (11.2 %)
 
 
 def main():
@@ -34,7 +37,8 @@ def main():
     if out.returncode != 0:
         print(out.stderr)
         return 1
-    s = json.loads(out.stdout)["summary"]["overall"]
+    summary = json.loads(out.stdout)["summary"]
+    s, ranking = summary["overall"], summary["ranking"]
     checks = [
         ("rows evaluated", s["evaluated"], ">=", MIN_EVALUATED),
         ("mean |error| %", s["mean_abs_error_pct"], "<=", MAX_MEAN_ABS_PCT),
@@ -42,6 +46,9 @@ def main():
         ("rows above 20 %", len(s["above_threshold"]), "<=", MAX_ABOVE_20),
         ("OOM rows predicted not to fit", s["oom_agree"], ">=", MIN_OOM_AGREE),
         ("trained rows predicted not to fit", len(s["fits_disagreements_ok_rows"]), "<=", MAX_FITS_DISAGREE),
+        ("memory mean |error| %", s["memory_mean_abs_error_pct"], "<=", MAX_MEMORY_MEAN_ABS_PCT),
+        ("mean Kendall tau (same-model sets)", ranking["mean_kendall_tau"], ">=", MIN_MEAN_TAU),
+        ("worst top-1 regret %", ranking["worst_top1_regret_pct"], "<=", MAX_TOP1_REGRET_PCT),
     ]
     failed = 0
     for name, value, op, bound in checks:

@@ -17,10 +17,11 @@ TIME_CAUSES = [
      "70B on 64 A100-40GB with one micro-batch per step: measured MFU 0.36 against 0.49 for twice the per-GPU "
      "work on 128 GPUs (same table, same software); a per-step fixed cost of ~4 s the model lacks. FSDP's "
      "per-micro-batch gradient passes (bf16 reduce: 8 B per parameter, modelled) add 0.2 s; FSDP collectives "
-     "hide behind the compute even at 30 % of the RoCE rate; memory at 75 % of capacity. Unexplained."),
+     "hide behind the compute even at 30 % of the RoCE rate; memory at 82 % of capacity (reserved; 70 % allocated). Unexplained."),
     (r"^foundry-a100_80gb-amp_bf16-30b-s8192-8gpu$",
-     "predicted memory at 96 % of capacity: PyTorch's caching allocator frees and retries near the limit "
-     "(synchronising the device); allocator retries are not modelled. The same table's May 2023 run of this "
+     "predicted reserved peak at 105 % of capacity (89 % allocated; estimate says at risk): PyTorch's caching "
+     "allocator frees its cache and retries near the limit (synchronising the device); the retries' time is not "
+     "modelled. The same table's May 2023 run of this "
      "layout with bf16 gradient reduction (PURE) reached 622 tokens/s/GPU against 574 here."),
     (r"^foundry-h100_80gb-amp_bf16-(13b-s2048-16gpu|70b-s2048-32gpu)$",
      "a single (or few) micro-batches per step on few GPUs: FSDP's per-micro-batch gradient passes (cat, "

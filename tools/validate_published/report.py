@@ -295,7 +295,8 @@ conversion (`measured_method`). Rows with none (e.g. per-layer timings) are skip
 
 **Comparison.** error = (predicted - measured) / measured. OOM rows: agreement when
 `memory.fits` is false. ok rows: `memory.fits` must be true (disagreements counted). Where
-`measured.peak_memory_gb` is published it is compared with `memory.peak_bytes` / 1e9. p90 is the
+`measured.peak_memory_gb` is published it is compared with `memory.peak_bytes` / 1e9 (the reserved
+peak: allocated plus the allocator's fragmentation; at most `memory.capacity_bytes`). p90 is the
 nearest-rank 90th percentile of |error| (rank ceil(0.9 n)).
 """
 

@@ -118,7 +118,13 @@ def parse_estimate(stdout):
         raise ValueError("estimate JSON has no positive step_time_s")
     mem = d.get("memory") if isinstance(d.get("memory"), dict) else {}
     fits = mem.get("fits") if isinstance(mem.get("fits"), bool) else None
-    return step, fits, as_pos_float(mem.get("peak_bytes"))
+    peak = as_pos_float(mem.get("peak_bytes"))
+    capacity = as_pos_float(mem.get("capacity_bytes"))
+    if peak is not None and capacity is not None:
+        # The reserved peak cannot exceed the device: the allocator frees its
+        # cache and retries before it would, so nvidia-smi shows at most that.
+        peak = min(peak, capacity)
+    return step, fits, peak
 
 
 def rows_with_models(results, model_err):

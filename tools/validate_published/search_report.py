@@ -150,7 +150,7 @@ as the harness measured it (model import included), with up to `--jobs` rows run
 once; the median of an even count is the mean of the middle two.
 
 **Memory margin.** The search keeps every plan below (1 - margin) x capacity, the margin
-being the profile's `device.memory_margin_fraction` (0.1 in the bundled GPU profiles: what
+being the profile's `device.memory_margin_fraction` (0.05 in the bundled GPU profiles: what
 the memory prediction misses on measured runs). A published layout whose predicted peak is
 within that margin (`memory.status` "at risk") lies outside what the search offers by
 default, so for those rows the search is run again with `--memory-margin 0` and that run

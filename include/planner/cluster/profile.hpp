@@ -126,6 +126,12 @@ struct DeviceProfile {
   /// peak above (1 - margin) x capacity is "at risk", and the search keeps
   /// below it by default (`--memory-margin`). Absent: 0.
   std::optional<double> memory_margin;
+  /// The caching allocator's fragmentation: the fraction of its peak
+  /// reserved memory that is not allocated to live tensors at the peak
+  /// (1 - peak active / peak reserved, GMLake's ratio). The reserved peak is
+  /// allocated / (1 - f). Absent: cost::kDefaultFragmentation of the
+  /// allocated bytes.
+  std::optional<double> allocator_fragmentation;
   /// Special-function evaluations (exp, log, erf, tanh, ...; graph::OpCost's
   /// forward_special / backward_special) per second of one device's
   /// elementwise kernels: a CPU evaluates libm in software. Absent: not

@@ -77,6 +77,11 @@ class CostModel {
   /// memory prediction misses (the profile's device.memory_margin_fraction,
   /// with its source; 0 when absent).
   virtual double memory_margin() const { return context().device().memory_margin.value_or(0.0); }
+
+  /// The caching allocator's fragmentation over the allocated bytes (the
+  /// profile's device.allocator_fragmentation_fraction f as f / (1 - f),
+  /// with its source; kDefaultFragmentation when absent).
+  virtual double fragmentation() const { return fragmentation_over_allocated(context().device()); }
 };
 
 /// CostModel from a cluster profile.

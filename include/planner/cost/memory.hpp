@@ -32,11 +32,17 @@
 /// backward writes the logits' gradient into the loss buffer in place).
 ///
 /// Framework reserve: the CUDA context and the communicator buffers from the
-/// profile, plus allocator fragmentation, a fraction (default 7%, an estimate
-/// within the 5-10% PyTorch's caching allocator typically loses) of every
-/// allocation above.
+/// profile, plus allocator fragmentation: what the caching allocator holds
+/// reserved beyond the live tensors at the peak. With the profile's
+/// device.allocator_fragmentation_fraction f (1 - peak active / peak
+/// reserved) it is f / (1 - f) of every allocation above; without one,
+/// kDefaultFragmentation of them. The allocated peak (everything but the
+/// fragmentation) must fit: the allocator frees its cached blocks and
+/// retries before it reports out-of-memory, so the reserved peak may press
+/// against capacity at a cost in time, but not fail (at risk).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -141,6 +147,15 @@ struct ModelState {
 /// Weights, gradients and optimizer states of `params` on one device.
 ModelState model_state(const ParamCounts& params, const OptimizerSetup& setup);
 
+/// Fragmentation over the allocated bytes for a profile that gives none: an
+/// estimate within the 5-10 % PyTorch's caching allocator typically loses.
+inline constexpr double kDefaultFragmentation = 0.07;
+
+/// The allocator's fragmentation as a fraction of the allocated bytes:
+/// f / (1 - f) for the device's allocator_fragmentation f, else
+/// kDefaultFragmentation.
+double fragmentation_over_allocated(const cluster::DeviceProfile& device);
+
 /// What share of the graph this device holds, until layouts compose it
 /// exactly: e.g. parameters 1/t and activations 1/t under tensor + sequence
 /// parallelism, a stage's share under pipelining; activations scale linearly
@@ -157,8 +172,9 @@ struct MemorySetup {
   int in_flight_micro_batches = 1;
   DeviceShare share;
   bool fuse_elementwise = true;
-  /// Allocator fragmentation as a fraction of the allocated bytes.
-  double fragmentation = 0.07;
+  /// Allocator fragmentation as a fraction of the allocated bytes; absent:
+  /// fragmentation_over_allocated(the context's device).
+  std::optional<double> fragmentation;
   /// Reserve the communicator's buffers (any collective on this device).
   bool communicator = true;
   /// Fused cross-entropy: the 16-bit logits are the loss buffer (their
@@ -201,10 +217,13 @@ struct MemoryBreakdown {
   /// The setup's labels, kept for largest_items().
   std::string state_label;
 
-  /// Sum of every item.
+  /// Sum of every item: the reserved peak the device shows (nvidia-smi).
   Bytes total() const;
-  /// total() <= capacity (pass the device's visible memory).
-  bool fits(Bytes capacity) const { return total() <= capacity; }
+  /// total() without the fragmentation: the live tensors plus the context
+  /// and communicator, what must fit.
+  Bytes allocated() const { return total() - fragmentation; }
+  /// allocated() <= capacity (pass the device's visible memory).
+  bool fits(Bytes capacity) const { return allocated() <= capacity; }
   /// Every non-zero item, largest first (ties in MemoryKind order).
   std::vector<MemoryItem> largest_items() const;
 };

@@ -131,7 +131,10 @@ struct UnitStrategy {
 struct StageMemory {
   int stage = 0;
   cost::MemoryBreakdown breakdown;
+  /// The reserved peak (with the allocator's fragmentation).
   Bytes peak() const { return breakdown.total(); }
+  /// The allocated peak (without it): what must fit.
+  Bytes allocated() const { return breakdown.allocated(); }
   /// Micro-batches whose activations are held at the peak (simulated).
   double in_flight = 0;
   double parameters = 0;  ///< local parameter elements
