@@ -59,7 +59,14 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   r.space = space_ranges(candidates);
   const cost::CostModel& any = *cm.begin()->second;
   const double margin = space.memory_margin.value_or(any.memory_margin());
-  const Bytes capacity = any.device_memory() * std::min(space.max_memory_fraction, 1.0 - margin);
+  const double limit = std::min(space.max_memory_fraction, 1.0 - margin);
+  const Bytes capacity = any.device_memory() * limit;
+  // Below the whole device (a margin, or --max-memory-fraction) the reserved
+  // peak (allocated plus the allocator's fragmentation) must keep under the
+  // limit; at the whole device only the allocated peak must fit: the caching
+  // allocator frees its cache and retries before it reports out-of-memory.
+  const bool reserved_limit = limit < 1.0;
+  auto kept_peak = [&](const estimate::StageMemory& s) { return reserved_limit ? s.peak() : s.allocated(); };
   r.speed_of_light = Seconds(facts.flops_per_sample.value * static_cast<double>(space.global_batch) /
                              (space.devices * any.peak().value));
 
@@ -112,7 +119,7 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
       }
       const auto training = cm.at(c.recompute)->context().precision().default_precision();
       floor = stage_memory_floor(c, facts, Bytes(it->second), rv->second,
-                                 cm.at(c.recompute)->fragmentation(),
+                                 reserved_limit ? cm.at(c.recompute)->fragmentation() : 0.0,
                                  estimate::framework_gradient_bytes(c.config, training));
     }
     smallest_floor = std::min(smallest_floor, floor);
@@ -255,13 +262,13 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
       }
       step_of[batch[i]->order] = res->step_time.value - res->bubble.value;
       const auto& peak = res->peak_stage();
-      if (res->fits && peak.peak() <= capacity) {
+      if (res->fits && kept_peak(peak) <= capacity) {
         fit[batch[i]->order] = true;
         fitting.push_back(Scored{*batch[i], std::move(res).value()});
       } else {
         ++r.unfit;
-        if (peak.peak() < smallest_peak) {
-          smallest_peak = peak.peak();
+        if (kept_peak(peak) < smallest_peak) {
+          smallest_peak = kept_peak(peak);
           const auto items = peak.breakdown.largest_items();
           smallest_item = items.empty() ? std::string() : std::string(cost::memory_kind_name(items.front().kind));
         }

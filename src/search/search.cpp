@@ -354,6 +354,12 @@ Bytes memory_floor(const Candidate& c, const ModelFacts& facts) {
   os.sharding = k.state_sharding();
   os.data_parallel = k.dp * k.cp;
   os.fp32_grads = false;  // the smallest gradient any framework keeps
+  // The layout's own optimizer-state dtype, master copy and gradient
+  // reduction width, as estimate holds them (a default fp32 Adam would
+  // overstate a bf16-state recipe's floor and prune layouts that fit).
+  os.grads_16bit = k.grad_reduce_bytes == 2;
+  os.state_bytes = k.optimizer_state_bytes;
+  os.master = k.master_weights;
   Bytes floor = cost::model_state(pc, os).total();
   if (expert > 0) {
     cost::ParamCounts pe;

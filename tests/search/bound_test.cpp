@@ -172,6 +172,28 @@ TEST_CASE("with_model_parallel_floor: the mean rank's busy time by hand", "[sear
   CHECK(u.total.value == b.total.value);
 }
 
+TEST_CASE("memory_floor: the layout's optimizer-state dtype, master copy and gradient width by hand", "[search][bound]") {
+  search::ModelFacts facts;
+  facts.parameters = 1e9;
+  // dp 2, tp 2, no sharding: 5e8 local parameters of Adam with an fp32
+  // master copy and fp32 states: 2 + 2 + (4 + 2 x 4) = 16 B each, 8e9 B.
+  auto c = candidate(2, 2, 1, 8, 1);
+  CHECK(search::memory_floor(c, facts).value == Approx(8e9));
+  // bf16 states and no master copy (NeMo's Nemotron-4 340B recipe):
+  // 2 + 2 + 2 x 2 = 8 B each, 4e9 B; a default-Adam floor would prune such
+  // a layout at twice its state.
+  c.config.optimizer_state_bytes = 2;
+  c.config.master_weights = cost::MasterWeights::none;
+  CHECK(search::memory_floor(c, facts).value == Approx(4e9));
+  // Megatron's distributed optimizer over d = 2 keeps fp32 main gradients
+  // (4 B) unless they are reduced in bf16: 2 + 4 + 4 / 2 = 8 B, then
+  // 2 + 2 + 4 / 2 = 6 B.
+  c.config.distributed_optimizer = true;
+  CHECK(search::memory_floor(c, facts).value == Approx(4e9));
+  c.config.grad_reduce_bytes = 2;
+  CHECK(search::memory_floor(c, facts).value == Approx(3e9));
+}
+
 TEST_CASE("layout_bound: compute, pipeline stretch and optimizer by hand", "[search][bound]") {
   const RoundModel model;
   auto facts = search::facts_of(small_gpt(2), 2);

@@ -90,8 +90,10 @@ struct Space {
   double max_memory_fraction = 1.0;
   /// Fraction of device memory a fitting layout leaves free (the plan's
   /// peak at most (1 - margin) x capacity); absent: the cost model's
-  /// memory_margin() (the profile's). The search keeps to the smaller of
-  /// this and max_memory_fraction.
+  /// memory_margin() (the profile's). The search keeps the reserved peak
+  /// (with the allocator's fragmentation) to the smaller of 1 - margin and
+  /// max_memory_fraction; when both allow the whole device, only the
+  /// allocated peak must fit (the allocator frees its cache and retries).
   std::optional<double> memory_margin;
 };
 
