@@ -58,7 +58,8 @@ void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
                ms(e.dp_total));
   fmt::print("  optimizer step                   {:>12}  {}\n", ms(e.optimizer), pct(e.optimizer, T));
   if (e.straggler.value > 0)
-    fmt::print("  slowest of {} devices, expected {:>9}  {}\n", c.devices(), ms(e.straggler), pct(e.straggler, T));
+    fmt::print("  {:<32} {:>12}  {}\n", fmt::format("slowest of {} devices (expected)", c.devices()), ms(e.straggler),
+               pct(e.straggler, T));
   fmt::print("\nthroughput   {:.1f} model TFLOP/s per device, MFU {:.1f} %", e.model_tflops_per_device, 100 * e.mfu);
   if (e.hfu > e.mfu * 1.0001) fmt::print(", HFU {:.1f} %", 100 * e.hfu);
   fmt::print("\n\nmemory per device (capacity {}; peak reserved, of it allocated)\n", human_bytes(e.capacity));

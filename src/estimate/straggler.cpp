@@ -17,8 +17,9 @@ double expected_max_std_normal(int n) {
   if (n <= 1) return 0;
   // E[M] = integral of x n Phi(x)^(n-1) phi(x) dx, by Simpson's rule on
   // [-10, 10] (the density of the maximum is below 1e-20 outside it for any
-  // n up to 10^9); 8000 intervals give 1e-9 accuracy.
-  const int steps = 8000;
+  // n up to 10^9); 800 intervals differ from 8000 by under 1e-12 up to
+  // n = 2^20 and 3e-8 at 10^9 (the integrand is smooth).
+  const int steps = 800;
   const double lo = -10, hi = 10, h = (hi - lo) / steps;
   double sum = 0;
   for (int i = 0; i <= steps; ++i) {

@@ -341,7 +341,11 @@ LayoutBound layout_bound(const Candidate& c, const ModelFacts& f, const cost::Co
   // typical device's step mu, which every term above bounds, times
   // 1 + cv E[max of N standard normals] when the profile gives a spread cv.
   if (const auto cv = model.step_time_cv(); cv && *cv > 0 && k.devices() > 1) {
-    b.straggler = 1.0 + *cv * estimate::expected_max_std_normal(k.devices());
+    double z = 0;
+    if (!memo) z = estimate::expected_max_std_normal(k.devices());
+    else if (auto it = memo->expected_max.find(k.devices()); it != memo->expected_max.end()) z = it->second;
+    else z = memo->expected_max.emplace(k.devices(), estimate::expected_max_std_normal(k.devices())).first->second;
+    b.straggler = 1.0 + *cv * z;
     b.total = b.total * b.straggler;
   }
   return b;

@@ -563,3 +563,55 @@ TEST_CASE("search: the memory margin keeps the plan's peak below (1 - margin) of
     CHECK(kept.error().message.find("memory margin") != std::string::npos);
   }
 }
+
+TEST_CASE("search: at the whole device only the allocated peak must fit; below it the reserved peak", "[search][bound]") {
+  search::Space s;
+  s.devices = 8;
+  s.global_batch = 16;
+  s.framework = estimate::Framework::megatron;
+  s.max_micro_batch = 2;
+  s.memory_margin = 0.0;
+  std::map<int, graph::OpGraph> graphs;
+  search::GraphProvider gp = [&](int mb) -> Result<const graph::OpGraph*> {
+    auto it = graphs.find(mb);
+    if (it == graphs.end()) it = graphs.emplace(mb, gpt_at(mb)).first;
+    return &it->second;
+  };
+  auto models_with = [&](std::optional<Bytes> visible) {
+    std::map<cost::RecomputePolicy, cost::ProfileCostModel> out;
+    for (auto r : s.recompute) {
+      auto p = cost_test::profile("a100-sxm4-80gb");
+      if (visible) p.device.visible_memory = *visible;
+      auto m = cost::ProfileCostModel::create(p, cost::PrecisionPolicy::mixed(core::Precision::bf16),
+                                              cost::AttentionMode::flash, r);
+      REQUIRE(m.ok());
+      out.emplace(r, std::move(m).value());
+    }
+    return out;
+  };
+  search::Options o;
+  o.batch = 4;
+  auto roomy = models_with(std::nullopt);
+  search::ModelProvider mp = [&](cost::RecomputePolicy r) -> Result<const cost::CostModel*> { return &roomy.at(r); };
+  auto free = search::search(s, gp, mp, o);
+  REQUIRE(free.ok());
+  const auto& best = free->best.front().estimate;
+  const double allocated = best.peak_stage().allocated().value, reserved = best.peak_stage().peak().value;
+  // The A100 profile's fragmentation 0.15 of reserved: reserved - allocated
+  // = 0.15 / 0.85 of the allocated bytes less the context and communicator.
+  REQUIRE(reserved > allocated);
+  // A device between the two: at margin 0 the same plan is kept (its
+  // allocated peak fits; the allocator would free its cache and retry) ...
+  auto tight = models_with(Bytes((allocated + reserved) / 2));
+  mp = [&](cost::RecomputePolicy r) -> Result<const cost::CostModel*> { return &tight.at(r); };
+  auto kept = search::search(s, gp, mp, o);
+  REQUIRE(kept.ok());
+  CHECK(kept->best.front().estimate.step_time.value == best.step_time.value);
+  CHECK(kept->best.front().estimate.peak_stage().peak().value > (allocated + reserved) / 2);
+  // ... and any margin holds the reserved peak below the limit instead.
+  s.memory_margin = 0.001;
+  auto held = search::search(s, gp, mp, o);
+  if (held.ok())
+    for (const auto& sc : held->best)
+      CHECK(sc.estimate.peak_stage().peak().value <= (allocated + reserved) / 2 * 0.999 * (1 + 1e-12));
+}

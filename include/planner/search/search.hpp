@@ -331,6 +331,8 @@ struct BoundMemo {
   /// The cheapest context-parallel exchange per (cp, tp, micro-batch,
   /// devices per node, tp_comm_overlap).
   std::map<std::tuple<int, int, int, int, bool>, double> exchange;
+  /// estimate::expected_max_std_normal per device count.
+  std::map<int, double> expected_max;
 };
 LayoutBound layout_bound(const Candidate& c, const ModelFacts& facts, const cost::CostModel& model,
                          const MemoryFacts* memory, BoundMemo* memo);
