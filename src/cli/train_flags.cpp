@@ -104,8 +104,11 @@ Result<cost::PrecisionPolicy> precision_policy(const std::string& name) {
   if (name == "bf16") return cost::PrecisionPolicy::mixed(core::Precision::bf16);
   if (name == "fp16") return cost::PrecisionPolicy::mixed(core::Precision::fp16);
   if (name == "fp8") {
+    // Transformer Engine's recipes: the layers' GEMMs in fp8, the LM head
+    // (Megatron's output layer) and anything else outside them in bf16.
     auto p = cost::PrecisionPolicy::mixed(core::Precision::bf16);
     p.set(graph::OpClass::matmul, core::Precision::fp8);
+    p.fp8_in_layers_only(true);
     return p;
   }
   if (name == "tf32") return cost::PrecisionPolicy::uniform(core::Precision::tf32);

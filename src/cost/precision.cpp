@@ -43,6 +43,16 @@ PrecisionPolicy& PrecisionPolicy::clear(graph::OpClass c) {
 
 core::Precision PrecisionPolicy::of(graph::OpClass c) const { return overrides_[index(c)].value_or(default_); }
 
+core::Precision PrecisionPolicy::of(const graph::Op& op) const {
+  const core::Precision p = of(op.op_class);
+  return fp8_layers_only_ && p == core::Precision::fp8 && op.outside_layers ? default_ : p;
+}
+
+PrecisionPolicy& PrecisionPolicy::fp8_in_layers_only(bool on) {
+  fp8_layers_only_ = on;
+  return *this;
+}
+
 bool PrecisionPolicy::keeps_fp32(graph::OpClass c) const {
   const core::Precision p = of(c);
   return p == core::Precision::fp32 || p == core::Precision::tf32;

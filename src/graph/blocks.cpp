@@ -227,7 +227,10 @@ std::optional<Run> best_run(const Seq& g, const std::vector<std::uint64_t>& sig,
 void find_repeated_blocks(OpGraph& g) {
   g.blocks.clear();
   const std::size_t n = g.num_ops();
-  for (auto& op : g.mutable_ops()) op.layer.reset();
+  for (auto& op : g.mutable_ops()) {
+    op.layer.reset();
+    op.outside_layers = false;
+  }
   if (n < 4) return;
 
   std::vector<std::uint64_t> local(n), sig(n);
@@ -298,6 +301,8 @@ void find_repeated_blocks(OpGraph& g) {
         g.op(OpId{sq.ids[r.start + c * r.period + k]}).layer = layer;
     g.blocks.push_back(std::move(b));
   }
+  if (!g.blocks.empty())
+    for (auto& op : g.mutable_ops()) op.outside_layers = !op.layer.has_value();
 }
 
 }  // namespace planner::graph

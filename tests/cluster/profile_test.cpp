@@ -92,9 +92,9 @@ TEST_CASE("device helpers read the A100 80GB tables", "[cluster]") {
 
 TEST_CASE("device specifics: fp8 factor on H100, no attention on V100", "[cluster]") {
   auto h = cluster_test::load("h100-sxm5-80gb");
-  // fp8 multiplies by gemm_precision_factor.fp8 = 0.77 (in-training fit, refitted with the straggler term); 8192^3 is aligned for fp8 (16 elements).
+  // fp8 multiplies by gemm_precision_factor.fp8 = 0.79 (in-training fit, refitted with the straggler term and a bf16 LM head); 8192^3 is aligned for fp8 (16 elements).
   CHECK(h.device.gemm_efficiency(8192, 8192, 8192, core::Precision::fp8) ==
-        Approx(h.device.gemm_efficiency(8192, 8192, 8192) * 0.77));
+        Approx(h.device.gemm_efficiency(8192, 8192, 8192) * 0.79));
   CHECK(h.device.peak(core::Precision::fp8)->value == Approx(1979e12));
   auto v = cluster_test::load("v100-sxm2-32gb");
   CHECK_FALSE(v.device.attention_efficiency(2048, true).has_value());

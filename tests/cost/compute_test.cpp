@@ -9,6 +9,7 @@
 
 #include "cost/cost_helpers.hpp"
 #include "planner/cost/optimizer_time.hpp"
+#include "planner/graph/analysis.hpp"
 
 using namespace cost_test;
 using cost::Bound;
@@ -198,6 +199,40 @@ TEST_CASE("precision policies: defaults, overrides, byte sizes", "[cost][precisi
   CHECK(cost::bytes_at(t, core::Precision::fp8).value == 100);
   t.dtype = core::DType::i64;
   CHECK(cost::bytes_at(t, core::Precision::bf16).value == 800);
+}
+
+TEST_CASE("fp8 in layers only: the LM head's GEMM stays in the default precision", "[cost][precision]") {
+  GptShape m;
+  m.layers = 3;
+  auto g = build_gpt(m);
+  graph::find_repeated_blocks(g);
+  REQUIRE_FALSE(g.blocks.empty());
+  PrecisionPolicy te = PrecisionPolicy::mixed(core::Precision::bf16);
+  te.set(graph::OpClass::matmul, core::Precision::fp8).fp8_in_layers_only(true);
+  PrecisionPolicy all = PrecisionPolicy::mixed(core::Precision::bf16);
+  all.set(graph::OpClass::matmul, core::Precision::fp8);
+  const auto bf16 = context("h100-sxm5-80gb", PrecisionPolicy::mixed(core::Precision::bf16));
+  const auto fp8_te = context("h100-sxm5-80gb", te), fp8_all = context("h100-sxm5-80gb", all);
+  int head = 0, inside = 0;
+  for (const auto& op : g.ops()) {
+    if (op.op_class != graph::OpClass::matmul) continue;
+    const auto t_te = cost::time_of(op, g, {}, fp8_te), t_all = cost::time_of(op, g, {}, fp8_all);
+    const auto t_bf16 = cost::time_of(op, g, {}, bf16);
+    if (op.outside_layers) {
+      // The LM head (lnf x wlm): bf16 under the recipe, priced as under bf16.
+      ++head;
+      CHECK(te.of(op) == core::Precision::bf16);
+      CHECK(t_te.forward.value == t_bf16.forward.value);
+      CHECK(t_te.backward.value == t_bf16.backward.value);
+      CHECK(t_all.forward.value < t_te.forward.value);
+    } else {
+      ++inside;
+      CHECK(te.of(op) == core::Precision::fp8);
+      CHECK(t_te.forward.value == t_all.forward.value);
+    }
+  }
+  CHECK(head == 1);
+  CHECK(inside == 3 * 6);  // qkv, scores, context, proj, fc1, fc2 per layer
 }
 
 namespace {

@@ -45,8 +45,16 @@ class PrecisionPolicy {
   core::Precision default_precision() const { return default_; }
   /// The compute precision of ops of class `c`.
   core::Precision of(graph::OpClass c) const;
-  /// The compute precision of `op` (by its class).
-  core::Precision of(const graph::Op& op) const { return of(op.op_class); }
+  /// The compute precision of `op`: by its class, except that under
+  /// fp8_in_layers_only an fp8 class computes in the default precision
+  /// outside the repeated blocks (Op::outside_layers).
+  core::Precision of(const graph::Op& op) const;
+  /// fp8 only inside the repeated blocks (Transformer Engine's recipes:
+  /// Megatron-Core builds each transformer layer's linears from TE modules,
+  /// the output layer (LM head) from its own ColumnParallelLinear in the
+  /// 16-bit type). Returns *this for chaining.
+  PrecisionPolicy& fp8_in_layers_only(bool on);
+  bool fp8_in_layers_only() const { return fp8_layers_only_; }
   /// True when `c` computes in fp32 or tf32 (4-byte activations, 4-byte
   /// weights: no separate fp32 master copy needed).
   bool keeps_fp32(graph::OpClass c) const;
@@ -59,6 +67,7 @@ class PrecisionPolicy {
  private:
   core::Precision default_ = core::Precision::bf16;
   std::array<std::optional<core::Precision>, kOpClassCount> overrides_{};
+  bool fp8_layers_only_ = false;
 };
 
 /// Bytes per element of an activation computed in `p`: 4 (fp32, tf32), 2

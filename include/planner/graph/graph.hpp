@@ -133,6 +133,10 @@ struct Op {
   OpCost cost;
   /// Index of the repeated block (layer) this op belongs to, if any.
   std::optional<int> layer;
+  /// The graph has repeated blocks and this op is in none of them (the
+  /// embedding, a final norm, the LM head): set with `layer` by
+  /// find_repeated_blocks.
+  bool outside_layers = false;
   /// Id of the fused pattern (e.g. one attention) this op belongs to, if any.
   std::optional<int> fused_group;
 
