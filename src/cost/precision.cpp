@@ -45,7 +45,10 @@ core::Precision PrecisionPolicy::of(graph::OpClass c) const { return overrides_[
 
 core::Precision PrecisionPolicy::of(const graph::Op& op) const {
   const core::Precision p = of(op.op_class);
-  return fp8_layers_only_ && p == core::Precision::fp8 && op.outside_layers ? default_ : p;
+  // Transformer Engine runs its linears in fp8: not the LM head (outside the
+  // layers) nor the attention core's batched GEMMs (DotProductAttention
+  // computes in the 16-bit type unless fp8 attention is asked for).
+  return fp8_layers_only_ && p == core::Precision::fp8 && (op.outside_layers || op.fused_group) ? default_ : p;
 }
 
 PrecisionPolicy& PrecisionPolicy::fp8_in_layers_only(bool on) {

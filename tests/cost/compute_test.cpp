@@ -201,7 +201,7 @@ TEST_CASE("precision policies: defaults, overrides, byte sizes", "[cost][precisi
   CHECK(cost::bytes_at(t, core::Precision::bf16).value == 800);
 }
 
-TEST_CASE("fp8 in layers only: the LM head's GEMM stays in the default precision", "[cost][precision]") {
+TEST_CASE("fp8 in layers only: LM head and attention core in bf16, the layers' linears in fp8", "[cost][precision]") {
   GptShape m;
   m.layers = 3;
   auto g = build_gpt(m);
@@ -213,11 +213,12 @@ TEST_CASE("fp8 in layers only: the LM head's GEMM stays in the default precision
   all.set(graph::OpClass::matmul, core::Precision::fp8);
   const auto bf16 = context("h100-sxm5-80gb", PrecisionPolicy::mixed(core::Precision::bf16));
   const auto fp8_te = context("h100-sxm5-80gb", te), fp8_all = context("h100-sxm5-80gb", all);
-  int head = 0, inside = 0;
+  int head = 0, core_bmm = 0, linears = 0;
   for (const auto& op : g.ops()) {
     if (op.op_class != graph::OpClass::matmul) continue;
     const auto t_te = cost::time_of(op, g, {}, fp8_te), t_all = cost::time_of(op, g, {}, fp8_all);
     const auto t_bf16 = cost::time_of(op, g, {}, bf16);
+    INFO(op.name);
     if (op.outside_layers) {
       // The LM head (lnf x wlm): bf16 under the recipe, priced as under bf16.
       ++head;
@@ -225,14 +226,23 @@ TEST_CASE("fp8 in layers only: the LM head's GEMM stays in the default precision
       CHECK(t_te.forward.value == t_bf16.forward.value);
       CHECK(t_te.backward.value == t_bf16.backward.value);
       CHECK(t_all.forward.value < t_te.forward.value);
+    } else if (op.fused_group) {
+      // The attention core's score and context GEMMs: bf16 (TE's
+      // DotProductAttention without fp8 attention).
+      ++core_bmm;
+      CHECK(te.of(op) == core::Precision::bf16);
+      CHECK(t_te.forward.value == t_bf16.forward.value);
     } else {
-      ++inside;
+      // A layer's linear: fp8, as under the all-fp8 policy.
+      ++linears;
       CHECK(te.of(op) == core::Precision::fp8);
       CHECK(t_te.forward.value == t_all.forward.value);
+      CHECK(t_te.backward.value == t_all.backward.value);
     }
   }
   CHECK(head == 1);
-  CHECK(inside == 3 * 6);  // qkv, scores, context, proj, fc1, fc2 per layer
+  CHECK(core_bmm == 3 * 2);   // scores, context per layer
+  CHECK(linears == 3 * 4);    // qkv, proj, fc1, fc2 per layer
 }
 
 namespace {

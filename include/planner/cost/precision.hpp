@@ -47,7 +47,8 @@ class PrecisionPolicy {
   core::Precision of(graph::OpClass c) const;
   /// The compute precision of `op`: by its class, except that under
   /// fp8_in_layers_only an fp8 class computes in the default precision
-  /// outside the repeated blocks (Op::outside_layers).
+  /// outside the repeated blocks (Op::outside_layers) and inside a fused
+  /// pattern (the attention core, Op::fused_group).
   core::Precision of(const graph::Op& op) const;
   /// fp8 only inside the repeated blocks (Transformer Engine's recipes:
   /// Megatron-Core builds each transformer layer's linears from TE modules,
