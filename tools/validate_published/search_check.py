@@ -17,8 +17,9 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import runner
-from .mapping import Skip, as_pos_float, map_row, profile_node_size
+from . import runner, search_sweeps
+from .mapping import Skip, as_pos_float, map_row, profile_node_size, rank_set
+from .measure import measured_iteration
 
 TIME_LIMIT_S = 60
 THREADS = 1
@@ -98,6 +99,7 @@ def new_result(index, row):
         "search_alternatives": None, "search_error": None,
         "ratio": None, "verdict": None, "gaps": [],
         "published_at_risk": None, "margin_search_s": None, "margin_search_error": None,
+        "measured_s": None,
     })
     return r
 
@@ -122,6 +124,10 @@ def prepare(rows, repo_root, planner, models_dir, plans_dir):
             r["outcome"], r["reason"] = "skipped", f"row not understood ({type(e).__name__}: {e})"
             continue
         r["notes"], r["plan"] = list(m.notes) + snotes, m.plan
+        # The sweep this row belongs to and its measured seconds per step
+        # (search_sweeps.py: the search's pick judged by the source's runs).
+        r["rank_set"] = rank_set(r["group"], m.eff)
+        r["measured_s"] = measured_iteration(row, m.eff)[0]
         path = os.path.join(models_dir, m.model_stem + ".onnx")
         margv = [planner, "model"] + m.model_args + ["-o", path]
         models.setdefault(path, margv)
@@ -430,4 +436,6 @@ def summaries(results):
     groups = {}
     for r in results:
         groups.setdefault(r["group"], []).append(r)
-    return {"overall": summarize(results), "groups": {g: summarize(rs) for g, rs in groups.items()}}
+    sw = search_sweeps.sweeps(results)
+    return {"overall": summarize(results), "groups": {g: summarize(rs) for g, rs in groups.items()},
+            "sweeps": sw, "sweep_summary": search_sweeps.summary(sw)}

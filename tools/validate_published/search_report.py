@@ -1,6 +1,7 @@
 """Text, dry-run and Markdown output of a `--search` run (search_check.py)."""
 
 from . import search_check as sc
+from . import search_sweeps
 from .report import columns, fmt_s, md_table, shell
 
 
@@ -93,6 +94,8 @@ def text_report(doc):
     s = doc["summary"]
     out += ["", "Summary:"] + [f"  {k}: {v}" for k, v in summary_lines(s["overall"])]
     out += [""] + columns([group_row(g, v) for g, v in s["groups"].items()], GROUP_HEAD)
+    if "sweep_summary" in s:
+        out += ["", "Published sweeps: " + ", ".join(f"{k} {v}" for k, v in s["sweep_summary"].items())]
     return "\n".join(out) + "\n"
 
 
@@ -202,6 +205,7 @@ def markdown_report(doc, command):
                     [[r["id"], r["published_layout"], fmt_s(r["published_peak_gb"]), r["search_layout"],
                       fmt_s(r["search_peak_gb"]), fmt_s(r["capacity_gb"]), fmt_ratio(r["ratio"])]
                      for r in unfit]) if unfit else ["None."]
+    out += [""] + search_sweeps.markdown(s.get("sweeps", []), fmt_s)
     inc = [r for r in doc["rows"] if r.get("search_complete") is False]
     out += ["", f"## Searches stopped at --time-limit {sc.TIME_LIMIT_S:g} s ({len(inc)})", ""]
     out += md_table(["id", "wall s", "layouts enumerated / scored", "ratio"],
@@ -268,4 +272,10 @@ JSON_FIELDS = [
      "search_wall_s_median, search_wall_s_max, search_wall_s_max_id, requirement_met"),
     ("  published_at_risk, margin_search_s, margin_search_error", "the published layout's `memory.status` is "
      "\"at risk\"; then the default-margin search's step or error (the compared search ran at --memory-margin 0)"),
+    ("  rank_set, measured_s", "the row's sweep (rows differing only in layout) and its measured seconds per step"),
+    ("summary.sweeps[]", "per sweep: set, rows, measured_best_id, measured_best_layout, measured_best_s, "
+     "measured_best_predicted_s, searched[] {layout, predicted_s, in_sweep, and where in the sweep measured_s, "
+     "measured_id, measured_rank, measured_regret_pct}"),
+    ("summary.sweep_summary", "sweeps, searched_layouts, in_sweep, worst_measured_regret_pct, "
+     "worst_measured_regret_id"),
 ]
