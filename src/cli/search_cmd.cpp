@@ -62,7 +62,8 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
     if (!a.search.train.defaults_note.empty()) j["training"]["defaults_note"] = a.search.train.defaults_note;
     j["step_time_s"] = e.step_time.value;
     j["mfu"] = e.mfu;
-    j["peak_memory_bytes"] = e.peak_stage().peak().value;
+    j["peak_memory_bytes"] = e.peak_stage().peak().value;  // reserved (with fragmentation)
+    j["allocated_memory_bytes"] = e.peak_stage().allocated().value;
     j["capacity_bytes"] = e.capacity.value;
     j["speed_of_light_s"] = r.speed_of_light.value;
     // A lower bound on the best step any layout of the searched space can

@@ -123,7 +123,7 @@ Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& sr
     plan::StageMemory sm;
     sm.stage = s.stage;
     sm.peak_bytes = s.peak().value;
-    sm.fits = s.peak() <= e.capacity;
+    sm.fits = s.allocated() <= e.capacity;  // the allocated peak must fit (estimate.hpp)
     sm.parameters = s.parameters;
     sm.micro_batches_in_flight = s.in_flight;
     for (const auto& it : s.breakdown.largest_items())

@@ -361,17 +361,21 @@ def fill_search(r, rc, out, err, wall):
     r["search_alternatives"] = d.get("alternatives")
     r["search_space"] = d.get("space")
     peak, cap = as_pos_float(d.get("peak_memory_bytes")), as_pos_float(d.get("capacity_bytes"))
+    # What must fit is the allocated peak (the reserved one may press against
+    # capacity: the allocator frees its cache and retries).
+    allocated = as_pos_float(d.get("allocated_memory_bytes"))
     r["capacity_gb"] = None if cap is None else cap / 1e9
     short, plan_fits, plan_peak, note = read_plan(r["plan_file"])
     r["search_layout"] = short or d.get("layout")
     peak = plan_peak if plan_peak is not None else peak
     r["search_peak_gb"] = None if peak is None else peak / 1e9
-    json_fits = None if peak is None or cap is None else peak <= cap
+    must_fit = allocated if allocated is not None else peak
+    json_fits = None if must_fit is None or cap is None else must_fit <= cap
     if note:
         r["notes"].append(note)
     if plan_fits is not None and json_fits is not None and plan_fits != json_fits:
-        r["notes"].append(f"search plan's prediction.fits is {plan_fits} but peak {peak / 1e9:.4g} GB vs "
-                          f"capacity {cap / 1e9:.4g} GB")
+        r["notes"].append(f"search plan's prediction.fits is {plan_fits} but allocated peak {must_fit / 1e9:.4g} GB "
+                          f"vs capacity {cap / 1e9:.4g} GB")
     r["search_fits"] = plan_fits if plan_fits is not None else json_fits
 
 
