@@ -612,6 +612,7 @@ class Ranking(unittest.TestCase):
         self.assertAlmostEqual(rk["mean_kendall_tau"], (4 / 6 - 1) / 2)
         self.assertEqual((rk["worst_top1_regret_pct"], rk["worst_top1_regret_set"]), (200.0, "C"))
         self.assertEqual((rk["set_count"], rk["rows_in_sets"]), (2, 7))
+        self.assertEqual((a["repeated_layouts"], a["repeat_spread_pct"]), (0, None))  # no `plan` text
         b = {x["bucket"]: x for x in ranking.scale_buckets(rs)}
         self.assertEqual([x["bucket"] for x in ranking.scale_buckets(rs)], ["1-8", "9-64", "65-512", ">512"])
         self.assertEqual((b["1-8"]["rows"], b["9-64"]["rows"], b["65-512"]["rows"], b[">512"]["rows"]), (1, 6, 0, 3))
@@ -623,6 +624,16 @@ class Ranking(unittest.TestCase):
         self.assertEqual(ranking.bucket_of(9), "9-64")
         self.assertEqual(ranking.bucket_of(512), "65-512")
         self.assertEqual(ranking.bucket_of(513), ">512")
+
+    def test_repeat_spread(self):
+        # Layout X ran three times (10, 11, 12 s: spread 20 %), Y twice (5,
+        # 5.5: 10 %), Z once: two repeated layouts, largest spread 20 %.
+        rows = [{"plan": p, "measured_s": m} for p, m in
+                (("X", 10.0), ("Y", 5.0), ("X", 12.0), ("Z", 7.0), ("X", 11.0), ("Y", 5.5))]
+        n, spread = ranking.repeat_spread(rows)
+        self.assertEqual(n, 2)
+        self.assertAlmostEqual(spread, 20.0)
+        self.assertEqual(ranking.repeat_spread([{"plan": "X", "measured_s": 1.0}]), (0, None))
 
     def test_rank_set_key_ignores_layout(self):
         a = map_row(row(), REPO)

@@ -72,6 +72,19 @@ def top1_regret_pct(predicted, measured):
     return (measured[picked] / measured[best] - 1.0) * 100.0, picked, best
 
 
+def repeat_spread(rows):
+    """(layouts measured more than once, largest (max / min - 1) x 100 over
+    their measured times or None): the measurement noise of a set, as the
+    source's repeated runs of one layout show it. A layout is a row's
+    `plan` text."""
+    runs = {}
+    for r in rows:
+        if r.get("plan") is not None:
+            runs.setdefault(r["plan"], []).append(r["measured_s"])
+    spreads = [100.0 * (max(v) / min(v) - 1.0) for v in runs.values() if len(v) > 1]
+    return len(spreads), (max(spreads) if spreads else None)
+
+
 def ranking_sets(results):
     """The ranking sets of a list of results (those with outcome 'compared'
     and a rank_set key), each a dict; sets in first-seen order."""
@@ -86,10 +99,12 @@ def ranking_sets(results):
         pred = [r["predicted_s"] for r in rs]
         meas = [r["measured_s"] for r in rs]
         regret, picked, best = top1_regret_pct(pred, meas)
+        repeated, spread = repeat_spread(rs)
         out.append({
             "set": key, "group": rs[0]["group"], "rows": len(rs), "ids": [r["id"] for r in rs],
             "kendall_tau": kendall_tau_b(pred, meas), "top1_regret_pct": regret,
             "predicted_best": rs[picked]["id"], "measured_best": rs[best]["id"],
+            "repeated_layouts": repeated, "repeat_spread_pct": spread,
         })
     return out
 

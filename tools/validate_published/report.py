@@ -51,7 +51,7 @@ def columns(rows, head):
 
 BUCKET_HEAD = ["GPUs", "rows", "signed mean err", "mean |err|"]
 SET_HEAD = ["set (group | model | profile x GPUs | global batch | precision)", "rows", "Kendall tau",
-            "top-1 regret", "predicted best", "measured best"]
+            "top-1 regret", "predicted best", "measured best", "repeated layouts (largest spread)"]
 
 
 def bucket_lines(s):
@@ -73,7 +73,9 @@ def ranking_line(rk):
 
 def set_lines(rk):
     return [[x["set"], str(x["rows"]), fmt_tau(x["kendall_tau"]), fmt_pct(x["top1_regret_pct"], False),
-             x["predicted_best"], x["measured_best"]] for x in rk["sets"]]
+             x["predicted_best"], x["measured_best"],
+             "-" if not x.get("repeated_layouts") else
+             f"{x['repeated_layouts']} ({fmt_pct(x['repeat_spread_pct'], False)})"] for x in rk["sets"]]
 
 
 XVAL_HEAD = ["group", "rows", "in-sample mean |err|", "in-sample p90", "held-out mean |err|", "held-out p90",
@@ -196,7 +198,9 @@ JSON_FIELDS = [
      "mean_signed_error_pct, mean_abs_error_pct"),
     ("summary.ranking", "min_set_rows, set_count, rows_in_sets, mean_kendall_tau (over sets where tau-b is "
      "defined), worst_top1_regret_pct, worst_top1_regret_set, sets[]: set (key), group, rows, ids, "
-     "kendall_tau (tau-b, null when undefined), top1_regret_pct, predicted_best, measured_best (ids)"),
+     "kendall_tau (tau-b, null when undefined), top1_regret_pct, predicted_best, measured_best (ids), "
+     "repeated_layouts (layouts the source ran more than once), repeat_spread_pct (largest max/min - 1 of "
+     "their measured times, null without repeats)"),
 ]
 
 
@@ -319,7 +323,9 @@ precision, i.e. rows that differ only in layout; sets of at least 3 rows are sco
 tau-b (Kendall 1945; ties counted as neither concordant nor discordant) compares the predicted
 with the measured seconds per step: 1 = same order, 0 = unrelated, -1 = reversed. Top-1 regret is
 the measured time of the row predicted fastest over the measured fastest, minus 1 (0 % = the
-planner picks the measured best; of rows tied for the predicted best, the slowest counts)."""
+planner picks the measured best; of rows tied for the predicted best, the slowest counts).
+Repeated layouts: layouts the source ran more than once in the set, and the largest spread of
+their measured times (max / min - 1): the measurement noise no prediction can order."""
 
 
 def rules_tables():
