@@ -85,90 +85,182 @@ class Writer {
   const Layout* layout_ = nullptr;
 };
 
-/// Writes the layout below into one string. Scalars go through one
-/// nlohmann serializer, exactly as dump(-1) writes them (invalid UTF-8 in
-/// strings becomes U+FFFD instead of throwing), without a string per value.
-class Emitter {
+/// Writes a plan straight into one string, in nlohmann's dump(2) layout
+/// except that the arrays inside "schedule_steps" and the span objects
+/// inside "spans" (the timeline) are written on one line. Scalars go
+/// through one nlohmann serializer, exactly as dump(-1) writes them (invalid
+/// UTF-8 in strings becomes U+FFFD instead of throwing); no JSON tree is
+/// built but for a non-scalar value inside a one-line element (then Writer's
+/// tree, dumped compactly, as before).
+class Stream {
  public:
-  explicit Emitter(std::string& out)
+  explicit Stream(std::string& out)
       : out_(out),
         serializer_(nlohmann::detail::output_adapter<char, std::string>(out), ' ', ojson::error_handler_t::replace) {}
 
-  /// nlohmann's dump(2) layout, except that the arrays inside
-  /// "schedule_steps" and the span objects inside "spans" (the timeline)
-  /// are written on one line.
-  void emit(const ojson& v, int indent, bool compact_children) {
-    const std::string pad(static_cast<std::size_t>(indent) + 2, ' ');
-    if (v.is_object()) {
-      if (v.empty()) {
-        out_ += "{}";
-        return;
-      }
-      out_ += "{\n";
-      bool first = true;
-      for (const auto& [key, value] : v.items()) {
-        if (!first) out_ += ",\n";
-        first = false;
-        out_ += pad;
-        emit_key(key);
-        out_ += ": ";
-        emit(value, indent + 2, key == "schedule_steps" || key == "spans");
-      }
-      out_ += '\n';
-      out_.append(static_cast<std::size_t>(indent), ' ');
-      out_ += '}';
-    } else if (v.is_array()) {
-      if (v.empty()) {
-        out_ += "[]";
-        return;
-      }
-      out_ += "[\n";
-      bool first = true;
-      for (const auto& e : v) {
-        if (!first) out_ += ",\n";
-        first = false;
-        out_ += pad;
-        if (compact_children && e.is_array()) {
-          out_ += '[';
-          bool first_step = true;
-          for (const auto& s : e) {
-            if (!first_step) out_ += ", ";
-            first_step = false;
-            scalar(s);
-          }
-          out_ += ']';
-        } else if (compact_children && e.is_object()) {
-          out_ += '{';
-          bool first_key = true;
-          for (const auto& [k, x] : e.items()) {
-            if (!first_key) out_ += ", ";
-            first_key = false;
-            emit_key(k);
-            out_ += ": ";
-            scalar(x);
-          }
-          out_ += '}';
-        } else {
-          emit(e, indent + 2, false);
-        }
-      }
-      out_ += '\n';
-      out_.append(static_cast<std::size_t>(indent), ' ');
-      out_ += ']';
-    } else {
-      scalar(v);
+  template <typename T>
+    requires std::is_arithmetic_v<T>
+  void put(T x, int, bool) {
+    if constexpr (std::is_floating_point_v<T>) scalar(ojson(canonical(x)));
+    else scalar(ojson(x));
+  }
+  void put(const std::string& s, int, bool) { scalar(ojson(s)); }
+  void put(const ScheduleStep& s, int, bool) { scalar(ojson(detail::step_text(s))); }
+  template <typename T>
+  void put(const std::vector<T>& v, int indent, bool compact_children) {
+    if (v.empty()) {
+      out_ += "[]";
+      return;
     }
+    const std::string pad(static_cast<std::size_t>(indent) + 2, ' ');
+    out_ += "[\n";
+    bool first = true;
+    for (const auto& e : v) {
+      if (!first) out_ += ",\n";
+      first = false;
+      out_ += pad;
+      if (compact_children) one_line(e, indent + 2);
+      else put(e, indent + 2, false);
+    }
+    out_ += '\n';
+    out_.append(static_cast<std::size_t>(indent), ' ');
+    out_ += ']';
+  }
+  template <typename T>
+  void put(const std::map<std::string, T>& m, int indent, bool) {
+    Object o{*this, indent};
+    for (const auto& [k, x] : m) o.member(k, x);
+    o.close();
+  }
+  template <detail::HasFields T>
+  void put(const T& s, int indent, bool) {
+    if constexpr (std::is_same_v<T, Layout>) layout_ = &s;
+    Object o{*this, indent};
+    detail::fields(o, s);
+    o.close();
   }
 
  private:
+  // An object's members, written as they come (the struct field order).
+  struct Object {
+    Stream& w;
+    int indent;
+    bool first = true;
+    template <typename T>
+    void member(std::string_view key, const T& x) {
+      w.out_ += first ? "{\n" : ",\n";
+      first = false;
+      w.out_.append(static_cast<std::size_t>(indent) + 2, ' ');
+      w.emit_key(key);
+      w.out_ += ": ";
+      w.put(x, indent + 2, key == "schedule_steps" || key == "spans");
+    }
+    template <typename T>
+    void req(std::string_view key, const T& x) {
+      member(key, x);
+    }
+    template <typename T>
+    void opt(std::string_view key, const T& x, bool written = true) {
+      if (written) member(key, x);
+    }
+    template <typename T>
+    void opt(std::string_view key, const std::optional<T>& x) {
+      if (x) member(key, *x);
+    }
+    void devices(std::string_view key, const Chunk& c) {
+      member(key, c.devices.empty() ? stage_devices(*w.layout_, c.pipeline_rank) : c.devices);
+    }
+    void close() {
+      if (first) {
+        w.out_ += "{}";
+        return;
+      }
+      w.out_ += '\n';
+      w.out_.append(static_cast<std::size_t>(indent), ' ');
+      w.out_ += '}';
+    }
+  };
+  // A struct's members on one line, each value dumped compactly.
+  struct Inline {
+    Stream& w;
+    bool first = true;
+    template <typename T>
+    void member(std::string_view key, const T& x) {
+      if (!first) w.out_ += ", ";
+      first = false;
+      w.emit_key(key);
+      w.out_ += ": ";
+      w.compact(x);
+    }
+    template <typename T>
+    void req(std::string_view key, const T& x) {
+      member(key, x);
+    }
+    template <typename T>
+    void opt(std::string_view key, const T& x, bool written = true) {
+      if (written) member(key, x);
+    }
+    template <typename T>
+    void opt(std::string_view key, const std::optional<T>& x) {
+      if (x) member(key, *x);
+    }
+    void devices(std::string_view key, const Chunk& c) {
+      member(key, c.devices.empty() ? stage_devices(*w.layout_, c.pipeline_rank) : c.devices);
+    }
+  };
+
+  // An element of a "schedule_steps" or "spans" array: an array or object on
+  // one line ("[a, b]", "{\"k\": v, ...}"), anything else as usual.
+  template <typename T>
+  void one_line(const std::vector<T>& v, int) {
+    out_ += '[';
+    bool first = true;
+    for (const auto& x : v) {
+      if (!first) out_ += ", ";
+      first = false;
+      compact(x);
+    }
+    out_ += ']';
+  }
+  template <typename T>
+  void one_line(const std::map<std::string, T>& m, int) {
+    out_ += '{';
+    bool first = true;
+    for (const auto& [k, x] : m) {
+      if (!first) out_ += ", ";
+      first = false;
+      emit_key(k);
+      out_ += ": ";
+      compact(x);
+    }
+    out_ += '}';
+  }
+  template <detail::HasFields T>
+  void one_line(const T& s, int) {
+    out_ += '{';
+    Inline f{*this};
+    detail::fields(f, s);
+    out_ += '}';
+  }
+  template <typename T>
+  void one_line(const T& x, int indent) {
+    put(x, indent, false);
+  }
+  // A value dumped without whitespace (nlohmann's dump(-1)).
+  template <typename T>
+  void compact(const T& x) {
+    Writer w;
+    scalar(w.value(x));
+  }
+
   void scalar(const ojson& v) { serializer_.dump(v, false, false, 0); }
   /// A key: printable ASCII other than '"' and '\\' needs no escape (the
   /// struct field names, op and profile names); anything else as a string.
-  void emit_key(const std::string& key) {
+  void emit_key(std::string_view key) {
     const bool plain = std::all_of(key.begin(), key.end(), [](char ch) {
       return ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\';
     });
-    if (!plain) return scalar(ojson(key));
+    if (!plain) return scalar(ojson(std::string(key)));
     out_ += '"';
     out_ += key;
     out_ += '"';
@@ -176,14 +268,14 @@ class Emitter {
 
   std::string& out_;
   nlohmann::detail::serializer<ojson> serializer_;
+  const Layout* layout_ = nullptr;
 };
 
 }  // namespace
 
 std::string to_json(const Plan& p) {
-  const ojson o = Writer().value(p);
   std::string out;
-  Emitter(out).emit(o, 0, false);
+  Stream(out).put(p, 0, false);
   out += '\n';
   return out;
 }
