@@ -28,6 +28,31 @@ using ojson = nlohmann::ordered_json;
 /// would write them as null, which from_json rejects).
 double canonical(double x) { return x == 0 ? 0.0 : x; }
 
+/// The calls a field list makes (fields.hpp: req, opt, devices), each turned
+/// into one `member(key, value)` of Self; `devices` lists a chunk's devices
+/// from Self's `layout()` when the chunk gives none.
+template <typename Self>
+struct MemberCalls {
+  template <typename T>
+  void req(std::string_view key, const T& x) {
+    self().member(key, x);
+  }
+  template <typename T>
+  void opt(std::string_view key, const T& x, bool written = true) {
+    if (written) self().member(key, x);
+  }
+  template <typename T>
+  void opt(std::string_view key, const std::optional<T>& x) {
+    if (x) self().member(key, *x);
+  }
+  void devices(std::string_view key, const Chunk& c) {
+    self().member(key, c.devices.empty() ? stage_devices(self().layout(), c.pipeline_rank) : c.devices);
+  }
+
+ private:
+  Self& self() { return static_cast<Self&>(*this); }
+};
+
 /// The JSON of a plan value: structs through their field lists
 /// (fields.hpp), doubles canonical, maps sorted by key, steps as "F3@c1".
 class Writer {
@@ -55,31 +80,22 @@ class Writer {
   template <detail::HasFields T>
   ojson value(const T& s) {
     if constexpr (std::is_same_v<T, Layout>) layout_ = &s;  // chunks list the ranks of its mesh
-    Fields f{*this, ojson()};
+    Fields f(*this);
     detail::fields(f, s);
     return std::move(f.o);
   }
 
  private:
   // Writes a field list into one object.
-  struct Fields {
+  struct Fields : MemberCalls<Fields> {
+    explicit Fields(Writer& writer) : w(writer) {}
     Writer& w;
     ojson o;
     template <typename T>
-    void req(std::string_view key, const T& x) {
+    void member(std::string_view key, const T& x) {
       o[std::string(key)] = w.value(x);
     }
-    template <typename T>
-    void opt(std::string_view key, const T& x, bool written = true) {
-      if (written) o[std::string(key)] = w.value(x);
-    }
-    template <typename T>
-    void opt(std::string_view key, const std::optional<T>& x) {
-      if (x) o[std::string(key)] = w.value(*x);
-    }
-    void devices(std::string_view key, const Chunk& c) {
-      o[std::string(key)] = w.value(c.devices.empty() ? stage_devices(*w.layout_, c.pipeline_rank) : c.devices);
-    }
+    const Layout& layout() const { return *w.layout_; }
   };
 
   const Layout* layout_ = nullptr;
@@ -128,21 +144,22 @@ class Stream {
   }
   template <typename T>
   void put(const std::map<std::string, T>& m, int indent, bool) {
-    Object o{*this, indent};
+    Object o(*this, indent);
     for (const auto& [k, x] : m) o.member(k, x);
     o.close();
   }
   template <detail::HasFields T>
   void put(const T& s, int indent, bool) {
     if constexpr (std::is_same_v<T, Layout>) layout_ = &s;
-    Object o{*this, indent};
+    Object o(*this, indent);
     detail::fields(o, s);
     o.close();
   }
 
  private:
   // An object's members, written as they come (the struct field order).
-  struct Object {
+  struct Object : MemberCalls<Object> {
+    Object(Stream& stream, int at) : w(stream), indent(at) {}
     Stream& w;
     int indent;
     bool first = true;
@@ -155,21 +172,7 @@ class Stream {
       w.out_ += ": ";
       w.put(x, indent + 2, key == "schedule_steps" || key == "spans");
     }
-    template <typename T>
-    void req(std::string_view key, const T& x) {
-      member(key, x);
-    }
-    template <typename T>
-    void opt(std::string_view key, const T& x, bool written = true) {
-      if (written) member(key, x);
-    }
-    template <typename T>
-    void opt(std::string_view key, const std::optional<T>& x) {
-      if (x) member(key, *x);
-    }
-    void devices(std::string_view key, const Chunk& c) {
-      member(key, c.devices.empty() ? stage_devices(*w.layout_, c.pipeline_rank) : c.devices);
-    }
+    const Layout& layout() const { return *w.layout_; }
     void close() {
       if (first) {
         w.out_ += "{}";
@@ -181,7 +184,8 @@ class Stream {
     }
   };
   // A struct's members on one line, each value dumped compactly.
-  struct Inline {
+  struct Inline : MemberCalls<Inline> {
+    explicit Inline(Stream& stream) : w(stream) {}
     Stream& w;
     bool first = true;
     template <typename T>
@@ -192,21 +196,7 @@ class Stream {
       w.out_ += ": ";
       w.compact(x);
     }
-    template <typename T>
-    void req(std::string_view key, const T& x) {
-      member(key, x);
-    }
-    template <typename T>
-    void opt(std::string_view key, const T& x, bool written = true) {
-      if (written) member(key, x);
-    }
-    template <typename T>
-    void opt(std::string_view key, const std::optional<T>& x) {
-      if (x) member(key, *x);
-    }
-    void devices(std::string_view key, const Chunk& c) {
-      member(key, c.devices.empty() ? stage_devices(*w.layout_, c.pipeline_rank) : c.devices);
-    }
+    const Layout& layout() const { return *w.layout_; }
   };
 
   // An element of a "schedule_steps" or "spans" array: an array or object on
@@ -238,7 +228,7 @@ class Stream {
   template <detail::HasFields T>
   void one_line(const T& s, int) {
     out_ += '{';
-    Inline f{*this};
+    Inline f(*this);
     detail::fields(f, s);
     out_ += '}';
   }

@@ -451,6 +451,15 @@ graph::OpGraph moe_at(int mb) { return moe_mlp(8 * mb, 256, 1024, 8, 64); }
 // Weights (4.2 M parameters) outweigh 8 samples' work: the optimizer term binds.
 graph::OpGraph wide_mlp_at(int mb) { return mlp(mb, 1024, 2048, 1024); }
 
+// A GraphProvider that builds each micro-batch's graph once, into `graphs`.
+search::GraphProvider cached(std::map<int, graph::OpGraph>& graphs, graph::OpGraph (*make)(int)) {
+  return [&graphs, make](int mb) -> Result<const graph::OpGraph*> {
+    auto it = graphs.find(mb);
+    if (it == graphs.end()) it = graphs.emplace(mb, make(mb)).first;
+    return &it->second;
+  };
+}
+
 }  // namespace
 
 TEST_CASE("layout_bound <= every layout's predicted step (fast solver)", "[search][bound]") {
@@ -485,11 +494,7 @@ TEST_CASE("search: the space's bound is at most the space's best fitting step an
   std::map<int, graph::OpGraph> graphs;
   std::map<cost::RecomputePolicy, cost::ProfileCostModel> models;
   for (auto r : s.recompute) models.emplace(r, a100(r));
-  search::GraphProvider gp = [&](int mb) -> Result<const graph::OpGraph*> {
-    auto it = graphs.find(mb);
-    if (it == graphs.end()) it = graphs.emplace(mb, wide_mlp_at(mb)).first;
-    return &it->second;
-  };
+  search::GraphProvider gp = cached(graphs, wide_mlp_at);
   search::ModelProvider mp = [&](cost::RecomputePolicy r) -> Result<const cost::CostModel*> {
     return &models.at(r);
   };
@@ -538,11 +543,7 @@ TEST_CASE("search: the memory margin keeps the plan's peak below (1 - margin) of
   std::map<int, graph::OpGraph> graphs;
   std::map<cost::RecomputePolicy, cost::ProfileCostModel> models;
   for (auto r : s.recompute) models.emplace(r, a100(r));
-  search::GraphProvider gp = [&](int mb) -> Result<const graph::OpGraph*> {
-    auto it = graphs.find(mb);
-    if (it == graphs.end()) it = graphs.emplace(mb, gpt_at(mb)).first;
-    return &it->second;
-  };
+  search::GraphProvider gp = cached(graphs, gpt_at);
   search::ModelProvider mp = [&](cost::RecomputePolicy r) -> Result<const cost::CostModel*> { return &models.at(r); };
   // The bundled profile's margin is the default.
   CHECK(models.begin()->second.memory_margin() == Approx(0.05));
@@ -572,11 +573,7 @@ TEST_CASE("search: at the whole device only the allocated peak must fit; below i
   s.max_micro_batch = 2;
   s.memory_margin = 0.0;
   std::map<int, graph::OpGraph> graphs;
-  search::GraphProvider gp = [&](int mb) -> Result<const graph::OpGraph*> {
-    auto it = graphs.find(mb);
-    if (it == graphs.end()) it = graphs.emplace(mb, gpt_at(mb)).first;
-    return &it->second;
-  };
+  search::GraphProvider gp = cached(graphs, gpt_at);
   auto models_with = [&](std::optional<Bytes> visible) {
     std::map<cost::RecomputePolicy, cost::ProfileCostModel> out;
     for (auto r : s.recompute) {
