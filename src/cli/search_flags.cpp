@@ -124,6 +124,7 @@ Result<planning::SearchFound> search_best_plan(const SearchFlags& a, const Searc
   req.options.threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   req.options.top_k = std::max<std::size_t>(1, a.top_k);
   req.candidate_plans = a.candidate_plans;
+  req.candidate_min_gap = a.candidate_min_gap;
   req.precision = a.train.precision;
   req.attention = a.train.attention;
   req.memory_format = a.train.memory_format;

@@ -40,6 +40,7 @@ struct ValidateArgs {
   std::string model;
   SearchFlags search;
   std::size_t candidates = 3;
+  double min_gap_pct = 3;  // --min-gap: candidates' predicted times at least this far apart
   std::vector<std::string> baselines;
   std::vector<std::string> plans;  // --plan: candidates from files instead of the search
   int steps = 3, warmup = 1, rounds = 3;
@@ -96,10 +97,10 @@ struct Layout {
 };
 
 // The K best distinct layouts of the search, as rows with plans.
-Result<std::vector<Layout>> candidate_rows(const planning::SearchFound& found, std::size_t k) {
+Result<std::vector<Layout>> candidate_rows(const planning::SearchFound& found, std::size_t k, double min_gap) {
   std::vector<Layout> out;
   const auto& best = found.outcome.best;
-  for (std::size_t i : planning::distinct_layouts(best, k)) {
+  for (std::size_t i : planning::distinct_layouts(best, k, min_gap)) {
     Layout l;
     l.row.name = out.empty() ? "best" : fmt::format("candidate {}", out.size() + 1);
     l.row.role = "candidate";
@@ -287,6 +288,8 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
   if (a.max_regret_opt->count() > 0) t.max_regret = a.max_regret;
   if (auto st = validate::check_thresholds(t); !st) return bad(st.error().message);
   if (a.candidates < 1) return bad("--candidates must be at least 1");
+  if (!(a.min_gap_pct >= 0 && a.min_gap_pct < 100))
+    return bad(fmt::format("--min-gap must be a percentage in [0, 100) (got {})", a.min_gap_pct));
   if (a.steps < 1) return bad(fmt::format("--steps must be at least 1 (got {})", a.steps));
   if (a.warmup < 0) return bad(fmt::format("--warmup must be at least 0 (got {})", a.warmup));
   if (a.rounds < 1) return bad(fmt::format("--rounds must be at least 1 (got {})", a.rounds));
@@ -303,8 +306,11 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
   if (a.search.threads_opt->count() == 0)
     a.search.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / world_size);
   const std::size_t alternatives_kept = a.search.top_k > 0 ? a.search.top_k - 1 : 0;
-  a.search.top_k = std::max(a.search.top_k, 8 * a.candidates);
+  // Runners-up to choose the candidates from: with a gap, a ladder of K
+  // layouts reaches further down the search's order.
+  a.search.top_k = std::max(a.search.top_k, (a.min_gap_pct > 0 ? 64 : 8) * a.candidates);
   a.search.candidate_plans = a.candidates;
+  a.search.candidate_min_gap = a.min_gap_pct / 100;
   auto setup = prepare_search(a.search);
   if (!setup) return bad(setup.error().message);
   const auto out_mode = a.force ? io::Overwrite::replace : io::Overwrite::refuse;
@@ -327,7 +333,7 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
     // The best plan lists the runners-up --top-k asked for, not the 8 x K kept here.
     auto& alts = found->plan.prediction.alternatives;
     if (alts.size() > alternatives_kept) alts.resize(alternatives_kept);
-    layouts = candidate_rows(*found, a.candidates);
+    layouts = candidate_rows(*found, a.candidates, a.min_gap_pct / 100);
   }
   if (!layouts) return bad(layouts.error().message);
   auto& rows = *layouts;
@@ -404,7 +410,10 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
   int rc = passed ? kExitOk : kExitViolation;
   if (rank == 0) {
     if (!a.output.empty()) {
-      validate::RunInfo info{a.model, world_size, setup->profile.name, a.backend, a.steps, a.warmup, a.rounds,
+      validate::RunInfo info{a.model,  world_size, setup->profile.name, a.backend,
+                             a.steps,  a.warmup,  a.rounds,
+                             a.plans.empty() ? a.candidates : a.plans.size(),
+                             a.plans.empty() ? std::optional<double>(a.min_gap_pct) : std::nullopt,
                              hostname(), utc_now()};
       if (auto st = io::write_file(a.output, validate::to_json(info, table, summary, checks), out_mode); !st)
         rc = fail("validate", st.error().message);
@@ -444,6 +453,10 @@ Runner setup_validate(CLI::App& sub) {
   a->search.framework = "executor";
   a->search.add_to(sub, /*devices_required=*/false);
   sub.add_option("--candidates", a->candidates, "Distinct layouts of the search to run (the best first)")
+      ->capture_default_str();
+  sub.add_option("--min-gap", a->min_gap_pct,
+                 "Percent: each candidate after the best is predicted at least this much slower than the one before "
+                 "(a closer pair's measured order is the host's noise; 0: every distinct layout)")
       ->capture_default_str();
   sub.add_option("--baseline", a->baselines,
                  "A baseline layout, e.g. tp=2,pp=1 (repeatable; default dp=N: pure data parallelism); speedups are "

@@ -51,7 +51,10 @@ Status add_data_parallel(StepWork& s) {
     opt_time[static_cast<std::size_t>(r)] = cost::optimizer_step_time(
         s.ctx, c.optimizer, dense / optimizer_shards + expert_params / expert_shards,
         optimizer_bytes_per_param(c.optimizer, c.optimizer_state_bytes, c.master_weights));
-    if (per_mb_sharding) continue;
+    // The executor's ZeRO-3 reduce-scatters once after the flush and keeps
+    // only its shard of the weights (no all-gather; step_sharded.cpp).
+    const bool executor_flush = per_mb_sharding && c.framework == Framework::executor;
+    if (per_mb_sharding && !executor_flush) continue;
     Seconds reduce, gather;
     // Dense gradients over dp*cp; expert gradients over dp*cp/ep (nothing
     // when ep = 1: expert_params is 0).
@@ -63,9 +66,10 @@ Status add_data_parallel(StepWork& s) {
         reduce += ar;
       } else {
         PLANNER_TRY(Seconds rs, dp_collective(model, L, c, core::Collective::reduce_scatter, grads, false, group));
+        reduce += rs;
+        if (executor_flush) continue;
         PLANNER_TRY(Seconds ag, dp_collective(model, L, c, core::Collective::all_gather, Bytes(elems * param_bytes),
                                               false, group));
-        reduce += rs;
         gather += ag;
       }
     }

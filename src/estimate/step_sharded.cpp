@@ -73,6 +73,16 @@ Status add_sharded_fetches(StepWork& s) {
   // (640-2240 A100s, docs/estimate.md); every deepspeed ZeRO-3 run gets it,
   // never one run alone.
   const bool ds_flat = per_mb_sharding && c.zero >= 3 && c.framework == Framework::deepspeed;
+  // planner's executor (framework `executor`; src/executor/real_pipeline.cpp,
+  // real_dp.cpp): one thread, nothing overlaps. ZeRO-3 all-gathers the
+  // stage's whole weights before every forward and every backward pass,
+  // waited for, into a zero-filled buffer, and each op then copies its
+  // weights out of it into a zero-filled tensor (provide_weight): four
+  // streams over the weights' bytes beside the gather. The gradients are
+  // accumulated over the step and reduce-scattered once after the flush
+  // (sync_and_update; step_data_parallel.cpp), not per micro-batch.
+  const bool executor = per_mb_sharding && c.framework == Framework::executor;
+  const double stream_bw = cost::streaming_bandwidth(ctx).value;
   s.parts.chunks.resize(static_cast<std::size_t>(C));
   if (per_mb_sharding) {
     // A unit's gather and reduce-scatter times depend only on its size and
@@ -112,12 +122,17 @@ Status add_sharded_fetches(StepWork& s) {
       // overlap; beyond that only what exceeds the compute shows.
       Seconds fwd_x = Seconds(std::max(gather.value / units, gather.value - fwd.value));
       Seconds bwd_x = Seconds(std::max(scatter.value / units, bwd_comm.value - bwd.value));
-      if (ds_flat) {  // weights fetched on demand, waited for; gradient
+      if (executor) {
+        const Seconds copies(4.0 * w.local_params * param_bytes / stream_bw);
+        fwd_x = gather + copies;
+        bwd_x = c.zero >= 3 ? gather + copies : Seconds(0);
+        scatter = Seconds(0);  // once per step, after the flush
+      } else if (ds_flat) {  // weights fetched on demand, waited for; gradient
         // reduce-scatters bucketed behind the backward (overlap_comm)
         fwd_x = gather;
         bwd_x = gather + Seconds(std::max(scatter.value / units, scatter.value - bwd.value));
       }
-      dp_per_mb[static_cast<std::size_t>(ch)] = gather + bwd_comm;
+      dp_per_mb[static_cast<std::size_t>(ch)] = executor ? gather + (c.zero >= 3 ? gather : Seconds(0)) : gather + bwd_comm;
       auto& parts = s.parts.chunks[static_cast<std::size_t>(ch)];
       parts.forward_gather = gather;
       parts.backward_gather = c.zero >= 3 ? gather : Seconds(0);

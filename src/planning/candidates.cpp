@@ -13,12 +13,16 @@ std::vector<int> distinct_key(const search::Candidate& c) {
   return {k.dp, k.tp, k.pp, k.cp, k.ep, k.vp, k.micro_batch, schedule, zero, static_cast<int>(c.recompute)};
 }
 
-std::vector<std::size_t> distinct_layouts(const std::vector<search::Scored>& scored, std::size_t k) {
+std::vector<std::size_t> distinct_layouts(const std::vector<search::Scored>& scored, std::size_t k,
+                                          double min_gap) {
   std::vector<std::size_t> out;
   std::vector<std::vector<int>> seen;
   for (std::size_t i = 0; i < scored.size() && out.size() < k; ++i) {
     auto key = distinct_key(scored[i].candidate);
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    if (!out.empty() && min_gap > 0 &&
+        scored[i].estimate.step_time.value < (1 + min_gap) * scored[out.back()].estimate.step_time.value)
+      continue;
     seen.push_back(std::move(key));
     out.push_back(i);
   }

@@ -122,7 +122,7 @@ Result<SearchFound> search_plan(SearchRequest req) {
   PLANNER_TRY(plan::Plan plan, build_plan(winner.estimate, src));
   if (auto st = plan::validate(plan); !st) return Error{"internal: the plan does not validate: " + st.error().message};
   std::vector<std::pair<std::size_t, plan::Plan>> candidates;
-  for (std::size_t i : distinct_layouts(r.best, req.candidate_plans)) {
+  for (std::size_t i : distinct_layouts(r.best, req.candidate_plans, req.candidate_min_gap)) {
     if (i == 0) {
       candidates.emplace_back(i, plan);
       continue;

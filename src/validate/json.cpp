@@ -22,6 +22,8 @@ std::string to_json(const RunInfo& info, const std::vector<Row>& rows, const Sum
   j["devices"] = info.devices;
   j["profile"] = info.profile;
   j["backend"] = info.backend;
+  j["selection"] = {{"candidates", info.candidates},
+                    {"min_gap_pct", info.min_gap_pct ? nlohmann::ordered_json(*info.min_gap_pct) : nullptr}};
   j["measurement"] = {{"steps", info.steps},
                       {"warmup", info.warmup},
                       {"rounds", info.rounds},

@@ -508,6 +508,26 @@ TEST_CASE("estimate step: ZeRO-3: weights gathered and gradients reduce-scattere
     const auto le = run(g, latency, c);
     CHECK(le.chunks[0].zero3_exposed.value == rel(158.598));
   }
+  SECTION("planner's executor: the whole gather before each pass, waited for, with its copies; one reduce-scatter") {
+    // One thread: the forward and the backward each wait for the gather,
+    // 0.434944 ms, and stream the weights four times (zero-filled buffer,
+    // zero-filled op tensor, the copy's read and write): 4 x 217,472 x 2 B
+    // / 1e12 B/s = 1.739776e-6 s. Per pass 0.436683776 ms, per micro-batch
+    // 0.873367552 ms. The gradients are reduce-scattered once after the
+    // flush at 4 B: 869,888 B = 0.869888 ms, exposed; no all-gather after
+    // the optimizer (the shard is kept).
+    auto x = c;
+    x.framework = Framework::executor;
+    const FakeCostModel ex;
+    const auto xe = run(g, ex, x);
+    CHECK(xe.chunks[0].zero3_exposed.value == rel(0.873367552e-3));
+    CHECK(xe.zero3_exposed.value == rel(4 * 0.873367552e-3));
+    CHECK(xe.dp_exposed.value == rel(0.869888e-3));
+    CHECK(breakdown_sum(xe) == rel(xe.step_time.value));
+    // step = 4 x (0.402 + 0.873367552e-3 + the 12 B accumulation pass
+    // 2.609664e-6) + 0.869888e-3 + the optimizer 4.131968e-6.
+    CHECK(xe.step_time.value == rel(4 * (0.402 + 0.873367552e-3 + 2.609664e-6) + 0.869888e-3 + 4.131968e-6));
+  }
   SECTION("DeepSpeed ZeRO-3 fetches weights on demand over a single ring: the gathers do not hide") {
     // forward exposed = every gather, 0.434944 ms; backward = the gathers
     // again + the reduce-scatters' last bucket (they overlap the backward, as

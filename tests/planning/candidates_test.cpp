@@ -39,6 +39,25 @@ TEST_CASE("distinct_layouts keeps the first of near-duplicates, fastest first") 
   CHECK(planning::distinct_key(c.candidate) != planning::distinct_key(d.candidate));
 }
 
+TEST_CASE("distinct_layouts with a gap takes a ladder of predicted times") {
+  // Predicted 1.00, 1.01, 1.02, 1.05, 1.06, 1.20 s, all distinct layouts.
+  std::vector<search::Scored> v = {scored(8, 1, 1, 1), scored(8, 1, 1, 2), scored(4, 2, 1, 1),
+                                   scored(4, 2, 1, 2), scored(2, 4, 1, 1), scored(2, 2, 2, 1)};
+  const double t[] = {1.00, 1.01, 1.02, 1.05, 1.06, 1.20};
+  for (std::size_t i = 0; i < v.size(); ++i) v[i].estimate.step_time = Seconds{t[i]};
+  // Gap 3 %: 1.00; 1.01 and 1.02 are under 1.03; 1.05 >= 1.03; then the
+  // next must reach 1.05 x 1.03 = 1.0815: 1.06 is under, 1.20 is taken.
+  CHECK(planning::distinct_layouts(v, 10, 0.03) == std::vector<std::size_t>{0, 3, 5});
+  CHECK(planning::distinct_layouts(v, 2, 0.03) == std::vector<std::size_t>{0, 3});
+  // Gap 0: every distinct layout.
+  CHECK(planning::distinct_layouts(v, 10, 0.0).size() == 6);
+  // A near-duplicate layout is skipped before the gap is measured from it:
+  // 1.05 is index 3's duplicate here, so the ladder goes 1.00, 1.06, 1.20.
+  v[3] = scored(8, 1, 1, 1);
+  v[3].estimate.step_time = Seconds{1.05};
+  CHECK(planning::distinct_layouts(v, 10, 0.03) == std::vector<std::size_t>{0, 4, 5});
+}
+
 TEST_CASE("baseline_space: unnamed degrees are 1, other pins follow --fix") {
   search::Fixed user;
   user.tp = 4;

@@ -212,9 +212,13 @@ TEST_CASE("to_json: planner.validate/v1 fields") {
   info.devices = 2;
   info.steps = 3;
   info.rounds = 2;
+  info.candidates = 8;
+  info.min_gap_pct = 3.0;
   const auto j = nlohmann::json::parse(to_json(info, rows, s, checks));
   CHECK(j["format"] == "planner.validate/v1");
   CHECK(j["measurement"]["rounds"] == 2);
+  CHECK(j["selection"]["candidates"] == 8);
+  CHECK(j["selection"]["min_gap_pct"] == 3.0);
   CHECK(j["rows"].size() == 2);
   CHECK(j["rows"][0]["index"] == 1);
   CHECK(j["rows"][0]["measured_s"] == 1.2);

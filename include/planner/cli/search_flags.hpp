@@ -38,6 +38,8 @@ struct SearchFlags {
   std::size_t top_k = 5;
   /// Plans of this many distinct layouts (planner validate; 0: the winner's only).
   std::size_t candidate_plans = 0;
+  /// Their min_gap (planner validate --min-gap, a fraction).
+  double candidate_min_gap = 0;
   int max_micro_batch = 16;
   bool exact = false;
   bool tp_comm_overlap = false, fused_loss = false;

@@ -9,6 +9,14 @@
 /// policy; they may still differ in sequence parallelism or whether tp
 /// splits the batch. Validating both would measure the same program twice,
 /// so only the faster is kept.
+///
+/// A layout is also a near-duplicate *for a measurement* when its
+/// predicted step time is within `min_gap` of the previous layout taken:
+/// a measured order between two layouts predicted 0.5 % apart is the
+/// host's noise, not the cost model's (planner validate's `--min-gap`;
+/// on this 2-core host the spread of one layout over rounds is 2-14 %).
+/// The list is fastest first, so each layout taken is at least
+/// (1 + min_gap) times the one before.
 
 #include <cstddef>
 #include <string>
@@ -25,8 +33,11 @@ namespace planner::planning {
 std::vector<int> distinct_key(const search::Candidate& c);
 
 /// Indices into `scored` (fastest first, as search::Outcome::best) of the
-/// first `k` layouts no earlier one near-duplicates, in that order.
-std::vector<std::size_t> distinct_layouts(const std::vector<search::Scored>& scored, std::size_t k);
+/// first `k` layouts no earlier one near-duplicates, in that order; with
+/// `min_gap` > 0 (a fraction, 0.03 = 3 %) each one taken after the first
+/// is predicted at least (1 + min_gap) times the previous one taken.
+std::vector<std::size_t> distinct_layouts(const std::vector<search::Scored>& scored, std::size_t k,
+                                          double min_gap = 0);
 
 /// The plan of a scored layout of the search whose winner's plan was built
 /// from `winner` (SearchFound::sources): the same model, profile and

@@ -58,6 +58,8 @@ struct SearchRequest {
   /// Also the plans of the first this many distinct layouts of the search
   /// (distinct_layouts, candidates.hpp), the winner's first; 0: none.
   std::size_t candidate_plans = 0;
+  /// distinct_layouts' min_gap for those plans (a fraction; 0: none).
+  double candidate_min_gap = 0;
   /// Status text while importing and searching (may be empty).
   std::function<void(const std::string&)> status;
 };

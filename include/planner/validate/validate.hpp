@@ -152,6 +152,10 @@ struct RunInfo {
   std::string profile;
   std::string backend = "cpu";
   int steps = 0, warmup = 0, rounds = 0;
+  /// --candidates asked for, and --min-gap (percent; nullopt: the
+  /// candidates are --plan files, no gap applies).
+  std::size_t candidates = 0;
+  std::optional<double> min_gap_pct;
   std::string host, date;
 };
 
