@@ -51,6 +51,13 @@ Status add_data_parallel(StepWork& s) {
     opt_time[static_cast<std::size_t>(r)] = cost::optimizer_step_time(
         s.ctx, c.optimizer, dense / optimizer_shards + expert_params / expert_shards,
         optimizer_bytes_per_param(c.optimizer, c.optimizer_state_bytes, c.master_weights));
+    // planner's executor keeps the weights in one flat buffer, which the
+    // optimizer updates; each op copies its weights out of it once a step
+    // into a zero-filled tensor (real_compute.cpp, provide_weight): three
+    // streams over the rank's weights, booked with the update they follow.
+    // Under ZeRO-3 the copies come with every pass's gather (step_sharded.cpp).
+    if (c.framework == Framework::executor && !per_mb_sharding)
+      opt_time[static_cast<std::size_t>(r)] += Seconds(3.0 * params * param_bytes / cost::streaming_bandwidth(s.ctx).value);
     // The executor's ZeRO-3 reduce-scatters once after the flush and keeps
     // only its shard of the weights (no all-gather; step_sharded.cpp).
     const bool executor_flush = per_mb_sharding && c.framework == Framework::executor;
