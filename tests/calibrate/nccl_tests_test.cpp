@@ -91,7 +91,7 @@ TEST_CASE("nccl-tests: pre-2.10 format (no root column, 'error' column) and logs
   CHECK((*runs)[0].rows[1].time.value == Approx(212.5e-6));
 }
 
-TEST_CASE("nccl-tests: the command line names the test; size-0 rows are skipped", "[calibrate][nccl]") {
+TEST_CASE("nccl-tests: the command line names the test, size-0 rows are skipped", "[calibrate][nccl]") {
   std::string text = "$ mpirun -np 4 ./build/alltoall_perf -b 0 -e 1M\n" + devices(4, 4) + kHeader +
                      "           0             0     float    none      -1     5.70    0.00    0.00      0     5.54    "
                      "0.00    0.00    N/A\n"

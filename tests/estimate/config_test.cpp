@@ -189,7 +189,7 @@ TEST_CASE("estimate config: state_sharding follows --zero and --distributed-opti
   CHECK(c.state_sharding() == StateSharding::zero3);
 }
 
-TEST_CASE("estimate config: framework names round-trip; an unknown one lists them", "[estimate][config]") {
+TEST_CASE("estimate config: framework names round-trip, an unknown one lists them", "[estimate][config]") {
   for (auto f : {Framework::megatron, Framework::megatron_legacy, Framework::deepspeed, Framework::fsdp,
                  Framework::ddp, Framework::executor}) {
     const auto parsed = estimate::parse_framework(estimate::framework_name(f));

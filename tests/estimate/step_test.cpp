@@ -300,7 +300,7 @@ TEST_CASE("estimate step: 1F1B over two unbalanced stages: the slow last stage s
   CHECK(breakdown_sum(e) == rel(e.step_time.value));
 }
 
-TEST_CASE("estimate step: GPipe holds every micro-batch on the first stage; interleaving shrinks the bubble",
+TEST_CASE("estimate step: GPipe holds every micro-batch on the first stage, interleaving shrinks the bubble",
           "[estimate][step][pipeline]") {
   const auto g = small_gpt(4);
   const FakeCostModel fake;
@@ -366,7 +366,7 @@ TEST_CASE("estimate step: tensor parallelism: Megatron's all-reduces on the crit
   CHECK(breakdown_sum(e) == rel(e.step_time.value));
 }
 
-TEST_CASE("estimate step: tensor-parallel comm overlap leaves the first piece; full recompute repeats the forward's",
+TEST_CASE("estimate step: tensor-parallel comm overlap leaves the first piece, full recompute repeats the forward's",
           "[estimate][step][tp]") {
   const auto g = small_gpt(4);
   const auto c = config_for(1, 2, 2, 4);

@@ -79,7 +79,7 @@ TEST_CASE("GPT-3 175B with ZeRO-3: Megatron FSDP on core_v0.12.0, lost on core_v
   CHECK(v8.text.find("# LOST: ZeRO-3") != std::string::npos);
 }
 
-TEST_CASE("bf16 optimizer states: Megatron's precision-aware optimizer; the master-weight policy is lost everywhere",
+TEST_CASE("bf16 optimizer states: Megatron's precision-aware optimizer, the master-weight policy is lost everywhere",
           "[exporters]") {
   auto p = make_plan(ex::testing::gpt3_175b());
   p.training.optimizer.state_dtype = "bf16";

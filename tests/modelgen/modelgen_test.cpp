@@ -65,7 +65,7 @@ std::vector<std::int64_t> dims_of(const onnx::TensorProto& t) { return {t.dims()
 
 }  // namespace
 
-TEST_CASE("parse_arch and arch_name round-trip; unknown names list the known ones", "[modelgen]") {
+TEST_CASE("parse_arch and arch_name round-trip, unknown names list the known ones", "[modelgen]") {
   for (auto a : all_archs()) {
     auto p = parse_arch(arch_name(a));
     REQUIRE(p.ok());
@@ -153,7 +153,7 @@ TEST_CASE("gpt: GPT-3 175B has 174.6 B parameters within 0.5 % and builds in wel
   CHECK(built.bytes.size() < 2'000'000);
 }
 
-TEST_CASE("llama: closed form; Llama-2 7B and 70B exactly", "[modelgen][llama]") {
+TEST_CASE("llama: closed form, Llama-2 7B and 70B exactly", "[modelgen][llama]") {
   // Per layer: 2 RMSNorm 2h + q, o 2h^2 + k, v 2*h*kv*d + gate, up, down 3hf (no biases).
   // Model: l * layer + embedding Vh + final norm h + untied head hV.
   auto s = tiny(Arch::llama);
@@ -185,7 +185,7 @@ TEST_CASE("llama: closed form; Llama-2 7B and 70B exactly", "[modelgen][llama]")
   CHECK(must_build(l70).parameter_count == 68'976'648'192);
 }
 
-TEST_CASE("llama: grouped-query attention repeats kv heads; rotary and RMSNorm from small ops", "[modelgen][llama]") {
+TEST_CASE("llama: grouped-query attention repeats kv heads, rotary and RMSNorm from small ops", "[modelgen][llama]") {
   auto s = tiny(Arch::llama);
   s.hidden = 16;
   s.heads = 4;
@@ -205,7 +205,7 @@ TEST_CASE("llama: grouped-query attention repeats kv heads; rotary and RMSNorm f
   CHECK(op_histogram(parse(must_build(s).bytes))["Expand"] == 0);
 }
 
-TEST_CASE("bert: closed form; BERT-base with untied MLM decoder", "[modelgen][bert]") {
+TEST_CASE("bert: closed form, BERT-base with untied MLM decoder", "[modelgen][bert]") {
   // Embeddings Vh + sh + 2h (segments) + 2h (LN); per layer as gpt 4h^2 + 2hf + 9h + f;
   // MLM head: transform h^2 + h, LN 2h, decoder hV + V.
   // l=2,h=8,f=32,V=16,s=4: 128+32+16+16 + 2*872 + 72+16 + 128+16 = 2168
@@ -221,7 +221,7 @@ TEST_CASE("bert: closed form; BERT-base with untied MLM decoder", "[modelgen][be
   CHECK(must_build(b).parameter_count == 132'955'194);
 }
 
-TEST_CASE("t5: closed form; T5-base with untied LM head", "[modelgen][t5]") {
+TEST_CASE("t5: closed form, T5-base with untied LM head", "[modelgen][t5]") {
   // Shared embedding Vh; encoder layer 4h^2 + 2hf + 2h (2 norms); decoder layer 8h^2 + 2hf + 3h;
   // two final norms 2h; two relative-bias tables 2*32*heads; untied head hV. No biases.
   // tiny (l_e = l_d = 2, h=8, f=32, n=2, V=16): 128 + 2*784 + 2*1048 + 16 + 128 + 128 = 4064
@@ -284,7 +284,7 @@ TEST_CASE("mlp: closed form and MSE loss", "[modelgen][mlp]") {
   CHECK(h["ReduceMean"] == 1);
 }
 
-TEST_CASE("resnet: closed form; torchvision's 50/101/152 counts", "[modelgen][resnet]") {
+TEST_CASE("resnet: closed form, torchvision's 50/101/152 counts", "[modelgen][resnet]") {
   // Stem conv 7*7*3*64 + BN 2*64. Stage i (width w = 64*2^i, out 4w) block:
   // 1x1 cin*w + 3x3 9w^2 + 1x1 4w^2 + BN 2(w + w + 4w); first block adds
   // projection cin*4w + BN 8w. FC 2048*classes + classes.
@@ -333,7 +333,7 @@ TEST_CASE("widedeep: closed form", "[modelgen][widedeep]") {
   CHECK(m.graph().input_size() == 2);
 }
 
-TEST_CASE("weights are external data at consecutive offsets; tables are inline; nothing written", "[modelgen]") {
+TEST_CASE("weights are external data at consecutive offsets, tables are inline, nothing written", "[modelgen]") {
   const std::string loc = "planner-modelgen-test-not-written.onnx.data";
   for (auto a : all_archs()) {
     INFO(arch_name(a));
@@ -361,7 +361,7 @@ TEST_CASE("weights are external data at consecutive offsets; tables are inline; 
   CHECK_FALSE(std::filesystem::exists(loc));
 }
 
-TEST_CASE("same spec, same bytes; every arch", "[modelgen]") {
+TEST_CASE("same spec, same bytes, every arch", "[modelgen]") {
   for (auto a : all_archs()) {
     INFO(arch_name(a));
     CHECK(must_build(tiny(a)).bytes == must_build(tiny(a)).bytes);

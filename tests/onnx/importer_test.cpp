@@ -452,7 +452,7 @@ TEST_CASE("declared shapes that disagree with the computation are reported, the 
   CHECK(r->report.disagreements[0].computed == Shape{2, 8});
 }
 
-TEST_CASE("ops without rules: declared shapes are used; unresolvable ones fail naming the op", "[onnx]") {
+TEST_CASE("ops without rules: declared shapes are used, unresolvable ones fail naming the op", "[onnx]") {
   ModelBuilder m;
   m.opset_import("my.domain", 1);
   m.input("x", kF32, {"B", 4});

@@ -121,7 +121,7 @@ TEST_CASE("canonical text: the timeline, one span per line", "[plan][timeline]")
   CHECK(*with == plan_test::sample_plan());
 }
 
-TEST_CASE("optional fields: absent model.batch round-trips; defaults when omitted", "[plan]") {
+TEST_CASE("optional fields: absent model.batch round-trips, defaults when omitted", "[plan]") {
   Plan p = plan_test::sample_plan();
   p.model.batch.reset();
   p.prediction.alternatives.clear();

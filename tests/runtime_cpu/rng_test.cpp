@@ -44,7 +44,7 @@ TEST_CASE("streams differ by seed and by name, and repeat exactly", "[runtime_cp
   CHECK(a.data != normal_tensor(1, "v", {64}, 0.0f, 1.0f).data);
 }
 
-TEST_CASE("normal values have mean 0 and variance 1; indices stay in range", "[runtime_cpu][rng]") {
+TEST_CASE("normal values have mean 0 and variance 1, indices stay in range", "[runtime_cpu][rng]") {
   const Tensor x = normal_tensor(5, "stats", {20000}, 0.0f, 1.0f);
   double s = 0.0, s2 = 0.0;
   for (float v : x.data) {

@@ -96,7 +96,7 @@ TEST_CASE("cuBLAS GEMMs in every precision, row-major and batched", "[gpu][runti
   CHECK_FALSE(d.gemm(core::Precision::fp32, 1, 0, 3, 2, nullptr, nullptr, nullptr));
 }
 
-TEST_CASE("traffic writes the destination; fill; optimizer updates by hand", "[gpu][runtime_cuda]") {
+TEST_CASE("traffic writes the destination, fill, optimizer updates by hand", "[gpu][runtime_cuda]") {
   if (no_gpu()) return;
   auto made = make_cuda_device(0);
   REQUIRE(made);

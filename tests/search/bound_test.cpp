@@ -565,7 +565,7 @@ TEST_CASE("search: the memory margin keeps the plan's peak below (1 - margin) of
   }
 }
 
-TEST_CASE("search: at the whole device only the allocated peak must fit; below it the reserved peak", "[search][bound]") {
+TEST_CASE("search: at the whole device only the allocated peak must fit, below it the reserved peak", "[search][bound]") {
   search::Space s;
   s.devices = 8;
   s.global_batch = 16;

@@ -365,7 +365,7 @@ TEST_CASE("search ep: ep = 1 wins when the tokens outweigh the experts", "[searc
   CHECK(best.estimate.step_time.value == Approx(0.054 + 4.416e-6 + 4.1952e-8).epsilon(1e-12));
 }
 
-TEST_CASE("search ep: experts that fit only split over ep; memory pruning stays sound", "[search][experts]") {
+TEST_CASE("search ep: experts that fit only split over ep, memory pruning stays sound", "[search][experts]") {
   // Large experts (f = 4096): 4 x 2 x 8 x 4096 = 262,144 expert parameters
   // of 262,224. Capacity between what ep = 1 and ep = 4 need.
   MoeProviders p;

@@ -122,7 +122,7 @@ TEST_CASE("the memory limit changes the optimum exactly", "[search][op_sharding]
   CHECK(s->exact);
 }
 
-TEST_CASE("solve with a given first pass: the first pass reads times only; memory is taken from the problem",
+TEST_CASE("solve with a given first pass: the first pass reads times only, memory is taken from the problem",
           "[search][op_sharding]") {
   // The problem above: (fast, fast) is the time-only optimum whatever the
   // memory (cost 2). Solved for a lean copy (every strategy 1 byte), the

@@ -62,7 +62,7 @@ TEST_CASE("1F1B, 4 stages, 8 micro-batches, f=1 b=2: (m+p-1)(f+b) = 33", "[sim][
   CHECK(r.timeline.size() == 64);  // 2 x p x m
 }
 
-TEST_CASE("GPipe holds all m micro-batches in flight; same step time", "[sim][pipeline]") {
+TEST_CASE("GPipe holds all m micro-batches in flight, same step time", "[sim][pipeline]") {
   const PipelineResult r = run(uniform_problem(Schedule::gpipe, 4, 8, 1, kUnit));
   // Dev 3 forwards 3..11, backwards 11..27; dev d's B(i) runs 2 later per
   // hop, so dev 0 ends 27 + 3 x 2 = 33 = (m+p-1)(f+b).

@@ -122,7 +122,7 @@ TEST_CASE("summarize: ranks, tau, regret, speedups from given timings") {
   CHECK(!s.rows[2].measured_speedup);
 }
 
-TEST_CASE("summarize: a baseline that did not run gives no speedups; ties in prediction go to the first row") {
+TEST_CASE("summarize: a baseline that did not run gives no speedups, ties in prediction go to the first row") {
   std::vector<Row> rows = {row("best", 1.0, {2.0}), row("candidate 2", 1.0, {1.0}),
                            row("baseline 1", 3.0, {}, "baseline")};
   const Summary s = summarize(rows, 2, 0);
