@@ -128,6 +128,16 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
 }
 
 BinaryGrads binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dy) {
+  if (op == BinaryOp::add || op == BinaryOp::sub) {
+    // dA = dY and dB = +-dY, summed down to each operand's shape: no
+    // output-sized scratch per operand (a bias's gradient reads dY once).
+    // The same sums as below, so the same bits (negation commutes with the
+    // double-precision sum and the cast to float).
+    Tensor gb = sum_to_shape(dy, b.shape);
+    if (op == BinaryOp::sub)
+      for (auto& v : gb.data) v = -v;
+    return {sum_to_shape(dy, a.shape), std::move(gb)};
+  }
   const Shape& s = dy.shape;
   Tensor ga(s), gb(s);  // local gradients at the output shape, then summed down
   switch (op) {
