@@ -96,22 +96,19 @@ struct Layout {
   std::vector<int> key;  // planning::distinct_key
 };
 
-// The K best distinct layouts of the search, as rows with plans.
-Result<std::vector<Layout>> candidate_rows(const planning::SearchFound& found, std::size_t k, double min_gap) {
+// The layouts the search made candidate plans of (SearchRequest::
+// candidate_plans, with its gap), as rows.
+std::vector<Layout> candidate_rows(const planning::SearchFound& found) {
   std::vector<Layout> out;
   const auto& best = found.outcome.best;
-  for (std::size_t i : planning::distinct_layouts(best, k, min_gap)) {
+  for (const auto& [i, plan] : found.candidates) {
     Layout l;
     l.row.name = out.empty() ? "best" : fmt::format("candidate {}", out.size() + 1);
     l.row.role = "candidate";
     l.row.layout = search::describe(best[i].candidate);
     l.row.predicted_s = best[i].estimate.step_time.value;
     l.key = planning::distinct_key(best[i].candidate);
-    const auto it = std::find_if(found.candidates.begin(), found.candidates.end(),
-                                 [&](const auto& c) { return c.first == i; });
-    if (it == found.candidates.end())
-      return make_error("internal: no plan for the search's layout {} (SearchRequest::candidate_plans)", i);
-    l.plan = it->second;
+    l.plan = plan;
     out.push_back(std::move(l));
   }
   return out;
@@ -333,7 +330,7 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
     // The best plan lists the runners-up --top-k asked for, not the 8 x K kept here.
     auto& alts = found->plan.prediction.alternatives;
     if (alts.size() > alternatives_kept) alts.resize(alternatives_kept);
-    layouts = candidate_rows(*found, a.candidates, a.min_gap_pct / 100);
+    layouts = candidate_rows(*found);
   }
   if (!layouts) return bad(layouts.error().message);
   auto& rows = *layouts;

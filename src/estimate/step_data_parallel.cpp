@@ -38,6 +38,9 @@ Status add_data_parallel(StepWork& s) {
   s.parts.ranks.resize(static_cast<std::size_t>(pp));
   // Expert states are sharded over the dp*cp/ep ranks holding them.
   const double expert_shards = optimizer_shards > 1 ? optimizer_shards / c.ep : 1;
+  // The executor's ZeRO-3 reduce-scatters once after the flush and keeps
+  // only its shard of the weights (no all-gather; step_sharded.cpp).
+  const bool executor_flush = per_mb_sharding && c.framework == Framework::executor;
   for (int r = 0; r < pp; ++r) {
     double params = 0, expert_params = 0;
     Seconds bwd_window, fwd_window;
@@ -58,9 +61,6 @@ Status add_data_parallel(StepWork& s) {
     // Under ZeRO-3 the copies come with every pass's gather (step_sharded.cpp).
     if (c.framework == Framework::executor && !per_mb_sharding)
       opt_time[static_cast<std::size_t>(r)] += Seconds(3.0 * params * param_bytes / cost::streaming_bandwidth(s.ctx).value);
-    // The executor's ZeRO-3 reduce-scatters once after the flush and keeps
-    // only its shard of the weights (no all-gather; step_sharded.cpp).
-    const bool executor_flush = per_mb_sharding && c.framework == Framework::executor;
     if (per_mb_sharding && !executor_flush) continue;
     Seconds reduce, gather;
     // Dense gradients over dp*cp; expert gradients over dp*cp/ep (nothing

@@ -117,22 +117,23 @@ Status add_sharded_fetches(StepWork& s) {
       const double units = std::max(1, w.layers);
       const Seconds fwd = ct.forward_compute + w.fwd_comm;
       const Seconds bwd = ct.backward_compute + ct.recompute + w.bwd_comm;
-      const Seconds bwd_comm = c.zero >= 3 ? gather + scatter : scatter;
+      Seconds bwd_comm = c.zero >= 3 ? gather + scatter : scatter;
       // The first unit's gather (and the last unit's reduce-scatter) cannot
       // overlap; beyond that only what exceeds the compute shows.
       Seconds fwd_x = Seconds(std::max(gather.value / units, gather.value - fwd.value));
       Seconds bwd_x = Seconds(std::max(scatter.value / units, bwd_comm.value - bwd.value));
       if (executor) {
         const Seconds copies(4.0 * w.local_params * param_bytes / stream_bw);
+        scatter = Seconds(0);  // once per step, after the flush
+        bwd_comm = c.zero >= 3 ? gather : Seconds(0);
         fwd_x = gather + copies;
         bwd_x = c.zero >= 3 ? gather + copies : Seconds(0);
-        scatter = Seconds(0);  // once per step, after the flush
       } else if (ds_flat) {  // weights fetched on demand, waited for; gradient
         // reduce-scatters bucketed behind the backward (overlap_comm)
         fwd_x = gather;
         bwd_x = gather + Seconds(std::max(scatter.value / units, scatter.value - bwd.value));
       }
-      dp_per_mb[static_cast<std::size_t>(ch)] = executor ? gather + (c.zero >= 3 ? gather : Seconds(0)) : gather + bwd_comm;
+      dp_per_mb[static_cast<std::size_t>(ch)] = gather + bwd_comm;
       auto& parts = s.parts.chunks[static_cast<std::size_t>(ch)];
       parts.forward_gather = gather;
       parts.backward_gather = c.zero >= 3 ? gather : Seconds(0);

@@ -84,8 +84,8 @@ void binary_into(const Tensor& a, const Tensor& b, Tensor& y) {
       });
 }
 
-// The local gradients of y = a op b at y's shape (summed down to a's and b's
-// shapes by the caller).
+// The local gradients of y = a op b (mul, div) at y's shape (summed down to
+// a's and b's shapes by the caller; add and sub need none: binary_backward).
 template <BinaryOp op>
 void binary_grads_into(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor& ga, Tensor& gb) {
   const float *pa = a.data.data(), *pb = b.data.data(), *g = dy.data.data();
@@ -94,13 +94,7 @@ void binary_grads_into(const Tensor& a, const Tensor& b, const Tensor& dy, Tenso
       .each([&](std::int64_t o, std::int64_t ia, std::int64_t sa, std::int64_t ib, std::int64_t sb, std::int64_t n) {
         for (std::int64_t j = 0; j < n; ++j) {
           const std::int64_t k = o + j;
-          if constexpr (op == BinaryOp::add) {
-            qa[k] = g[k];
-            qb[k] = g[k];
-          } else if constexpr (op == BinaryOp::sub) {
-            qa[k] = g[k];
-            qb[k] = -g[k];
-          } else if constexpr (op == BinaryOp::mul) {
+          if constexpr (op == BinaryOp::mul) {
             qa[k] = g[k] * pb[ib + j * sb];
             qb[k] = g[k] * pa[ia + j * sa];
           } else {
@@ -140,12 +134,8 @@ BinaryGrads binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const
   }
   const Shape& s = dy.shape;
   Tensor ga(s), gb(s);  // local gradients at the output shape, then summed down
-  switch (op) {
-    case BinaryOp::add: binary_grads_into<BinaryOp::add>(a, b, dy, ga, gb); break;
-    case BinaryOp::sub: binary_grads_into<BinaryOp::sub>(a, b, dy, ga, gb); break;
-    case BinaryOp::mul: binary_grads_into<BinaryOp::mul>(a, b, dy, ga, gb); break;
-    case BinaryOp::div: binary_grads_into<BinaryOp::div>(a, b, dy, ga, gb); break;
-  }
+  if (op == BinaryOp::mul) binary_grads_into<BinaryOp::mul>(a, b, dy, ga, gb);
+  else binary_grads_into<BinaryOp::div>(a, b, dy, ga, gb);  // add and sub returned above
   return {sum_to_shape(std::move(ga), a.shape), sum_to_shape(std::move(gb), b.shape)};
 }
 
