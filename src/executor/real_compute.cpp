@@ -300,18 +300,52 @@ Status Runner::backward_op(graph::OpId oid, int mb) {
 }
 
 // Parameter gradients join the step's accumulator, micro-batch by micro-batch.
+// A tp partial sum (a replicated weight of a split op) joins a partial
+// accumulator instead, all-reduced once a step (reduce_partial_grads), as
+// the plan's per-step gradient syncs say: the sum of the micro-batches'
+// all-reduces is the all-reduce of their sum.
 Status Runner::accumulate_parameter_grads(int mb) {
   auto& gr = grs(mb);
   auto& gp = gps(mb);
+  const auto add = [](float* dst, const runtime_cpu::Tensor& x) {
+    for (std::int64_t i = 0; i < x.size(); ++i) dst[i] += x[i];
+  };
   for (auto id : params_) {
-    PLANNER_TRY_STATUS(timed(RealPhase::tp_comm, [&] { return tp().finalize(gr[id.value], gp[id.value]); }));
+    auto& part = gp[id.value];
+    if (part) {
+      Timed t(*this, RealPhase::grad_accumulation);
+      auto [it, fresh] = partial_at_.try_emplace(id.value, static_cast<std::int64_t>(grad_part_.size()));
+      if (fresh) grad_part_.resize(grad_part_.size() + static_cast<std::size_t>(part->size()), 0.0f);
+      add(grad_part_.data() + it->second, *part);
+      part.reset();
+    }
     auto& slot = gr[id.value];
     if (!slot) continue;
     Timed t(*this, RealPhase::grad_accumulation);
-    float* dst = grad_acc_.data() + offset_.at(id.value);
-    for (std::int64_t i = 0; i < slot->size(); ++i) dst[i] += (*slot)[i];
+    add(grad_acc_.data() + offset_.at(id.value), *slot);
     slot.reset();
   }
+  return Status::success();
+}
+
+// The step's tp partial parameter gradients: one all-reduce over the tp
+// group for all of them (every tp rank met the same partial parameters in
+// the same order: the layout decides which are partial), then added to the
+// accumulator.
+Status Runner::reduce_partial_grads() {
+  if (grad_part_.empty()) return Status::success();
+  {
+    Timed t(*this, RealPhase::tp_comm);
+    PLANNER_TRY_STATUS(tp().all_reduce(grad_part_));
+  }
+  Timed t(*this, RealPhase::grad_accumulation);
+  for (const auto& [id, at] : partial_at_) {
+    const auto n = g_.tensor(graph::TensorId{id}).numel() / (tpl_.stored[id].is_split() ? tpl_.tp : 1);
+    float* dst = grad_acc_.data() + offset_.at(id);
+    const float* src = grad_part_.data() + at;
+    for (std::int64_t i = 0; i < n; ++i) dst[i] += src[i];
+  }
+  std::fill(grad_part_.begin(), grad_part_.end(), 0.0f);
   return Status::success();
 }
 

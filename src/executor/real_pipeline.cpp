@@ -72,6 +72,7 @@ Status Runner::step(double& loss_sum) {
     Timed t(*this, RealPhase::pp_comm);
     PLANNER_TRY_STATUS(flush_sends(-1));
   }
+  PLANNER_TRY_STATUS(reduce_partial_grads());
   return sync_and_update();
 }
 

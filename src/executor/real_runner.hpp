@@ -123,6 +123,7 @@ class Runner {
   Status backward(const plan::ScheduleStep& st);
   Status backward_op(graph::OpId oid, int mb);
   Status accumulate_parameter_grads(int mb);
+  Status reduce_partial_grads();
   void free_micro_batch(int mb);
 
   // real_pipeline.cpp: boundaries, sends and receives.
@@ -165,6 +166,8 @@ class Runner {
   std::map<std::uint32_t, std::int64_t> offset_;
   std::int64_t flat_size_ = 0, padded_ = 0, shard_ = 0;
   std::vector<float> flat_w_, shard_w_, grad_acc_, grad_full_, grad_shard_;
+  std::vector<float> grad_part_;                  // tp partial parameter gradients of this step
+  std::map<std::uint32_t, std::int64_t> partial_at_;  // their offsets in grad_part_, by tensor id
   bool zero3_ = false, gathered_ = true;
   runtime_cpu::OptimState state_;
   runtime::Communicator* dp_comm_ = nullptr;

@@ -137,6 +137,50 @@ void put_add(Tensor& full, int dim, std::span<const std::int64_t> idx, const Ten
 
 namespace {
 
+// The rows `idx` along `dim` of x (of shape s) written to out, in order.
+void take_into(const float* x, const Shape& s, int dim, std::span<const std::int64_t> idx, float* out) {
+  const Around a = around(s, dim);
+  const auto m = static_cast<std::int64_t>(idx.size());
+  for (std::int64_t o = 0; o < a.outer; ++o)
+    for (std::int64_t j = 0; j < m; ++j)
+      std::copy_n(x + (o * a.n + idx[static_cast<std::size_t>(j)]) * a.inner, a.inner, out + (o * m + j) * a.inner);
+}
+
+// The inverse: a block of rows `idx` (laid out in order) written into full.
+void put_rows(Tensor& full, int dim, std::span<const std::int64_t> idx, const float* block) {
+  const Around a = around(full.shape, dim);
+  const auto m = static_cast<std::int64_t>(idx.size());
+  for (std::int64_t o = 0; o < a.outer; ++o)
+    for (std::int64_t j = 0; j < m; ++j)
+      std::copy_n(block + (o * m + j) * a.inner, a.inner,
+                  full.data.data() + (o * a.n + idx[static_cast<std::size_t>(j)]) * a.inner);
+}
+
+// Rank q's rows are rows q*n/t .. (q+1)*n/t - 1 and nothing lies outside
+// the split dim: the ranks' blocks laid end to end are the whole tensor.
+bool blocks_in_rank_order(const IndexMap& map, const Shape& full, int dim) {
+  return map.empty() && around(full, dim).outer == 1;
+}
+
+}  // namespace
+
+Result<Tensor> TpRank::gather_whole(const Tensor& part, const Shape& full_shape, int dim, const IndexMap& map) const {
+  Tensor whole(full_shape);
+  const std::size_t m = part.data.size();
+  if (blocks_in_rank_order(map, full_shape, dim)) {
+    PLANNER_TRY_STATUS(comm_->all_gather(part.data.data(), whole.data.data(), m, core::DType::f32));
+    return whole;
+  }
+  std::vector<float> all(m * static_cast<std::size_t>(l_.tp));
+  PLANNER_TRY_STATUS(comm_->all_gather(part.data.data(), all.data(), m, core::DType::f32));
+  const auto n = full_shape[static_cast<std::size_t>(dim)];
+  for (int q = 0; q < l_.tp; ++q)
+    put_rows(whole, dim, held_indices(map, n, l_.tp, q), all.data() + m * static_cast<std::size_t>(q));
+  return whole;
+}
+
+namespace {
+
 /// derive_outputs' rules for one op whose inputs are not all replicated:
 /// its inputs' views and shapes, the outputs' views being derived.
 struct OutputRules {
@@ -673,15 +717,18 @@ Result<bool> TpRank::store_output(OpId o, std::size_t k, const Value& made, Valu
     // Reduce-scatter: lay the blocks out rank after rank, then each rank
     // receives the sum of its block.
     const auto n = x.shape[static_cast<std::size_t>(sv.dim)];
-    std::vector<float> send;
-    send.reserve(x.data.size());
-    for (int q = 0; q < l_.tp; ++q) {
-      const auto b = std::get<Tensor>(take(x, sv.dim, held_indices(l_.stored_map[id.value], n, l_.tp, q)));
-      send.insert(send.end(), b.data.begin(), b.data.end());
-    }
     Tensor mine(local_shape(x.shape, sv, l_.tp));
-    PLANNER_TRY_STATUS(comm_->reduce_scatter(send.data(), mine.data.data(), mine.data.size(), core::DType::f32,
-                                             runtime::ReduceOp::sum));
+    const std::size_t m = mine.data.size();
+    const float* send = x.data.data();
+    std::vector<float> laid;
+    if (!blocks_in_rank_order(l_.stored_map[id.value], x.shape, sv.dim)) {
+      laid.resize(x.data.size());
+      for (int q = 0; q < l_.tp; ++q)
+        take_into(x.data.data(), x.shape, sv.dim, held_indices(l_.stored_map[id.value], n, l_.tp, q),
+                  laid.data() + m * static_cast<std::size_t>(q));
+      send = laid.data();
+    }
+    PLANNER_TRY_STATUS(comm_->reduce_scatter(send, mine.data.data(), m, core::DType::f32, runtime::ReduceOp::sum));
     stored = std::move(mine);
     return true;
   }
@@ -691,17 +738,8 @@ Result<bool> TpRank::store_output(OpId o, std::size_t k, const Value& made, Valu
     stored = std::move(sum);
     return true;
   }
-  // Split -> whole: all-gather the shares, then put each where it belongs.
-  std::vector<float> all(x.data.size() * static_cast<std::size_t>(l_.tp));
-  PLANNER_TRY_STATUS(comm_->all_gather(x.data.data(), all.data(), x.data.size(), core::DType::f32));
-  const auto& full_shape = g_.tensor(id).shape;
-  Tensor whole(full_shape);
-  const auto n = full_shape[static_cast<std::size_t>(port.view.dim)];
-  for (int q = 0; q < l_.tp; ++q) {
-    const auto at = all.begin() + static_cast<std::ptrdiff_t>(x.data.size()) * q;
-    Tensor block(x.shape, std::vector<float>(at, at + static_cast<std::ptrdiff_t>(x.data.size())));
-    put_add(whole, port.view.dim, held_indices(port.map, n, l_.tp, q), block);
-  }
+  // Split -> whole: all-gather the shares, each put where it belongs.
+  PLANNER_TRY(auto whole, gather_whole(x, g_.tensor(id).shape, port.view.dim, port.map));
   stored = std::move(whole);
   return true;
 }
@@ -712,16 +750,7 @@ Result<std::optional<Tensor>> TpRank::out_grad(OpId o, std::size_t k, const Tens
   const TpView& sv = l_.stored[id.value];
   if (port.view.kind == TpView::Kind::partial && sv.is_split()) {
     // Reduce-scattered forward: every addend's gradient is the whole one.
-    std::vector<float> all(stored.data.size() * static_cast<std::size_t>(l_.tp));
-    PLANNER_TRY_STATUS(comm_->all_gather(stored.data.data(), all.data(), stored.data.size(), core::DType::f32));
-    const auto& full_shape = g_.tensor(id).shape;
-    Tensor whole(full_shape);
-    const auto n = full_shape[static_cast<std::size_t>(sv.dim)];
-    for (int q = 0; q < l_.tp; ++q) {
-      const auto at = all.begin() + static_cast<std::ptrdiff_t>(stored.data.size()) * q;
-      Tensor block(stored.shape, std::vector<float>(at, at + static_cast<std::ptrdiff_t>(stored.data.size())));
-      put_add(whole, sv.dim, held_indices(l_.stored_map[id.value], n, l_.tp, q), block);
-    }
+    PLANNER_TRY(auto whole, gather_whole(stored, g_.tensor(id).shape, sv.dim, l_.stored_map[id.value]));
     return std::optional<Tensor>(std::move(whole));
   }
   if (!port.view.is_split() || sv.is_split()) return std::optional<Tensor>();
@@ -754,6 +783,10 @@ Status TpRank::finalize(std::optional<Tensor>& whole, std::optional<Tensor>& par
   else whole = std::move(*partial);
   partial.reset();
   return Status::success();
+}
+
+Status TpRank::all_reduce(std::vector<float>& x) {
+  return comm_->all_reduce(x.data(), x.size(), core::DType::f32, runtime::ReduceOp::sum);
 }
 
 Status TpRank::gather_full(const std::vector<TensorId>& params, std::span<const float> local, std::vector<float>& full) {

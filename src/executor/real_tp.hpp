@@ -150,6 +150,8 @@ class TpRank {
   /// Folds `partial` (all-reduced over tp) into `whole`. Every tp rank calls
   /// it for the same tensors in the same order.
   Status finalize(std::optional<runtime_cpu::Tensor>& whole, std::optional<runtime_cpu::Tensor>& partial);
+  /// Sums `x` over the tp group, in place.
+  Status all_reduce(std::vector<float>& x);
   /// forward_op / backward_op, except for a vocabulary-parallel Gather (the
   /// table split along its rows: ids outside this rank's rows look up
   /// zeros, their gradients are dropped) and a vocabulary-parallel
@@ -171,6 +173,12 @@ class TpRank {
                      std::vector<float>& full);
 
  private:
+  /// The whole tensor from every rank's block `part` (split along `dim`,
+  /// rows as `map` assigns them): an all-gather, straight into the whole
+  /// when the blocks lie end to end in rank order.
+  Result<runtime_cpu::Tensor> gather_whole(const runtime_cpu::Tensor& part, const runtime_cpu::Shape& full_shape,
+                                           int dim, const IndexMap& map) const;
+
   const TpLayout& l_;
   const graph::OpGraph& g_;
   bool masked_lookup(graph::OpId o) const;

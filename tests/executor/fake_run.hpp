@@ -18,9 +18,11 @@
 
 namespace planner::executor::testing {
 
-/// Point-to-point calls a rank made: blocking sends, posted (async) sends.
+/// Calls a rank made: blocking sends, posted (async) sends, and the
+/// element count of each all-reduce in order.
 struct SendCounts {
   int blocking = 0, posted = 0;
+  std::vector<std::size_t> all_reduces;
 };
 
 /// A rank's communicator that counts its sends and forwards every call.
@@ -30,7 +32,10 @@ class CountingComm final : public runtime::Communicator {
   int rank() const override { return in_.rank(); }
   int size() const override { return in_.size(); }
   Seconds timeout() const override { return in_.timeout(); }
-  Status all_reduce(void* b, std::size_t c, core::DType d, runtime::ReduceOp op) override { return in_.all_reduce(b, c, d, op); }
+  Status all_reduce(void* b, std::size_t c, core::DType d, runtime::ReduceOp op) override {
+    n_.all_reduces.push_back(c);
+    return in_.all_reduce(b, c, d, op);
+  }
   Status all_gather(const void* s, void* r, std::size_t c, core::DType d) override { return in_.all_gather(s, r, c, d); }
   Status reduce_scatter(const void* s, void* r, std::size_t c, core::DType d, runtime::ReduceOp op) override {
     return in_.reduce_scatter(s, r, c, d, op);
@@ -57,7 +62,8 @@ class CountingComm final : public runtime::Communicator {
   SendCounts& n_;
 };
 
-/// `counts`, when given, receives each rank's world-communicator sends.
+/// `counts`, when given, receives each rank's world-communicator calls
+/// (a tp group split from it is not counted: 1-D tp plans use the world).
 inline std::vector<Result<RealResult>> run_all(const plan::Plan& p, const RealOptions& o,
                                                std::optional<runtime::FaultSpec> drop = std::nullopt,
                                                std::vector<SendCounts>* counts = nullptr) {

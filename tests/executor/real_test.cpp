@@ -3,7 +3,9 @@
 // 128) with --check against the interpreter; a dropped collective fails the
 // check; tensor parallelism (its views and share helpers, real_tp.hpp).
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -121,6 +123,52 @@ TEST_CASE("real mode: --check passes on tp and tp x pp plans", "[executor][real]
     for (const auto& c : res[0]->checked) CHECK(c.max_rel_error <= 1e-5);
     CHECK(std::fabs(res[0]->losses[0] - std::log(128.0)) < 0.05);
   }
+}
+
+TEST_CASE("real mode: --check passes under sequence parallelism, the partial weight gradients all-reduced once a step",
+          "[executor][real][tp]") {
+  // Megatron SP on the tp plan (2 micro-batches a step, AdamW): the norms
+  // and the row-parallel biases run on sequence blocks, so their weights'
+  // gradients are partial sums over tp. The plan prices their all-reduce
+  // once a step (grad_sync); the executor sums them over the micro-batches
+  // and all-reduces them together, in one call of all their elements.
+  const auto& g = testing::tiny_gpt();
+  auto p = testing::load_plan("gpt_tp2.json");
+  p.layout.sequence_parallel = true;
+  REQUIRE(p.training.micro_batches == 2);
+  const auto l = real_detail::derive_tp_layout(p, g);
+  REQUIRE(l.ok());
+  std::set<std::uint32_t> partial;
+  for (std::uint32_t o = 0; o < g.num_ops(); ++o) {
+    const auto& info = l->ops[o];
+    if (!info.split) continue;
+    const auto& op = g.op(graph::OpId{o});
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      if (!op.inputs[i]) continue;
+      const auto& t = g.tensor(*op.inputs[i]);
+      if (t.role == graph::TensorRole::parameter && !t.producer && !info.in[i].view.is_split() &&
+          !l->stored[op.inputs[i]->value].is_split())
+        partial.insert(op.inputs[i]->value);
+    }
+  }
+  std::size_t elements = 0;
+  for (auto id : partial) elements += static_cast<std::size_t>(g.tensor(graph::TensorId{id}).numel());
+  // 4 layers x (ln1, ln2: weight and bias; proj and fc2 biases) + the
+  // final norm's weight and bias, 64 elements each.
+  CHECK(partial.size() == 4 * 6 + 2);
+  CHECK(elements == 26 * 64);
+  RealOptions o;
+  o.steps = 2;
+  o.warmup = 0;
+  o.check = true;
+  std::vector<testing::SendCounts> counts;
+  const auto res = testing::run_all(p, o, std::nullopt, &counts);
+  for (std::size_t r = 0; r < res.size(); ++r) {
+    REQUIRE(res[r].ok());
+    CHECK(res[r]->check_failure.empty());
+    CHECK(std::count(counts[r].all_reduces.begin(), counts[r].all_reduces.end(), elements) == o.steps);
+  }
+  for (const auto& c : res[0]->checked) CHECK(c.max_rel_error <= 1e-5);
 }
 
 TEST_CASE("real mode: a plan strategy the kernels cannot run split is refused naming the op", "[executor][real][tp]") {
