@@ -24,6 +24,32 @@ double wire_scale(const graph::OpGraph& g, const cost::CostModel& model);
 Seconds step_time(const cost::CostModel& model, const layout::CommStep& step, const layout::DeviceMesh& mesh,
                   double scale);
 
+// How planner's executor (framework `executor`; src/executor/real_tp.cpp,
+// real_compute.cpp) carries out a planned resharding step over a group of
+// n ranks: the collective it issues, that collective's bytes (CommStep's
+// convention) and the memory streams (bytes read or written) around it.
+// It keeps every tensor either whole or split in one way, so a change of
+// split dim (all_to_all) is an all-gather of the whole in the forward and
+// an all-reduce of the zero-padded partial gradient in the backward; the
+// backward of a forward all-gather is an all-reduce of the whole gradient
+// (finalize) before the op's block is taken (out_grad), not a reduce-scatter.
+// Streams, W the whole tensor's bytes: a gather fills a zeroed whole from
+// a zeroed receive buffer, row by row where the blocks interleave (gather
+// dim > 0: W + W + 2W; dim 0: straight into the whole, W); a block taken
+// out of a whole (out_grad, port_input) is zeroed, read and written
+// (3W/n); a block scattered into a zeroed partial whole (TpRank::scatter)
+// is W + 3W/n; a reduced partial output is copied first (2W); a reduce-
+// scatter's send buffer is laid out rank after rank (zeroed, read, written:
+// 3W where blocks interleave) and its block zeroed (W/n).
+struct ExecutorStep {
+  core::Collective kind;
+  Bytes bytes;    ///< CommStep's convention for `kind`
+  Bytes streams;  ///< bytes read or written around it
+};
+/// A planned resharding step (its backward when `backward`) as the
+/// executor runs it; nullopt for a local step.
+std::optional<ExecutorStep> executor_step(const layout::CommStep& st, bool backward);
+
 /// The layout resolved against the graph: meshes, op-level sharding and
 /// the pipeline chunk of every op.
 struct Layout {

@@ -11,6 +11,31 @@ namespace planner::estimate::detail {
 using graph::OpId;
 using graph::TensorId;
 
+std::optional<ExecutorStep> executor_step(const layout::CommStep& st, bool backward) {
+  if (!st.kind) return std::nullopt;
+  const double n = st.group_size;
+  const auto gather = [](double w, std::optional<int> dim) { return dim.value_or(1) == 0 ? w : 4.0 * w; };
+  switch (*st.kind) {
+    case core::Collective::all_to_all: {
+      const double w = st.bytes.value * n;
+      if (!backward)
+        return ExecutorStep{core::Collective::all_gather, Bytes(w), Bytes(gather(w, st.gather_dim) + 3.0 * w / n)};
+      return ExecutorStep{core::Collective::all_reduce, Bytes(w), Bytes(w + 6.0 * w / n)};
+    }
+    case core::Collective::reduce_scatter: {
+      const double w = st.bytes.value;
+      if (backward) return ExecutorStep{core::Collective::all_reduce, Bytes(w), Bytes(3.0 * w / n)};
+      return ExecutorStep{core::Collective::reduce_scatter, Bytes(w),
+                          Bytes((st.scatter_dim.value_or(1) == 0 ? 0.0 : 3.0 * w) + w / n)};
+    }
+    case core::Collective::all_gather:
+      return ExecutorStep{core::Collective::all_gather, st.bytes, Bytes(gather(st.bytes.value, st.gather_dim))};
+    case core::Collective::all_reduce:
+      return ExecutorStep{core::Collective::all_reduce, st.bytes, Bytes(backward ? 0.0 : 2.0 * st.bytes.value)};
+    default: return std::nullopt;
+  }
+}
+
 Status add_model_parallel_comm(StepWork& s) {
   const auto& g = s.g;
   const auto& model = s.model;
@@ -27,14 +52,24 @@ Status add_model_parallel_comm(StepWork& s) {
   s.wire = detail::wire_scale(g, model);
   auto& mp_grad_sync = s.mp_grad_sync;
   const double wire = s.wire;
+  const double stream_bw = cost::streaming_bandwidth(ctx).value;
   for (const auto& pc : sharding::planned_comms(*L.lowered, g, L.choice)) {
     // Resharded activations travel at the training precision; op-issued
     // statistics (fp32) and gradient syncs are sized as they are.
-    const Seconds t = detail::step_time(model, pc.step, L.mp, pc.source == sharding::CostTerm::reshard ? wire : 1.0) *
-                      static_cast<double>(pc.count);
+    Seconds t = detail::step_time(model, pc.step, L.mp, pc.source == sharding::CostTerm::reshard ? wire : 1.0);
+    layout::CommKind run_kind = pc.step.kind;
+    if (c.framework == Framework::executor && pc.source == sharding::CostTerm::reshard) {
+      if (const auto x = executor_step(pc.step, pc.backward)) {
+        layout::CommStep as_run = pc.step;
+        as_run.kind = run_kind = x->kind;
+        as_run.bytes = x->bytes;
+        t = detail::step_time(model, as_run, L.mp, wire) + Seconds(x->streams.value * wire / stream_bw);
+      }
+    }
+    t = t * static_cast<double>(pc.count);
     const auto& inst = L.lowered->nodes[pc.node].instances;
     const double share = 1.0 / static_cast<double>(inst.size());
-    const std::string kind(layout::comm_kind_name(pc.step.kind));
+    const std::string kind(layout::comm_kind_name(run_kind));
     for (const auto& ops : inst) {
       const auto ch = static_cast<std::size_t>(L.chunk_of_op[ops.front().value]);
       const Seconds ti = t * share;

@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "../../src/estimate/internal.hpp"
 #include "estimate/estimate_fixtures.hpp"
 #include "planner/graph/graph.hpp"
 
@@ -364,6 +365,69 @@ TEST_CASE("estimate step: tensor parallelism: Megatron's all-reduces on the crit
     CHECK(call.where.ranks_per_node == 2);
   }
   CHECK(breakdown_sum(e) == rel(e.step_time.value));
+}
+
+TEST_CASE("estimate step: planner's executor runs a resharding as its tp code does, with the copies around it",
+          "[estimate][step][tp]") {
+  using estimate::detail::executor_step;
+  using C = core::Collective;
+  // A [4, 128, 256] f32 activation over 2 ranks: W = 524,288 B whole,
+  // 262,144 B a rank's block.
+  const auto step = [](C kind, double bytes, std::optional<int> gather, std::optional<int> scatter) {
+    layout::CommStep s;
+    s.kind = kind;
+    s.group_size = 2;
+    s.bytes = Bytes(bytes);
+    s.gather_dim = gather;
+    s.scatter_dim = scatter;
+    return s;
+  };
+  const auto check = [](const auto& x, C kind, double bytes, double streams) {
+    REQUIRE(x);
+    CHECK(x->kind == kind);
+    CHECK(x->bytes.value == bytes);
+    CHECK(x->streams.value == streams);
+  };
+  SECTION("a change of split dim: gather the whole, take the block; backward: all-reduce the padded block") {
+    const auto s = step(C::all_to_all, 262'144, 2, 1);  // each rank's block
+    // Forward: gather (zeroed whole W + zeroed receive buffer W + rows
+    // copied 2W) + the consumer's block taken (zeroed, read, written: 3W/2).
+    check(executor_step(s, false), C::all_gather, 524'288, 4 * 524'288 + 786'432);
+    // Backward: the block scattered into a zeroed whole (W + 3W/2), the
+    // all-reduce, the producer's block taken (3W/2).
+    check(executor_step(s, true), C::all_reduce, 524'288, 524'288 + 1'572'864);
+  }
+  SECTION("an all-gather's backward is an all-reduce of the whole gradient, then the block taken") {
+    const auto s = step(C::reduce_scatter, 524'288, std::nullopt, 1);
+    check(executor_step(s, true), C::all_reduce, 524'288, 786'432);
+    // Forward: the send buffer laid out rank after rank (3W), the block zeroed (W/2).
+    check(executor_step(s, false), C::reduce_scatter, 524'288, 3 * 524'288 + 262'144);
+    // Blocks along dim 0 already lie in rank order: only the block zeroed.
+    check(executor_step(step(C::reduce_scatter, 524'288, std::nullopt, 0), false), C::reduce_scatter, 524'288,
+          262'144);
+  }
+  SECTION("all-gathers row by row where blocks interleave; a reduced output copied first") {
+    check(executor_step(step(C::all_gather, 524'288, 1, std::nullopt), false), C::all_gather, 524'288,
+          4 * 524'288);
+    check(executor_step(step(C::all_gather, 524'288, 0, std::nullopt), true), C::all_gather, 524'288, 524'288);
+    check(executor_step(step(C::all_reduce, 524'288, std::nullopt, std::nullopt), false), C::all_reduce, 524'288,
+          2 * 524'288);
+    check(executor_step(step(C::all_reduce, 524'288, std::nullopt, std::nullopt), true), C::all_reduce, 524'288, 0);
+    CHECK_FALSE(executor_step(layout::CommStep{}, false));  // a local slice
+  }
+  SECTION("in the step: Megatron's layout, each forward all-reduce's output copied first at 1e12 B/s") {
+    // The Megatron test above: 2 layers x 4 all-reduces x 4.096 us per
+    // micro-batch on chunk 0; the 2 forward ones per layer each copy the
+    // 4,096 B (on the wire) partial output once more: 2 x 4,096 B / 1e12.
+    const auto g = small_gpt(4);
+    FakeCostModel fake;
+    fake.flops_per_s = 1e9;
+    auto c = config_for(1, 2, 2, 4);
+    c.framework = Framework::executor;
+    const auto e = run(g, fake, c);
+    CHECK(e.chunks[0].model_parallel_comm.value == rel(32.768e-6 + 2 * 2 * 8'192 / 1e12));
+    CHECK(breakdown_sum(e) == rel(e.step_time.value));
+  }
 }
 
 TEST_CASE("estimate step: tensor-parallel comm overlap leaves the first piece, full recompute repeats the forward's",
