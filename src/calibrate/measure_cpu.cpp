@@ -29,45 +29,7 @@ using detail::Budget;
 using detail::mean;
 using detail::now;
 using detail::reduce;
-
-/// Per-call time of `fn` on this rank: calls doubled until one round lasts
-/// `b.round_s`, then `b.rounds` rounds of that many calls; the median round
-/// (the last doubling round counts as one). A training step is a sum of many
-/// such calls, so it runs at their typical rate: on a shared host the
-/// fastest round is a burst a step does not sustain (four calibrations of
-/// this VM's fastest rounds put one GPT step's GEMMs at 0.79 to 1.11 s;
-/// the executor measured about 1.0 to 1.2 s).
-template <typename Fn>
-double time_local(Fn&& fn, Budget b) {
-  fn();  // warm: page faults, library start-up
-  long calls = 1;
-  std::vector<double> rounds;
-  for (;;) {
-    const double t0 = now();
-    for (long i = 0; i < calls; ++i) fn();
-    const double t = now() - t0;
-    if (t >= b.round_s || calls >= (1L << 20)) {
-      rounds.push_back(t / calls);
-      break;
-    }
-    calls = std::max(calls * 2, static_cast<long>(std::ceil(calls * b.round_s / std::max(t, 1e-9) * 0.5)));
-  }
-  for (int r = 0; r < b.rounds; ++r) {
-    const double t0 = now();
-    for (long i = 0; i < calls; ++i) fn();
-    rounds.push_back((now() - t0) / calls);
-  }
-  std::sort(rounds.begin(), rounds.end());
-  const std::size_t n = rounds.size();
-  return n % 2 ? rounds[n / 2] : 0.5 * (rounds[n / 2 - 1] + rounds[n / 2]);
-}
-
-/// Kernel time on every rank at once: barrier, local timing, mean.
-template <typename Fn>
-Result<double> time_kernel(runtime::Communicator& comm, Fn&& fn, Budget b) {
-  PLANNER_TRY_STATUS(comm.barrier());
-  return mean(comm, time_local(fn, b));
-}
+using detail::time_kernel;
 
 std::vector<float> filled(std::size_t n, float seed) {
   std::vector<float> v(n);
@@ -231,6 +193,7 @@ Result<CpuMeasurements> measure_cpu(runtime::Communicator& comm, const MeasureOp
     PLANNER_TRY(double t, time_kernel(comm, [&] { runtime_cpu::adamw_step(cfg, w, g, st); }, kb));
     m.adam_per_param = Seconds(t / static_cast<double>(m.adam_params));
   }
+  PLANNER_TRY_STATUS(detail::measure_class_kernels(comm, o.quick, kb, progress, m));
 
   // The spread of a rank's pace (device.step_time_cv; estimate/straggler.hpp):
   // a synchronous step waits for its slowest rank, and on a shared host the

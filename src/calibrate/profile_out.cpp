@@ -322,6 +322,47 @@ Status recheck_collectives(WrittenProfile& out, const std::map<Collective, std::
   return Status::success();
 }
 
+// device.memory_bound_class_efficiency: per op class, a table over the
+// bytes one pass moves (as the ops rules count them) of the rate the
+// backend's kernels reached, less their special functions (priced apart,
+// at special_function_rate_per_s), over hbm_GBps: each representative op's
+// forward and backward pass at each batch is a row (rows at one size
+// averaged).
+json class_efficiency(std::span<const ClassKernelSample> samples, const RateTable& triad, double special_rate,
+                      const std::string& by) {
+  const auto special = [&](double n) { return special_rate > 0 ? n / special_rate : 0.0; };
+  std::map<std::string, std::map<double, std::pair<double, int>>> points;  // class -> bytes -> (sum y, n)
+  std::map<std::string, std::string> ops;
+  const auto add = [&](const std::string& cls, Bytes b, Seconds t, double evaluations) {
+    const double left = t.value - special(evaluations);
+    if (b.value <= 0 || left <= 0) return false;
+    auto& p = points[cls][b.value];
+    p.first += b.value / left / triad.peak;
+    ++p.second;
+    return true;
+  };
+  for (const auto& k : samples) {
+    const bool f = add(k.op_class, k.forward_bytes, k.forward, k.forward_special);
+    const bool b = add(k.op_class, k.backward_bytes, k.backward, k.backward_special);
+    if (f || b)
+      ops[k.op_class] += fmt::format("{}{} ({:.3g} + {:.3g} ms)", ops[k.op_class].empty() ? "" : "; ", k.op,
+                                     k.forward.value * 1e3, k.backward.value * 1e3);
+  }
+  json out = json::object();
+  for (const auto& [cls, by_bytes] : points) {
+    std::vector<cluster::EfficiencyTable::Row> rows;
+    for (const auto& [x, p] : by_bytes) rows.push_back({x, sig(p.first / p.second)});
+    out[cls] = table("bytes",
+                     kernel_source(by, fmt::format("the CPU backend's own kernels (runtime_cpu::forward_op and "
+                                                   "backward_op), forward + backward: {}; per pass, the bytes the ops "
+                                                   "rules count over the time less the special functions, over "
+                                                   "hbm_GBps",
+                                                   ops[cls])),
+                     rows);
+  }
+  return out;
+}
+
 }  // namespace detail
 
 using namespace detail;
@@ -391,6 +432,12 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
         kernel_source(by, fmt::format("the CPU backend's own AdamW step (runtime_cpu::adamw_step) over {} fp32 "
                                       "parameters: {:.3g} ns per parameter, memory traffic included",
                                       m.adam_params, m.adam_per_param.value * 1e9)));
+  if (!m.class_kernels.empty()) {
+    const double rate = m.exp_per_element.value > 0 && m.erf_per_element.value > 0
+                            ? 2.0 / (m.exp_per_element.value + m.erf_per_element.value)
+                            : 0.0;
+    dev["memory_bound_class_efficiency"] = class_efficiency(m.class_kernels, triad, rate, by);
+  }
   // A spread below 0.1 % is no spread; the profile's domain is (0, 1].
   if (m.step_cv >= 1e-3 && m.step_cv <= 1)
     dev["step_time_cv"] = sourced(

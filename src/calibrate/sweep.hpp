@@ -39,6 +39,45 @@ inline Result<double> mean(runtime::Communicator& comm, double v) {
   return s / comm.size();
 }
 
+/// Per-call time of `fn` on this rank: calls doubled until one round lasts
+/// `b.round_s`, then `b.rounds` rounds of that many calls; the median round
+/// (the last doubling round counts as one). A training step is a sum of many
+/// such calls, so it runs at their typical rate: on a shared host the
+/// fastest round is a burst a step does not sustain (four calibrations of
+/// this VM's fastest rounds put one GPT step's GEMMs at 0.79 to 1.11 s;
+/// the executor measured about 1.0 to 1.2 s).
+template <typename Fn>
+double time_local(Fn&& fn, Budget b) {
+  fn();  // warm: page faults, library start-up
+  long calls = 1;
+  std::vector<double> rounds;
+  for (;;) {
+    const double t0 = now();
+    for (long i = 0; i < calls; ++i) fn();
+    const double t = now() - t0;
+    if (t >= b.round_s || calls >= (1L << 20)) {
+      rounds.push_back(t / calls);
+      break;
+    }
+    calls = std::max(calls * 2, static_cast<long>(std::ceil(calls * b.round_s / std::max(t, 1e-9) * 0.5)));
+  }
+  for (int r = 0; r < b.rounds; ++r) {
+    const double t0 = now();
+    for (long i = 0; i < calls; ++i) fn();
+    rounds.push_back((now() - t0) / calls);
+  }
+  std::sort(rounds.begin(), rounds.end());
+  const std::size_t n = rounds.size();
+  return n % 2 ? rounds[n / 2] : 0.5 * (rounds[n / 2 - 1] + rounds[n / 2]);
+}
+
+/// Kernel time on every rank at once: barrier, local timing, mean.
+template <typename Fn>
+Result<double> time_kernel(runtime::Communicator& comm, Fn&& fn, Budget b) {
+  PLANNER_TRY_STATUS(comm.barrier());
+  return mean(comm, time_local(fn, b));
+}
+
 /// Collective time: every rank runs the same number of calls (agreed from
 /// the slowest rank's first call); per round the slowest rank's per-call
 /// time; the fastest round. `host` (host buffers) agrees and reduces the
@@ -114,5 +153,10 @@ inline Status sweep_collectives(runtime::Communicator& host, runtime::Communicat
   }
   return Status::success();
 }
+
+/// The CPU backend's memory-bound kernels per op class (measure_kernels.cpp):
+/// appends m.class_kernels. Collective.
+Status measure_class_kernels(runtime::Communicator& comm, bool quick, Budget kb,
+                             const std::function<void(const std::string&)>& progress, CpuMeasurements& m);
 
 }  // namespace planner::calibrate::detail

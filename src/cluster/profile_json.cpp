@@ -264,7 +264,8 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
                              "hbm_GBps", "hbm_efficiency", "elementwise_efficiency", "launch_overhead_us",
                              "gemm_efficiency", "gemm_skinny_efficiency", "gemm_misaligned_factor",
                              "gemm_alignment_bytes", "gemm_precision_factor", "attention_efficiency", "step_time_cv",
-                             "memory_margin_fraction", "allocator_fragmentation_fraction", "special_function_rate_per_s", "adam_update_rate_params_per_s", "notes"}));
+                             "memory_margin_fraction", "allocator_fragmentation_fraction", "special_function_rate_per_s", "adam_update_rate_params_per_s",
+                             "memory_bound_class_efficiency", "notes"}));
   DeviceProfile dev;
   PLANNER_TRY(dev.name, r.string(d, path, "name", true));
 
@@ -316,6 +317,14 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
   PLANNER_TRY(dev.adam_update_rate_params_per_s,
               r.optional_sourced(d, path, "adam_update_rate_params_per_s", Domain::positive));
 
+  if (auto it = d.find("memory_bound_class_efficiency"); it != d.end() && !it->is_null()) {
+    const std::string cp = core::json_path(path, "memory_bound_class_efficiency");
+    PLANNER_TRY_STATUS(r.object(*it, cp));
+    for (const auto& [cls, v] : it->items()) {
+      PLANNER_TRY(EfficiencyTable t, r.plain_table(*it, cp, cls, "bytes"));
+      dev.memory_bound_class_efficiency[cls] = std::move(t);
+    }
+  }
   if (auto it = d.find("gemm_precision_factor"); it != d.end()) {
     const std::string fp = core::json_path(path, "gemm_precision_factor");
     PLANNER_TRY_STATUS(r.object(*it, fp));

@@ -152,8 +152,18 @@ OpTime memory_bound_op_time(const graph::Op& op, const graph::OpGraph& g, const 
   const Seconds bs = detail::special_time(op.cost.backward_special * s.flops, ctx);
   if (fk == 0 && fs.value > 0) fk = 1;
   if (bk == 0 && bs.value > 0) bk = 1;
-  return detail::roofline(fwd / ctx.vector_peak() + fs, detail::memory_time(bytes.forward, ctx), fk,
-                          bwd / ctx.vector_peak() + bs, detail::memory_time(bytes.backward, ctx), bk, ctx);
+  // The device's kernels of this class may stream at their own measured
+  // rate (a CPU backend's strided transposes and row-wise norms; profile
+  // key memory_bound_class_efficiency, measured by calibrate).
+  const auto& by_class = ctx.device().memory_bound_class_efficiency;
+  const auto it = by_class.find(graph::op_class_name(op.op_class));
+  const auto memory = [&](Bytes b) {
+    if (it == by_class.end() || b.value <= 0) return detail::memory_time(b, ctx);
+    const Bytes at(std::max(b.value, it->second.rows.front().x));
+    return at / (ctx.device().achievable_hbm_bandwidth() * it->second.interpolate(at.value));
+  };
+  return detail::roofline(fwd / ctx.vector_peak() + fs, memory(bytes.forward), fk, bwd / ctx.vector_peak() + bs,
+                          memory(bytes.backward), bk, ctx);
 }
 
 }  // namespace

@@ -115,6 +115,41 @@ TEST_CASE("cpu_profile: a loadable profile that reproduces the measurements", "[
   CHECK(j["provenance"]["host"] == "testhost");
 }
 
+TEST_CASE("cpu_profile: each memory-bound class's kernels as a table of their rate, special functions apart",
+          "[calibrate][profile]") {
+  auto m = synthetic();
+  // hbm_GBps: the triad's best rate, 24e7 B in 0.024 s + 1 us.
+  const double peak = 24e7 / (24e7 / 10e9 + 1e-6);
+  m.exp_per_element = m.erf_per_element = Seconds(1e-9);  // 1e9 special functions per second
+  // A norm: forward 1e6 B in 1 ms (1 GB/s), backward 2e6 B in 1 ms.
+  m.class_kernels.push_back({"normalization", "LayerNormalization [x]", Bytes(1e6), Bytes(2e6), 0, 0,
+                             Seconds(1e-3), Seconds(1e-3)});
+  // A softmax: 1e6 exps (1 ms) + 4e6 B in 2 ms forward; a second op at
+  // the same 4e6 B forward in 1 ms: the row is their mean.
+  m.class_kernels.push_back({"softmax", "Softmax [y]", Bytes(4e6), Bytes(0), 1e6, 0, Seconds(3e-3), Seconds(0)});
+  m.class_kernels.push_back({"softmax", "Softmax [z]", Bytes(4e6), Bytes(0), 0, 0, Seconds(1e-3), Seconds(0)});
+  // An op the rules give no bytes says nothing about its class.
+  m.class_kernels.push_back({"data_movement", "Reshape [w]", Bytes(0), Bytes(0), 0, 0, Seconds(1e-3), Seconds(0)});
+  auto w = cpu_profile(m, prov(), "cpu-test", std::nullopt);
+  if (!w) FAIL(w.error().message);
+  const auto& e = w->parsed.device.memory_bound_class_efficiency;
+  REQUIRE(e.size() == 2);
+  const auto& norm = e.at("normalization").rows;
+  REQUIRE(norm.size() == 2);
+  CHECK(norm[0].x == 1e6);
+  CHECK(norm[0].y == Approx(1e9 / peak).epsilon(1e-3));
+  CHECK(norm[1].x == 2e6);
+  CHECK(norm[1].y == Approx(2e9 / peak).epsilon(1e-3));
+  const auto& soft = e.at("softmax").rows;
+  REQUIRE(soft.size() == 1);
+  CHECK(soft[0].y == Approx(0.5 * (2e9 + 4e9) / peak).epsilon(1e-3));
+  CHECK(w->parsed.sources.at("device.memory_bound_class_efficiency.softmax").find("Softmax [y]") != std::string::npos);
+  // Without samples (the synthetic sweep), no key: every class streams.
+  auto plain = cpu_profile(synthetic(), prov(), "cpu-test", std::nullopt);
+  REQUIRE(plain.ok());
+  CHECK(plain->parsed.device.memory_bound_class_efficiency.empty());
+}
+
 TEST_CASE("cpu_profile with a base takes the base's network level", "[calibrate][profile]") {
   auto w = cpu_profile(synthetic(), prov(), "cpu-net", a100());
   if (!w) FAIL(w.error().message);

@@ -349,6 +349,41 @@ TEST_CASE("special functions are priced where the profile gives a rate", "[cost]
   CHECK(t2.forward.value == Approx(0.5 * 1.048630e-3 + kLaunch).epsilon(1e-5));
 }
 
+TEST_CASE("a class's own table replaces the elementwise table for its ops", "[cost][compute]") {
+  // Y = Relu(X), X an n = 2^20-element fp32 parameter: forward moves
+  // 2 x 4 MiB = 8388608 B; at the A100's elementwise table 7.924702e-6 s
+  // (the Erf test above), + 4 us launch.
+  constexpr std::int64_t n = 1 << 20;
+  Builder B;
+  B.param("X", {n});
+  B.act("Y", {n});
+  B.op("Relu", {"X"}, {"Y"});
+  const auto g = B.finish();
+  REQUIRE(g.op(graph::OpId{0}).op_class == graph::OpClass::elementwise);
+  auto device = profile("a100-sxm4-80gb").device;
+  const auto fp32 = PrecisionPolicy::uniform(core::Precision::fp32);
+  const auto at = [&](const cluster::DeviceProfile& d) {
+    auto ctx = cost::ComputeContext::create(d, fp32, cost::AttentionMode::unfused);
+    REQUIRE(ctx.ok());
+    return time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), *ctx);
+  };
+  const auto plain = at(device);
+  CHECK(plain.forward.value == Approx(7.924702e-6 + kLaunch).epsilon(1e-5));
+  // Another class's table leaves it alone.
+  cluster::EfficiencyTable t;
+  t.x_name = "bytes";
+  t.rows = {{1e6, 0.1}};
+  device.memory_bound_class_efficiency["normalization"] = t;
+  CHECK(at(device).forward.value == plain.forward.value);
+  // Its own: 0.1 at 1 MB, 0.3 at 100 MB. Forward, 8388608 B: interpolated
+  // in log(bytes) (as every table): 0.1 + 0.2 x log10(8.388608) / 2 =
+  // 0.1 + 0.2 x 0.461845 = 0.192369; 8388608 / (1.79432e12 x 0.192369) =
+  // 2.430272e-5 s, + 4 us launch.
+  t.rows = {{1e6, 0.1}, {1e8, 0.3}};
+  device.memory_bound_class_efficiency["elementwise"] = t;
+  CHECK(at(device).forward.value == Approx(2.430272e-5 + kLaunch).epsilon(1e-5));
+}
+
 TEST_CASE("the Adam step runs at the slower of streaming and the update rate", "[cost][compute]") {
   // 1e6 parameters x 16 bytes at the streaming bandwidth 1.79432e12 x 0.7977
   // (the elementwise table at 1 GB) = 1.431329e12 B/s: 1.117842e-5 s.

@@ -44,6 +44,18 @@ struct MeasureOptions {
 };
 
 /// What one calibration measured (identical on every rank after measure_cpu).
+/// One op of a memory-bound class run forward and backward by the CPU
+/// backend's kernels: the bytes and special-function evaluations the cost
+/// model counts for it (graph::OpCost from the ops rules) and the
+/// measured seconds of each pass.
+struct ClassKernelSample {
+  std::string op_class;  ///< graph::op_class_name
+  std::string op;        ///< the op and its input shapes, e.g. "Softmax [8,8,128,128]"
+  Bytes forward_bytes, backward_bytes;
+  double forward_special = 0, backward_special = 0;
+  Seconds forward, backward;
+};
+
 struct CpuMeasurements {
   int ranks = 1;
   /// Square sgemm: x = 2 n^3 FLOPs; sizes[i] is n of gemm[i].
@@ -68,6 +80,9 @@ struct CpuMeasurements {
   Seconds erf_per_element;
   std::int64_t adam_params = 0;
   Seconds adam_per_param;
+  /// Its memory-bound kernels (runtime_cpu::forward_op and backward_op),
+  /// one representative op at a time.
+  std::vector<ClassKernelSample> class_kernels;
   /// The spread of a rank's pace: every rank runs the same sgemm work
   /// (side step_gemm_n, step_calls calls a round, about step_round_s) at
   /// once, step_rounds times; step_cv = standard deviation / mean of the

@@ -142,6 +142,14 @@ struct DeviceProfile {
   /// the step streams at the achievable bandwidth (a GPU's fused
   /// multi-tensor Adam).
   std::optional<double> adam_update_rate_params_per_s;
+  /// Per op class (graph::op_class_name: "elementwise", "normalization",
+  /// ...), a table over the bytes one pass moves of the rate one device's
+  /// kernels of that class reach on the bytes the cost model counts for
+  /// them, over achievable_hbm_bandwidth: it replaces elementwise_table for
+  /// that class (a CPU backend's strided transposes and row-wise norms
+  /// stream far below its triad, and gain nothing from the cache where a
+  /// triad does). Absent class: elementwise_table (a GPU's kernels stream).
+  std::map<std::string, EfficiencyTable, std::less<>> memory_bound_class_efficiency;
 
   /// Dense peak for `p`; an error naming the device when it lacks `p`.
   Result<FlopsPerSecond> peak(core::Precision p) const;
