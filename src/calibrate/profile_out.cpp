@@ -418,14 +418,20 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
   dev["launch_overhead_us"] = sourced(
       0, kernel_source(by, "0: the GEMM and elementwise tables are fitted on whole call times, per-call cost "
                            "included, so a separate per-op cost would count it twice"));
-  if (m.exp_per_element.value > 0 && m.erf_per_element.value > 0)
+  if (m.exp_per_element.value > 0 && m.erf_per_element.value > 0) {
     dev["special_function_rate_per_s"] = sourced(
-        sig(2.0 / (m.exp_per_element.value + m.erf_per_element.value)),
-        kernel_source(by, fmt::format("the CPU backend's own unary kernels (runtime_cpu::unary, libm in double) over "
-                                      "{} cache-resident elements: exp {:.3g} ns and erf {:.3g} ns per element, "
-                                      "loads and stores included; the rate is their mean",
-                                      m.special_elements, m.exp_per_element.value * 1e9,
-                                      m.erf_per_element.value * 1e9)));
+        sig(1.0 / m.exp_per_element.value),
+        kernel_source(by, fmt::format("the CPU backend's own exp kernel (runtime_cpu::unary, libm in double) over {} "
+                                      "cache-resident elements: {:.3g} ns per element, loads and stores included "
+                                      "(softmax, the loss, sigmoid and tanh evaluate exps)",
+                                      m.special_elements, m.exp_per_element.value * 1e9)));
+    dev["erf_rate_per_s"] = sourced(
+        sig(1.0 / m.erf_per_element.value),
+        kernel_source(by, fmt::format("the CPU backend's own erf kernel (runtime_cpu::unary, libm in double) over {} "
+                                      "cache-resident elements: {:.3g} ns per element, loads and stores included "
+                                      "(Erf and exact Gelu)",
+                                      m.special_elements, m.erf_per_element.value * 1e9)));
+  }
   if (m.adam_per_param.value > 0)
     dev["adam_update_rate_params_per_s"] = sourced(
         sig(1.0 / m.adam_per_param.value),
@@ -433,9 +439,8 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
                                       "parameters: {:.3g} ns per parameter, memory traffic included",
                                       m.adam_params, m.adam_per_param.value * 1e9)));
   if (!m.class_kernels.empty()) {
-    const double rate = m.exp_per_element.value > 0 && m.erf_per_element.value > 0
-                            ? 2.0 / (m.exp_per_element.value + m.erf_per_element.value)
-                            : 0.0;
+    // Their special functions are exps (softmax, the loss): at exp's rate.
+    const double rate = m.exp_per_element.value > 0 ? 1.0 / m.exp_per_element.value : 0.0;
     dev["memory_bound_class_efficiency"] = class_efficiency(m.class_kernels, triad, rate, by);
   }
   // A spread below 0.1 % is no spread; the profile's domain is (0, 1].

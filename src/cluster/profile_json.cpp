@@ -264,7 +264,7 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
                              "hbm_GBps", "hbm_efficiency", "elementwise_efficiency", "launch_overhead_us",
                              "gemm_efficiency", "gemm_skinny_efficiency", "gemm_misaligned_factor",
                              "gemm_alignment_bytes", "gemm_precision_factor", "attention_efficiency", "step_time_cv",
-                             "memory_margin_fraction", "allocator_fragmentation_fraction", "special_function_rate_per_s", "adam_update_rate_params_per_s",
+                             "memory_margin_fraction", "allocator_fragmentation_fraction", "special_function_rate_per_s", "erf_rate_per_s", "adam_update_rate_params_per_s",
                              "memory_bound_class_efficiency", "notes"}));
   DeviceProfile dev;
   PLANNER_TRY(dev.name, r.string(d, path, "name", true));
@@ -314,6 +314,7 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
                   fmt::format("must be below 1, got {}", fmt_number(*dev.allocator_fragmentation)));
   PLANNER_TRY(dev.special_function_rate_per_s,
               r.optional_sourced(d, path, "special_function_rate_per_s", Domain::positive));
+  PLANNER_TRY(dev.erf_rate_per_s, r.optional_sourced(d, path, "erf_rate_per_s", Domain::positive));
   PLANNER_TRY(dev.adam_update_rate_params_per_s,
               r.optional_sourced(d, path, "adam_update_rate_params_per_s", Domain::positive));
 

@@ -163,8 +163,8 @@ OpTime attention_op_time(const graph::Op& op, const graph::OpGraph& g, const OpS
                         static_cast<std::int64_t>(c.sk), static_cast<std::int64_t>(c.d)};
     auto gemm = [&](Flops f) { return shape ? gemm_time(f, *shape, p, ctx) : gemm_time_unshaped(f, p, ctx); };
     // The softmax kernel's exps (special_time, zero on GPUs) add to the GEMMs'.
-    const Seconds fs = special_time(op.cost.forward_special * s.flops, ctx);
-    const Seconds bs = special_time(op.cost.backward_special * s.flops, ctx);
+    const Seconds fs = special_time(op.cost.forward_special * s.flops, 0, ctx);
+    const Seconds bs = special_time(op.cost.backward_special * s.flops, 0, ctx);
     return roofline(gemm(fwd) + fs, memory_time(bytes.forward + scores, ctx), fk, gemm(bwd) + bs,
                     memory_time(bytes.backward + scores, ctx), 2 * fk, ctx);
   }
@@ -185,9 +185,9 @@ OpTime attention_op_time(const graph::Op& op, const graph::OpGraph& g, const OpS
     t.backward_flops = f * kFlashBackwardFactor;
     return t;
   }
-  return roofline(gemm_time_unshaped(fwd, p, ctx) + special_time(op.cost.forward_special * s.flops, ctx),
+  return roofline(gemm_time_unshaped(fwd, p, ctx) + special_time(op.cost.forward_special * s.flops, 0, ctx),
                   memory_time(bytes.forward, ctx), 3,
-                  gemm_time_unshaped(bwd, p, ctx) + special_time(op.cost.backward_special * s.flops, ctx),
+                  gemm_time_unshaped(bwd, p, ctx) + special_time(op.cost.backward_special * s.flops, 0, ctx),
                   memory_time(bytes.backward, ctx), 6, ctx);
 }
 

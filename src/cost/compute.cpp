@@ -148,8 +148,8 @@ OpTime memory_bound_op_time(const graph::Op& op, const graph::OpGraph& g, const 
   // fused into its neighbour launches nothing of its own, but the fused
   // kernel still evaluates its special functions (zero where the profile
   // has no rate, so GPU pricing is unchanged).
-  const Seconds fs = detail::special_time(op.cost.forward_special * s.flops, ctx);
-  const Seconds bs = detail::special_time(op.cost.backward_special * s.flops, ctx);
+  const Seconds fs = detail::special_time(op.cost.forward_special * s.flops, op.cost.forward_erf * s.flops, ctx);
+  const Seconds bs = detail::special_time(op.cost.backward_special * s.flops, op.cost.backward_erf * s.flops, ctx);
   if (fk == 0 && fs.value > 0) fk = 1;
   if (bk == 0 && bs.value > 0) bk = 1;
   // The device's kernels of this class may stream at their own measured
@@ -357,10 +357,11 @@ OpTime single_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScal
   return t;
 }
 
-Seconds special_time(double evaluations, const ComputeContext& ctx) {
+Seconds special_time(double evaluations, double erf, const ComputeContext& ctx) {
   const auto rate = ctx.device().special_function_rate_per_s;
   if (!rate || evaluations <= 0) return Seconds(0);
-  return Seconds(evaluations / *rate);
+  const double e = std::clamp(erf, 0.0, evaluations);
+  return Seconds((evaluations - e) / *rate + e / ctx.device().erf_rate_per_s.value_or(*rate));
 }
 
 Seconds memory_time(Bytes b, const ComputeContext& ctx) {

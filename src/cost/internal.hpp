@@ -13,8 +13,9 @@ namespace planner::cost::detail {
 /// row costs as much as the first row (its fixed cost). 0 for b <= 0.
 Seconds memory_time(Bytes b, const ComputeContext& ctx);
 /// Time of `evaluations` special-function evaluations (exp, erf, ...) at the
-/// device's special_function_rate_per_s; zero where the profile has none.
-Seconds special_time(double evaluations, const ComputeContext& ctx);
+/// device's special_function_rate_per_s, the `erf` of them at its
+/// erf_rate_per_s where it has one; zero where the profile has no rate.
+Seconds special_time(double evaluations, double erf, const ComputeContext& ctx);
 
 /// Time of GEMM kernels executing `f` FLOPs of local shape `shape` at `p`:
 /// f / (peak(p) x gemm_efficiency(shape, p)). A shape whose 2mnk is below the

@@ -29,6 +29,8 @@ OpCost& OpCost::operator+=(const OpCost& o) {
   backward_bytes_written += o.backward_bytes_written;
   forward_special += o.forward_special;
   backward_special += o.backward_special;
+  forward_erf += o.forward_erf;
+  backward_erf += o.backward_erf;
   known = known && o.known;
   return *this;
 }

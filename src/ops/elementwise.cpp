@@ -141,6 +141,12 @@ OpCost elementwise(const CostQuery& q) {
   OpCost c = memory_bound(q, per_elem * ny, saved_bytes(q, spec->saved));
   c.forward_special = special * ny;
   c.backward_special = special_backward * ny;
+  // Of those, erf: Erf forward; exact Gelu and its fused forms forward and
+  // once backward (the rest are exps).
+  const bool erf_gelu = (type == "Gelu" && q.op.attr_string("approximate").value_or("none") != "tanh") ||
+                        type == "BiasGelu" || type == "BiasSplitGelu";
+  if (type == "Erf" || erf_gelu) c.forward_erf = ny;
+  if (erf_gelu) c.backward_erf = ny;
   for (std::size_t i = 0; i < q.op.inputs.size(); ++i)
     if (q.in_needs_grad(i) && numel(q.in(i)) < ny) c.backward_flops += Flops(ny);
   return c;

@@ -32,7 +32,7 @@ grep -q '"openblas_config"' cpu2.json || fail "no OpenBLAS config in provenance"
 python3 - <<'PY' || fail "special-function or Adam rate missing or out of range"
 import json
 d = json.load(open("cpu2.json"))["device"]
-for key, lo, hi in [("special_function_rate_per_s", 1e6, 1e10), ("adam_update_rate_params_per_s", 1e6, 1e11)]:
+for key, lo, hi in [("special_function_rate_per_s", 1e6, 1e10), ("erf_rate_per_s", 1e6, 1e10), ("adam_update_rate_params_per_s", 1e6, 1e11)]:
     v = d[key]
     assert lo < v["value"] < hi, (key, v)
     assert "runtime_cpu::" in v["source"], (key, v)

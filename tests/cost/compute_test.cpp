@@ -347,6 +347,17 @@ TEST_CASE("special functions are priced where the profile gives a rate", "[cost]
   half.bytes = 0.5;
   const auto t2 = time_of(g.op(graph::OpId{0}), g, half, *slow);
   CHECK(t2.forward.value == Approx(0.5 * 1.048630e-3 + kLaunch).epsilon(1e-5));
+  // An erf rate of its own (2.5e8/s, libm's erf slower than its exp): the
+  // forward's 2^20 erfs take 4.194304e-3 s, + 5.377313e-8 s of arithmetic;
+  // the backward's exps stay at 1e9/s.
+  REQUIRE(g.op(graph::OpId{0}).cost.forward_erf == static_cast<double>(n));
+  REQUIRE(g.op(graph::OpId{0}).cost.backward_erf == 0);
+  device.erf_rate_per_s = 2.5e8;
+  auto erf_slow = cost::ComputeContext::create(device, fp32, cost::AttentionMode::unfused);
+  REQUIRE(erf_slow.ok());
+  const auto t3 = time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), *erf_slow);
+  CHECK(t3.forward.value == Approx(4.194304e-3 + 5.377313e-8 + kLaunch).epsilon(1e-6));
+  CHECK(t3.backward.value == t1.backward.value);
 }
 
 TEST_CASE("a class's own table replaces the elementwise table for its ops", "[cost][compute]") {

@@ -137,6 +137,10 @@ struct DeviceProfile {
   /// elementwise kernels: a CPU evaluates libm in software. Absent: not
   /// priced (a GPU's special-function units outpace its memory).
   std::optional<double> special_function_rate_per_s;
+  /// erf evaluations per second (graph::OpCost's forward_erf /
+  /// backward_erf), where erf runs slower than the other special functions
+  /// (libm's erf about three exps). Absent: special_function_rate_per_s.
+  std::optional<double> erf_rate_per_s;
   /// Parameters per second one device's Adam(W) step updates, where that is
   /// slower than streaming the step's bytes (a CPU's scalar update). Absent:
   /// the step streams at the achievable bandwidth (a GPU's fused

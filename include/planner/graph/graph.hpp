@@ -103,6 +103,11 @@ struct OpCost {
   /// rate (a CPU's libm; a GPU's special-function units outpace its memory).
   double forward_special = 0;
   double backward_special = 0;
+  /// Of those, the erf evaluations (Erf, Gelu): libm's erf costs about
+  /// three exps on the CPU backend, priced at the profile's erf_rate_per_s
+  /// where it has one.
+  double forward_erf = 0;
+  double backward_erf = 0;
   /// False when no semantics rule exists for the op kind: then the op is
   /// costed as memory-bound from its tensor sizes (never as zero).
   bool known = true;
