@@ -81,8 +81,12 @@ double mem_total_bytes() {
 
 Status measure_collectives(runtime::Communicator& comm, const MeasureOptions& o, CpuMeasurements& m) {
   const Budget b = o.quick ? Budget{0.002, 2} : Budget{0.05, 3};
+  // Factors of 2: the shared-memory collectives fall off a cliff where the
+  // buffers leave the last-level cache (the VM's reduce-scatter ran at 0.077
+  // of the bus bandwidth at 16 MiB and 0.026 at 64 MiB), and a table read
+  // between rows 4x apart misses the cliff by 2-4x in time.
   const auto sizes = o.quick ? detail::message_sizes(4096, 1048576, 16, comm.size())
-                             : detail::message_sizes(1024, 67108864, 4, comm.size());
+                             : detail::message_sizes(1024, 67108864, 2, comm.size());
   std::vector<float> send = filled(static_cast<std::size_t>(sizes.back() / 4), 1.0f), recv(send.size());
   return detail::sweep_collectives(comm, comm, o, sizes, send.data(), recv.data(), b, m.collectives);
 }
