@@ -7,7 +7,7 @@
 // each row, zero-filled outputs), and the profile says how much less per
 // class (profile_out.cpp: memory_bound_class_efficiency).
 
-#include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,8 +28,7 @@ using runtime_cpu::IndexTensor;
 using runtime_cpu::Tensor;
 using runtime_cpu::Value;
 
-// One op and its tensors; inputs filled with smooth values (softmax-like
-// arguments in [-2, 2)), integer inputs with ids below `id_limit`.
+// One op in a graph of its own, costed by the ops rules.
 struct OneOp {
   OpGraph g;
   graph::OpId op;
@@ -102,7 +101,9 @@ std::vector<OneOp> representative_ops(std::int64_t b) {
   return all;
 }
 
-Value input_value(const graph::Tensor& t, std::int64_t id_limit) {  // NOLINT
+// An input of smooth values (softmax-like arguments in [-2, 2)), or of ids
+// below `id_limit` for an integer one.
+Value input_value(const graph::Tensor& t, std::int64_t id_limit) {
   if (t.dtype != core::DType::f32) {
     IndexTensor x{t.shape, std::vector<std::int64_t>(static_cast<std::size_t>(runtime_cpu::numel(t.shape)))};
     for (std::size_t i = 0; i < x.data.size(); ++i) x.data[i] = static_cast<std::int64_t>(i * 7) % id_limit;
@@ -119,65 +120,66 @@ Status measure_class_kernels(runtime::Communicator& comm, bool quick, Budget kb,
                              const std::function<void(const std::string&)>& progress, CpuMeasurements& m) {
   // Two batch sizes: the kernels' rate depends on the bytes a pass moves
   // (a per-call cost, the cache), and the table is read at every size.
-  for (const std::int64_t batch : quick ? std::vector<std::int64_t>{1, 2} : std::vector<std::int64_t>{2, 8})
-  for (auto& o : representative_ops(batch)) {
-    const auto& op = o.g.op(o.op);
-    // Split's sizes: the three equal parts; other integer inputs are ids.
-    std::vector<Value> in;
-    for (const auto& t : op.inputs) {
-      const auto& x = o.g.tensor(*t);
-      if (op.type == "Split" && x.dtype != core::DType::f32) {
-        const auto part = o.g.tensor(*op.outputs[0]).shape.back();
-        in.push_back(IndexTensor{x.shape, {part, part, part}});
-      } else {
-        in.push_back(input_value(x, 2048));  // token ids and labels below the vocabulary
+  for (const std::int64_t batch : quick ? std::vector<std::int64_t>{1, 2} : std::vector<std::int64_t>{2, 8}) {
+    for (auto& o : representative_ops(batch)) {
+      const auto& op = o.g.op(o.op);
+      // Split's sizes: the three equal parts; other integer inputs are ids.
+      std::vector<Value> in;
+      for (const auto& t : op.inputs) {
+        const auto& x = o.g.tensor(*t);
+        if (op.type == "Split" && x.dtype != core::DType::f32) {
+          const auto part = o.g.tensor(*op.outputs[0]).shape.back();
+          in.push_back(IndexTensor{x.shape, {part, part, part}});
+        } else {
+          in.push_back(input_value(x, 2048));  // token ids and labels below the vocabulary
+        }
       }
-    }
-    std::vector<const Value*> in_ptr;
-    for (const auto& x : in) in_ptr.push_back(&x);
-    std::vector<runtime_cpu::OutputSpec> specs;
-    for (const auto& t : op.outputs) specs.push_back({o.g.tensor(*t).shape, core::DType::f32, nullptr});
-    std::vector<bool> needs;
-    for (const auto& t : op.inputs) needs.push_back(o.g.tensor(*t).dtype == core::DType::f32);
-    progress(fmt::format("{} forward and backward (the CPU backend's kernels)", o.label));
+      std::vector<const Value*> in_ptr;
+      for (const auto& x : in) in_ptr.push_back(&x);
+      std::vector<runtime_cpu::OutputSpec> specs;
+      for (const auto& t : op.outputs) specs.push_back({o.g.tensor(*t).shape, core::DType::f32, nullptr});
+      std::vector<bool> needs;
+      for (const auto& t : op.inputs) needs.push_back(o.g.tensor(*t).dtype == core::DType::f32);
+      progress(fmt::format("{} forward and backward (the CPU backend's kernels)", o.label));
 
-    // Forward alone, then backward alone (on the forward's outputs).
-    std::vector<Value> outs;
-    Status failed = Status::success();
-    PLANNER_TRY(double fwd, time_kernel(comm, [&] {
-      auto r = runtime_cpu::forward_op(op, in_ptr, specs);
-      if (!r) failed = r.error();
-      else outs = std::move(*r);
-    }, kb));
-    PLANNER_TRY_STATUS(failed);
-    std::vector<const Value*> out_ptr;
-    std::vector<Tensor> dy;
-    for (const auto& y : outs) {
-      const auto& t = std::get<Tensor>(y);
-      Tensor d(t.shape);
-      for (std::int64_t i = 0; i < d.size(); ++i) d[i] = 1e-3f * static_cast<float>(i % 13);
-      dy.push_back(std::move(d));
+      // Forward alone, then backward alone (on the forward's outputs).
+      std::vector<Value> outs;
+      Status failed = Status::success();
+      PLANNER_TRY(double fwd, time_kernel(comm, [&] {
+        auto r = runtime_cpu::forward_op(op, in_ptr, specs);
+        if (!r) failed = r.error();
+        else outs = std::move(*r);
+      }, kb));
+      PLANNER_TRY_STATUS(failed);
+      std::vector<const Value*> out_ptr;
+      std::vector<Tensor> dy;
+      for (const auto& y : outs) {
+        const auto& t = std::get<Tensor>(y);
+        Tensor d(t.shape);
+        for (std::int64_t i = 0; i < d.size(); ++i) d[i] = 1e-3f * static_cast<float>(i % 13);
+        dy.push_back(std::move(d));
+      }
+      std::vector<const Tensor*> dy_ptr;
+      for (std::size_t k = 0; k < outs.size(); ++k) {
+        out_ptr.push_back(&outs[k]);
+        dy_ptr.push_back(&dy[k]);
+      }
+      PLANNER_TRY(double bwd, time_kernel(comm, [&] {
+        auto r = runtime_cpu::backward_op(op, in_ptr, out_ptr, dy_ptr, needs);
+        if (!r) failed = r.error();
+      }, kb));
+      PLANNER_TRY_STATUS(failed);
+      ClassKernelSample s;
+      s.op_class = std::string(graph::op_class_name(op.op_class));
+      s.op = o.label;
+      s.forward_bytes = op.cost.forward_bytes_read + op.cost.forward_bytes_written;
+      s.backward_bytes = op.cost.backward_bytes_read + op.cost.backward_bytes_written;
+      s.forward_special = op.cost.forward_special;
+      s.backward_special = op.cost.backward_special;
+      s.forward = Seconds(fwd);
+      s.backward = Seconds(bwd);
+      m.class_kernels.push_back(std::move(s));
     }
-    std::vector<const Tensor*> dy_ptr;
-    for (std::size_t k = 0; k < outs.size(); ++k) {
-      out_ptr.push_back(&outs[k]);
-      dy_ptr.push_back(&dy[k]);
-    }
-    PLANNER_TRY(double bwd, time_kernel(comm, [&] {
-      auto r = runtime_cpu::backward_op(op, in_ptr, out_ptr, dy_ptr, needs);
-      if (!r) failed = r.error();
-    }, kb));
-    PLANNER_TRY_STATUS(failed);
-    ClassKernelSample s;
-    s.op_class = std::string(graph::op_class_name(op.op_class));
-    s.op = o.label;
-    s.forward_bytes = op.cost.forward_bytes_read + op.cost.forward_bytes_written;
-    s.backward_bytes = op.cost.backward_bytes_read + op.cost.backward_bytes_written;
-    s.forward_special = op.cost.forward_special;
-    s.backward_special = op.cost.backward_special;
-    s.forward = Seconds(fwd);
-    s.backward = Seconds(bwd);
-    m.class_kernels.push_back(std::move(s));
   }
   return Status::success();
 }

@@ -419,18 +419,16 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
       0, kernel_source(by, "0: the GEMM and elementwise tables are fitted on whole call times, per-call cost "
                            "included, so a separate per-op cost would count it twice"));
   if (m.exp_per_element.value > 0 && m.erf_per_element.value > 0) {
-    dev["special_function_rate_per_s"] = sourced(
-        sig(1.0 / m.exp_per_element.value),
-        kernel_source(by, fmt::format("the CPU backend's own exp kernel (runtime_cpu::unary, libm in double) over {} "
-                                      "cache-resident elements: {:.3g} ns per element, loads and stores included "
-                                      "(softmax, the loss, sigmoid and tanh evaluate exps)",
-                                      m.special_elements, m.exp_per_element.value * 1e9)));
-    dev["erf_rate_per_s"] = sourced(
-        sig(1.0 / m.erf_per_element.value),
-        kernel_source(by, fmt::format("the CPU backend's own erf kernel (runtime_cpu::unary, libm in double) over {} "
-                                      "cache-resident elements: {:.3g} ns per element, loads and stores included "
-                                      "(Erf and exact Gelu)",
-                                      m.special_elements, m.erf_per_element.value * 1e9)));
+    const auto unary_rate = [&](Seconds per_element, std::string_view fn, std::string_view users) {
+      return sourced(sig(1.0 / per_element.value),
+                     kernel_source(by, fmt::format("the CPU backend's own {} kernel (runtime_cpu::unary, libm in "
+                                                   "double) over {} cache-resident elements: {:.3g} ns per element, "
+                                                   "loads and stores included ({})",
+                                                   fn, m.special_elements, per_element.value * 1e9, users)));
+    };
+    dev["special_function_rate_per_s"] =
+        unary_rate(m.exp_per_element, "exp", "softmax, the loss, sigmoid and tanh evaluate exps");
+    dev["erf_rate_per_s"] = unary_rate(m.erf_per_element, "erf", "Erf and exact Gelu");
   }
   if (m.adam_per_param.value > 0)
     dev["adam_update_rate_params_per_s"] = sourced(

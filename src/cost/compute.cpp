@@ -155,15 +155,11 @@ OpTime memory_bound_op_time(const graph::Op& op, const graph::OpGraph& g, const 
   // The device's kernels of this class may stream at their own measured
   // rate (a CPU backend's strided transposes and row-wise norms; profile
   // key memory_bound_class_efficiency, measured by calibrate).
-  const auto& by_class = ctx.device().memory_bound_class_efficiency;
-  const auto it = by_class.find(graph::op_class_name(op.op_class));
-  const auto memory = [&](Bytes b) {
-    if (it == by_class.end() || b.value <= 0) return detail::memory_time(b, ctx);
-    const Bytes at(std::max(b.value, it->second.rows.front().x));
-    return at / (ctx.device().achievable_hbm_bandwidth() * it->second.interpolate(at.value));
-  };
-  return detail::roofline(fwd / ctx.vector_peak() + fs, memory(bytes.forward), fk, bwd / ctx.vector_peak() + bs,
-                          memory(bytes.backward), bk, ctx);
+  const auto& d = ctx.device();
+  const auto it = d.memory_bound_class_efficiency.find(graph::op_class_name(op.op_class));
+  const auto& table = it == d.memory_bound_class_efficiency.end() ? d.elementwise_table : it->second;
+  return detail::roofline(fwd / ctx.vector_peak() + fs, detail::memory_time(bytes.forward, ctx, table), fk,
+                          bwd / ctx.vector_peak() + bs, detail::memory_time(bytes.backward, ctx, table), bk, ctx);
 }
 
 }  // namespace
@@ -364,11 +360,12 @@ Seconds special_time(double evaluations, double erf, const ComputeContext& ctx) 
   return Seconds((evaluations - e) / *rate + e / ctx.device().erf_rate_per_s.value_or(*rate));
 }
 
-Seconds memory_time(Bytes b, const ComputeContext& ctx) {
+Seconds memory_time(Bytes b, const ComputeContext& ctx) { return memory_time(b, ctx, ctx.device().elementwise_table); }
+
+Seconds memory_time(Bytes b, const ComputeContext& ctx, const cluster::EfficiencyTable& table) {
   if (b.value <= 0) return Seconds(0);
-  const auto& d = ctx.device();
-  const Bytes at(std::max(b.value, d.elementwise_table.rows.front().x));
-  return at / (d.achievable_hbm_bandwidth() * d.memory_bound_efficiency(at));
+  const Bytes at(std::max(b.value, table.rows.front().x));
+  return at / (ctx.device().achievable_hbm_bandwidth() * table.interpolate(at.value));
 }
 
 Seconds gemm_time(Flops f, const GemmShape& s, core::Precision p, const ComputeContext& ctx) {

@@ -12,6 +12,9 @@ namespace planner::cost::detail {
 /// bandwidth x elementwise efficiency(b)); a kernel below the table's first
 /// row costs as much as the first row (its fixed cost). 0 for b <= 0.
 Seconds memory_time(Bytes b, const ComputeContext& ctx);
+/// The same at `table`'s efficiency in place of the elementwise table (a
+/// class's own, DeviceProfile::memory_bound_class_efficiency).
+Seconds memory_time(Bytes b, const ComputeContext& ctx, const cluster::EfficiencyTable& table);
 /// Time of `evaluations` special-function evaluations (exp, erf, ...) at the
 /// device's special_function_rate_per_s, the `erf` of them at its
 /// erf_rate_per_s where it has one; zero where the profile has no rate.

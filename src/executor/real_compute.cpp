@@ -314,9 +314,9 @@ Status Runner::accumulate_parameter_grads(int mb) {
     auto& part = gp[id.value];
     if (part) {
       Timed t(*this, RealPhase::grad_accumulation);
-      auto [it, fresh] = partial_at_.try_emplace(id.value, static_cast<std::int64_t>(grad_part_.size()));
+      auto [it, fresh] = partial_at_.try_emplace(id.value, static_cast<std::int64_t>(grad_part_.size()), part->size());
       if (fresh) grad_part_.resize(grad_part_.size() + static_cast<std::size_t>(part->size()), 0.0f);
-      add(grad_part_.data() + it->second, *part);
+      add(grad_part_.data() + it->second.first, *part);
       part.reset();
     }
     auto& slot = gr[id.value];
@@ -339,11 +339,10 @@ Status Runner::reduce_partial_grads() {
     PLANNER_TRY_STATUS(tp().all_reduce(grad_part_));
   }
   Timed t(*this, RealPhase::grad_accumulation);
-  for (const auto& [id, at] : partial_at_) {
-    const auto n = g_.tensor(graph::TensorId{id}).numel() / (tpl_.stored[id].is_split() ? tpl_.tp : 1);
+  for (const auto& [id, block] : partial_at_) {
     float* dst = grad_acc_.data() + offset_.at(id);
-    const float* src = grad_part_.data() + at;
-    for (std::int64_t i = 0; i < n; ++i) dst[i] += src[i];
+    const float* src = grad_part_.data() + block.first;
+    for (std::int64_t i = 0; i < block.second; ++i) dst[i] += src[i];
   }
   std::fill(grad_part_.begin(), grad_part_.end(), 0.0f);
   return Status::success();

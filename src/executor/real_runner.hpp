@@ -167,7 +167,7 @@ class Runner {
   std::int64_t flat_size_ = 0, padded_ = 0, shard_ = 0;
   std::vector<float> flat_w_, shard_w_, grad_acc_, grad_full_, grad_shard_;
   std::vector<float> grad_part_;                  // tp partial parameter gradients of this step
-  std::map<std::uint32_t, std::int64_t> partial_at_;  // their offsets in grad_part_, by tensor id
+  std::map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> partial_at_;  // offset and size in grad_part_, by tensor id
   bool zero3_ = false, gathered_ = true;
   runtime_cpu::OptimState state_;
   runtime::Communicator* dp_comm_ = nullptr;
