@@ -85,22 +85,28 @@ void binary_into(const Tensor& a, const Tensor& b, Tensor& y) {
 }
 
 // The local gradients of y = a op b (mul, div) at y's shape (summed down to
-// a's and b's shapes by the caller; add and sub need none: binary_backward).
+// a's and b's shapes by the caller; add and sub need none: binary_backward),
+// each only where it is needed (`qa` / `qb` null: not).
 template <BinaryOp op>
-void binary_grads_into(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor& ga, Tensor& gb) {
+void binary_grads_into(const Tensor& a, const Tensor& b, const Tensor& dy, float* qa, float* qb) {
   const float *pa = a.data.data(), *pb = b.data.data(), *g = dy.data.data();
-  float *qa = ga.data.data(), *qb = gb.data.data();
   detail::BroadcastRuns(dy.shape, a.shape, b.shape)
       .each([&](std::int64_t o, std::int64_t ia, std::int64_t sa, std::int64_t ib, std::int64_t sb, std::int64_t n) {
-        for (std::int64_t j = 0; j < n; ++j) {
-          const std::int64_t k = o + j;
-          if constexpr (op == BinaryOp::mul) {
-            qa[k] = g[k] * pb[ib + j * sb];
-            qb[k] = g[k] * pa[ia + j * sa];
-          } else {
-            const float x = pa[ia + j * sa], z = pb[ib + j * sb];
-            qa[k] = g[k] / z;
-            qb[k] = -g[k] * x / (z * z);
+        if (qa) {
+          for (std::int64_t j = 0; j < n; ++j) {
+            const float z = pb[ib + j * sb];
+            if constexpr (op == BinaryOp::mul) qa[o + j] = g[o + j] * z;
+            else qa[o + j] = g[o + j] / z;
+          }
+        }
+        if (qb) {
+          for (std::int64_t j = 0; j < n; ++j) {
+            if constexpr (op == BinaryOp::mul) {
+              qb[o + j] = g[o + j] * pa[ia + j * sa];
+            } else {
+              const float x = pa[ia + j * sa], z = pb[ib + j * sb];
+              qb[o + j] = -g[o + j] * x / (z * z);
+            }
           }
         }
       });
@@ -121,22 +127,32 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   return y;
 }
 
-BinaryGrads binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dy) {
+BinaryGrads binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dy, bool need_a,
+                            bool need_b) {
+  BinaryGrads r;
   if (op == BinaryOp::add || op == BinaryOp::sub) {
     // dA = dY and dB = +-dY, summed down to each operand's shape: no
     // output-sized scratch per operand (a bias's gradient reads dY once).
     // The same sums as below, so the same bits (negation commutes with the
     // double-precision sum and the cast to float).
-    Tensor gb = sum_to_shape(dy, b.shape);
-    if (op == BinaryOp::sub)
-      for (auto& v : gb.data) v = -v;
-    return {sum_to_shape(dy, a.shape), std::move(gb)};
+    if (need_b) {
+      r.db = sum_to_shape(dy, b.shape);
+      if (op == BinaryOp::sub)
+        for (auto& v : r.db.data) v = -v;
+    }
+    if (need_a) r.da = sum_to_shape(dy, a.shape);
+    return r;
   }
   const Shape& s = dy.shape;
-  Tensor ga(s), gb(s);  // local gradients at the output shape, then summed down
-  if (op == BinaryOp::mul) binary_grads_into<BinaryOp::mul>(a, b, dy, ga, gb);
-  else binary_grads_into<BinaryOp::div>(a, b, dy, ga, gb);  // add and sub returned above
-  return {sum_to_shape(std::move(ga), a.shape), sum_to_shape(std::move(gb), b.shape)};
+  // Local gradients at the output shape, then summed down.
+  Tensor ga(need_a ? s : Shape{0}), gb(need_b ? s : Shape{0});
+  float* qa = need_a ? ga.data.data() : nullptr;
+  float* qb = need_b ? gb.data.data() : nullptr;
+  if (op == BinaryOp::mul) binary_grads_into<BinaryOp::mul>(a, b, dy, qa, qb);
+  else binary_grads_into<BinaryOp::div>(a, b, dy, qa, qb);  // add and sub returned above
+  if (need_a) r.da = sum_to_shape(std::move(ga), a.shape);
+  if (need_b) r.db = sum_to_shape(std::move(gb), b.shape);
+  return r;
 }
 
 namespace {

@@ -31,7 +31,7 @@ Status binary_bwd(const graph::Op& op, const Inputs& in, const Inputs& outs,
                   const std::vector<const Tensor*>& dout, const Tensor* dy, Kept& keep) {
   PLANNER_TRY(const Tensor* a, float_in(op, in, 0));
   PLANNER_TRY(const Tensor* b, float_in(op, in, 1));
-  auto r = binary_backward(binary_of(op.type), *a, *b, *dy);
+  auto r = binary_backward(binary_of(op.type), *a, *b, *dy, keep.need(0), keep.need(1));
   keep(0, std::move(r.da));
   keep(1, std::move(r.db));
   return Status::success();

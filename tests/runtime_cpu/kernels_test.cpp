@@ -46,6 +46,21 @@ TEST_CASE("binary ops broadcast and their backward sums over broadcast axes", "[
   }
 }
 
+TEST_CASE("binary backward computes only the gradients asked for, bit for bit", "[runtime_cpu][elementwise]") {
+  // A constant operand (gelu's 0.5, the scores' scale) takes no gradient:
+  // its local gradient at the output's shape is never built.
+  const Tensor a = randn("a", {2, 3, 4}), c = away_from_zero(randn("c", {1}), 1.0f), dy = randn("dy", {2, 3, 4});
+  for (BinaryOp op : {BinaryOp::add, BinaryOp::sub, BinaryOp::mul, BinaryOp::div}) {
+    const auto both = binary_backward(op, a, c, dy);
+    const auto only_a = binary_backward(op, a, c, dy, true, false);
+    const auto only_c = binary_backward(op, a, c, dy, false, true);
+    CHECK(only_a.da.data == both.da.data);
+    CHECK(only_a.db.data.empty());
+    CHECK(only_c.db.data == both.db.data);
+    CHECK(only_c.da.data.empty());
+  }
+}
+
 TEST_CASE("binary ops and sum_to_shape agree with index arithmetic for every broadcast pattern",
           "[runtime_cpu][elementwise]") {
   // Shapes [2,3,4] with any subset of axes set to 1, for both operands, and

@@ -34,7 +34,10 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
 struct BinaryGrads {
   Tensor da, db;
 };
-BinaryGrads binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dy);
+/// dA and dB; a gradient not needed (`need_a` / `need_b` false: a constant
+/// operand, gelu's 0.5 or the scores' scale) is not computed and is empty.
+BinaryGrads binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dy, bool need_a = true,
+                            bool need_b = true);
 
 Tensor unary(UnaryOp op, const Tensor& x);
 /// y = unary(op, x). Requires: equal shapes.
