@@ -60,6 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_table(d.attention->full, "attention.full");
   }
   for (const auto& [cls, t] : d.memory_bound_class_efficiency) check_table(t, "memory_bound_class_efficiency");
+  for (const auto& [op, t] : d.memory_bound_op_efficiency) check_table(t, "memory_bound_op_efficiency");
   for (const auto& rate : {d.special_function_rate_per_s, d.erf_rate_per_s, d.adam_update_rate_params_per_s})
     if (rate && !positive(*rate)) violated("a per-second rate");
   for (std::int64_t m : {1, 7, 4096})

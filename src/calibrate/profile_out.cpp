@@ -322,43 +322,59 @@ Status recheck_collectives(WrittenProfile& out, const std::map<Collective, std::
   return Status::success();
 }
 
-// device.memory_bound_class_efficiency: per op class, a table over the
-// bytes one pass moves (as the ops rules count them) of the rate the
+// device.memory_bound_class_efficiency (key: the op class) and
+// device.memory_bound_op_efficiency (key: the ONNX op type): a table over
+// the bytes one pass moves (as the ops rules count them) of the rate the
 // backend's kernels reached, less their special functions (priced apart,
-// at special_function_rate_per_s), over hbm_GBps: each representative op's
-// forward and backward pass at each batch is a row (rows at one size
-// averaged).
-json class_efficiency(std::span<const ClassKernelSample> samples, const RateTable& triad, double special_rate,
-                      const std::string& by) {
-  const auto special = [&](double n) { return special_rate > 0 ? n / special_rate : 0.0; };
-  std::map<std::string, std::map<double, std::pair<double, int>>> points;  // class -> bytes -> (sum y, n)
+// exps at exp_rate and erfs at erf_rate), over hbm_GBps. One row per batch
+// the samples ran at: x the mean bytes of a pass, y the bytes of every
+// pass (forward and backward) of the key's ops at that batch over their
+// time. Rows are never taken from different kernels at different sizes:
+// a table read between a transpose's row and a split's would move with
+// the kernel, not the size.
+json kernel_efficiency(std::span<const ClassKernelSample> samples, bool by_class, const RateTable& triad,
+                       double exp_rate, double erf_rate, const std::string& by) {
+  const auto rate = [](double n, double r) { return r > 0 ? n / r : 0.0; };
+  struct Sum {
+    double bytes = 0, time = 0;
+    int passes = 0;
+  };
+  std::map<std::string, std::map<std::int64_t, Sum>> points;  // key -> batch -> sums
   std::map<std::string, std::string> ops;
-  const auto add = [&](const std::string& cls, Bytes b, Seconds t, double evaluations) {
-    const double left = t.value - special(evaluations);
+  const auto add = [&](Sum& sum, Bytes b, Seconds t, double exps, double erfs) {
+    const double left = t.value - rate(exps, exp_rate) - rate(erfs, erf_rate);
     if (b.value <= 0 || left <= 0) return false;
-    auto& p = points[cls][b.value];
-    p.first += b.value / left / triad.peak;
-    ++p.second;
+    sum.bytes += b.value;
+    sum.time += left;
+    ++sum.passes;
     return true;
   };
   for (const auto& k : samples) {
-    const bool f = add(k.op_class, k.forward_bytes, k.forward, k.forward_special);
-    const bool b = add(k.op_class, k.backward_bytes, k.backward, k.backward_special);
-    if (f || b)
-      ops[k.op_class] += fmt::format("{}{} ({:.3g} + {:.3g} ms)", ops[k.op_class].empty() ? "" : "; ", k.op,
-                                     k.forward.value * 1e3, k.backward.value * 1e3);
+    const std::string& key = by_class ? k.op_class : k.op_type;
+    Sum one;
+    const bool f = add(one, k.forward_bytes, k.forward, k.forward_special, k.forward_erf);
+    const bool b = add(one, k.backward_bytes, k.backward, k.backward_special, k.backward_erf);
+    if (!f && !b) continue;
+    auto& sum = points[key][k.batch];
+    sum.bytes += one.bytes;
+    sum.time += one.time;
+    sum.passes += one.passes;
+    ops[key] += fmt::format("{}{} ({:.3g} + {:.3g} ms)", ops[key].empty() ? "" : "; ", k.op, k.forward.value * 1e3,
+                            k.backward.value * 1e3);
   }
   json out = json::object();
-  for (const auto& [cls, by_bytes] : points) {
-    std::vector<cluster::EfficiencyTable::Row> rows;
-    for (const auto& [x, p] : by_bytes) rows.push_back({x, sig(p.first / p.second)});
-    out[cls] = table("bytes",
+  for (const auto& [key, by_batch] : points) {
+    std::map<double, double> rows;  // mean bytes of a pass -> efficiency
+    for (const auto& [batch, sum] : by_batch) rows[sum.bytes / sum.passes] = sum.bytes / sum.time / triad.peak;
+    std::vector<cluster::EfficiencyTable::Row> table_rows;
+    for (const auto& [x, y] : rows) table_rows.push_back({sig(x), sig(y)});
+    out[key] = table("bytes",
                      kernel_source(by, fmt::format("the CPU backend's own kernels (runtime_cpu::forward_op and "
-                                                   "backward_op), forward + backward: {}; per pass, the bytes the ops "
-                                                   "rules count over the time less the special functions, over "
-                                                   "hbm_GBps",
-                                                   ops[cls])),
-                     rows);
+                                                   "backward_op), forward + backward: {}; a row per batch: the mean "
+                                                   "bytes the ops rules count for a pass, and all passes' bytes over "
+                                                   "their time less the special functions, over hbm_GBps",
+                                                   ops[key])),
+                     table_rows);
   }
   return out;
 }
@@ -427,8 +443,11 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
                                                    fn, m.special_elements, per_element.value * 1e9, users)));
     };
     dev["special_function_rate_per_s"] =
-        unary_rate(m.exp_per_element, "exp", "softmax, the loss, sigmoid and tanh evaluate exps");
-    dev["erf_rate_per_s"] = unary_rate(m.erf_per_element, "erf", "Erf and exact Gelu");
+        unary_rate(m.exp_per_element, "exp", "at softmax-like arguments in [-4, 4): softmax, the loss, sigmoid and "
+                                             "tanh evaluate exps");
+    dev["erf_rate_per_s"] = unary_rate(m.erf_per_element, "erf",
+                                       "at exact GELU's arguments x / sqrt(2), x ~ N(0, 1): libm's erf costs more "
+                                       "above |x| = 0.84; Erf and exact Gelu");
   }
   if (m.adam_per_param.value > 0)
     dev["adam_update_rate_params_per_s"] = sourced(
@@ -437,9 +456,10 @@ Result<WrittenProfile> cpu_profile(const CpuMeasurements& m, const Provenance& p
                                       "parameters: {:.3g} ns per parameter, memory traffic included",
                                       m.adam_params, m.adam_per_param.value * 1e9)));
   if (!m.class_kernels.empty()) {
-    // Their special functions are exps (softmax, the loss): at exp's rate.
-    const double rate = m.exp_per_element.value > 0 ? 1.0 / m.exp_per_element.value : 0.0;
-    dev["memory_bound_class_efficiency"] = class_efficiency(m.class_kernels, triad, rate, by);
+    const double exp_rate = m.exp_per_element.value > 0 ? 1.0 / m.exp_per_element.value : 0.0;
+    const double erf_rate = m.erf_per_element.value > 0 ? 1.0 / m.erf_per_element.value : 0.0;
+    dev["memory_bound_class_efficiency"] = kernel_efficiency(m.class_kernels, true, triad, exp_rate, erf_rate, by);
+    dev["memory_bound_op_efficiency"] = kernel_efficiency(m.class_kernels, false, triad, exp_rate, erf_rate, by);
   }
   // A spread below 0.1 % is no spread; the profile's domain is (0, 1].
   if (m.step_cv >= 1e-3 && m.step_cv <= 1)

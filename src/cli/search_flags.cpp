@@ -114,10 +114,11 @@ Result<planning::SearchFound> search_best_plan(const SearchFlags& a, const Searc
   req.global_batch = a.global_batch;
 
   const bool fused = estimate::fuses_elementwise(setup.framework);
-  req.cost_model = [&a, &profile, fused](cost::RecomputePolicy rc) -> Result<cost::ProfileCostModel> {
+  const bool views = estimate::copies_views(setup.framework);
+  req.cost_model = [&a, &profile, fused, views](cost::RecomputePolicy rc) -> Result<cost::ProfileCostModel> {
     TrainFlags t = a.train;
     t.recompute = std::string(cost::recompute_name(rc));
-    return t.cost_model(profile, fused);
+    return t.cost_model(profile, fused, views);
   };
   if (a.exact) req.solver = milp_solver();
   req.options.time_limit_s = a.time_limit;

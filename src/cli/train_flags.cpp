@@ -116,7 +116,8 @@ Result<cost::PrecisionPolicy> precision_policy(const std::string& name) {
   return Error{fmt::format("--precision '{}' is not one of bf16, fp16, fp8, tf32, fp32, auto", name)};
 }
 
-Result<cost::ProfileCostModel> TrainFlags::cost_model(cluster::ClusterProfile p, bool fused_kernels) const {
+Result<cost::ProfileCostModel> TrainFlags::cost_model(cluster::ClusterProfile p, bool fused_kernels,
+                                                      bool copies_views) const {
   PLANNER_TRY(cost::PrecisionPolicy policy, precision_policy(precision));
   cost::AttentionMode att;
   if (attention == "flash") att = cost::AttentionMode::flash;
@@ -131,7 +132,10 @@ Result<cost::ProfileCostModel> TrainFlags::cost_model(cluster::ClusterProfile p,
   if (memory_format == "nhwc") channels_last = true;
   else if (memory_format != "nchw")
     return Error{fmt::format("--memory-format '{}' is not one of nchw, nhwc", memory_format)};
-  return cost::ProfileCostModel::create(std::move(p), std::move(policy), att, rc, fused_kernels, channels_last);
+  PLANNER_TRY(auto model,
+              cost::ProfileCostModel::create(std::move(p), std::move(policy), att, rc, fused_kernels, channels_last));
+  model.set_copies_views(copies_views);
+  return model;
 }
 
 }  // namespace planner::cli

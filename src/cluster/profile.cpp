@@ -52,6 +52,13 @@ BytesPerSecond DeviceProfile::achievable_hbm_bandwidth() const { return hbm_band
 
 double DeviceProfile::memory_bound_efficiency(Bytes moved) const { return elementwise_table.interpolate(moved.value); }
 
+const EfficiencyTable* DeviceProfile::kernel_table(std::string_view op_type, std::string_view op_class) const {
+  if (const auto it = memory_bound_op_efficiency.find(op_type); it != memory_bound_op_efficiency.end()) return &it->second;
+  if (const auto it = memory_bound_class_efficiency.find(op_class); it != memory_bound_class_efficiency.end())
+    return &it->second;
+  return nullptr;
+}
+
 std::optional<double> DeviceProfile::attention_efficiency(std::int64_t seq_len, bool causal) const {
   if (!attention) return std::nullopt;
   const auto& t = causal ? attention->causal : attention->full;

@@ -265,7 +265,7 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
                              "gemm_efficiency", "gemm_skinny_efficiency", "gemm_misaligned_factor",
                              "gemm_alignment_bytes", "gemm_precision_factor", "attention_efficiency", "step_time_cv",
                              "memory_margin_fraction", "allocator_fragmentation_fraction", "special_function_rate_per_s", "erf_rate_per_s", "adam_update_rate_params_per_s",
-                             "memory_bound_class_efficiency", "notes"}));
+                             "memory_bound_class_efficiency", "memory_bound_op_efficiency", "notes"}));
   DeviceProfile dev;
   PLANNER_TRY(dev.name, r.string(d, path, "name", true));
 
@@ -318,12 +318,15 @@ Result<DeviceProfile> read_device(const Reader& r, const json& d) {
   PLANNER_TRY(dev.adam_update_rate_params_per_s,
               r.optional_sourced(d, path, "adam_update_rate_params_per_s", Domain::positive));
 
-  if (auto it = d.find("memory_bound_class_efficiency"); it != d.end() && !it->is_null()) {
-    const std::string cp = core::json_path(path, "memory_bound_class_efficiency");
+  for (auto [key, tables] : {std::pair{"memory_bound_class_efficiency", &dev.memory_bound_class_efficiency},
+                             std::pair{"memory_bound_op_efficiency", &dev.memory_bound_op_efficiency}}) {
+    const auto it = d.find(key);
+    if (it == d.end() || it->is_null()) continue;
+    const std::string cp = core::json_path(path, key);
     PLANNER_TRY_STATUS(r.object(*it, cp));
-    for (const auto& [cls, v] : it->items()) {
-      PLANNER_TRY(EfficiencyTable t, r.plain_table(*it, cp, cls, "bytes"));
-      dev.memory_bound_class_efficiency[cls] = std::move(t);
+    for (const auto& [name, v] : it->items()) {
+      PLANNER_TRY(EfficiencyTable t, r.plain_table(*it, cp, name, "bytes"));
+      (*tables)[name] = std::move(t);
     }
   }
   if (auto it = d.find("gemm_precision_factor"); it != d.end()) {

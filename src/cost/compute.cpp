@@ -3,6 +3,7 @@
 #include "planner/cost/compute.hpp"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <cmath>
 
@@ -20,6 +21,29 @@ bool is_free(const graph::Op& op, const graph::OpGraph& g) {
       c.backward_flops.value <= 0 && c.backward_bytes_read.value <= 0 && c.backward_bytes_written.value <= 0)
     return true;  // views, Shape, Constant
   return is_host_side(op, g);  // integer shape arithmetic (fastest.hpp)
+}
+
+constexpr std::array<std::string_view, 5> kViews{"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
+
+bool is_view(const graph::Op& op) {
+  return op.domain.empty() && std::find(kViews.begin(), kViews.end(), op.type) != kViews.end();
+}
+
+// A view copied by the runtime (ComputeContext::copies_views): its output
+// read and written forward, and, for a float output, its gradient backward,
+// at the measured rate of the device's Reshape kernels where the profile
+// has one (memory_bound_op_efficiency), else at the elementwise table.
+OpTime view_copy_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s, const ComputeContext& ctx) {
+  if (op.outputs.empty() || !op.outputs[0]) return {};
+  const auto& y = g.tensor(*op.outputs[0]);
+  if (y.numel() <= 0) return {};
+  const Bytes copy = bytes_at(y, ctx.precision().of(op)) * (2.0 * s.bytes);
+  const Bytes back = core::is_floating(y.dtype) ? copy : Bytes(0);
+  const auto* own = ctx.device().kernel_table("Reshape", graph::op_class_name(op.op_class));
+  const auto memory = [&](Bytes b) {
+    return own ? detail::kernel_memory_time(b, ctx, *own) : detail::memory_time(b, ctx);
+  };
+  return detail::roofline(Seconds(0), memory(copy), 1, Seconds(0), memory(back), back.value > 0 ? 1 : 0, ctx);
 }
 
 GemmShape local_shape(const graph::Op& op, const graph::OpGraph& g, const OpScaling& s, bool& shaped) {
@@ -152,14 +176,16 @@ OpTime memory_bound_op_time(const graph::Op& op, const graph::OpGraph& g, const 
   const Seconds bs = detail::special_time(op.cost.backward_special * s.flops, op.cost.backward_erf * s.flops, ctx);
   if (fk == 0 && fs.value > 0) fk = 1;
   if (bk == 0 && bs.value > 0) bk = 1;
-  // The device's kernels of this class may stream at their own measured
-  // rate (a CPU backend's strided transposes and row-wise norms; profile
-  // key memory_bound_class_efficiency, measured by calibrate).
-  const auto& d = ctx.device();
-  const auto it = d.memory_bound_class_efficiency.find(graph::op_class_name(op.op_class));
-  const auto& table = it == d.memory_bound_class_efficiency.end() ? d.elementwise_table : it->second;
-  return detail::roofline(fwd / ctx.vector_peak() + fs, detail::memory_time(bytes.forward, ctx, table), fk,
-                          bwd / ctx.vector_peak() + bs, detail::memory_time(bytes.backward, ctx, table), bk, ctx);
+  // The device's kernels of this op type or class may stream at their own
+  // measured rate (a CPU backend's strided transposes and row-wise norms;
+  // profile keys memory_bound_op_efficiency and
+  // memory_bound_class_efficiency, measured by calibrate).
+  const auto* own = ctx.device().kernel_table(op.type, graph::op_class_name(op.op_class));
+  const auto memory = [&](Bytes b) {
+    return own ? detail::kernel_memory_time(b, ctx, *own) : detail::memory_time(b, ctx);
+  };
+  return detail::roofline(fwd / ctx.vector_peak() + fs, memory(bytes.forward), fk, bwd / ctx.vector_peak() + bs,
+                          memory(bytes.backward), bk, ctx);
 }
 
 }  // namespace
@@ -337,6 +363,7 @@ namespace detail {
 
 OpTime single_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& scaling,
                       const ComputeContext& ctx) {
+  if (ctx.copies_views() && is_view(op)) return view_copy_time(op, g, scaling, ctx);
   if (is_free(op, g)) return {};
   OpTime t;
   switch (op.op_class) {
@@ -360,12 +387,16 @@ Seconds special_time(double evaluations, double erf, const ComputeContext& ctx) 
   return Seconds((evaluations - e) / *rate + e / ctx.device().erf_rate_per_s.value_or(*rate));
 }
 
-Seconds memory_time(Bytes b, const ComputeContext& ctx) { return memory_time(b, ctx, ctx.device().elementwise_table); }
-
-Seconds memory_time(Bytes b, const ComputeContext& ctx, const cluster::EfficiencyTable& table) {
+Seconds memory_time(Bytes b, const ComputeContext& ctx) {
   if (b.value <= 0) return Seconds(0);
+  const auto& table = ctx.device().elementwise_table;
   const Bytes at(std::max(b.value, table.rows.front().x));
   return at / (ctx.device().achievable_hbm_bandwidth() * table.interpolate(at.value));
+}
+
+Seconds kernel_memory_time(Bytes b, const ComputeContext& ctx, const cluster::EfficiencyTable& table) {
+  if (b.value <= 0) return Seconds(0);
+  return b / (ctx.device().achievable_hbm_bandwidth() * table.interpolate(std::max(b.value, table.rows.front().x)));
 }
 
 Seconds gemm_time(Flops f, const GemmShape& s, core::Precision p, const ComputeContext& ctx) {

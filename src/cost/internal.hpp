@@ -12,9 +12,13 @@ namespace planner::cost::detail {
 /// bandwidth x elementwise efficiency(b)); a kernel below the table's first
 /// row costs as much as the first row (its fixed cost). 0 for b <= 0.
 Seconds memory_time(Bytes b, const ComputeContext& ctx);
-/// The same at `table`'s efficiency in place of the elementwise table (a
-/// class's own, DeviceProfile::memory_bound_class_efficiency).
-Seconds memory_time(Bytes b, const ComputeContext& ctx, const cluster::EfficiencyTable& table);
+/// Time of a kernel measured whole (DeviceProfile::kernel_table, an op
+/// type's or class's table): b / (achievable HBM bandwidth x the table's
+/// efficiency at b), its first row's below it. No fixed cost: the table's
+/// rows are whole calls, so a per-call cost is in their rate, and a smaller
+/// call streams at the smallest measured rate (a CPU backend's kernels have
+/// no launch; the rate is flat across the rows, docs/calibrate.md).
+Seconds kernel_memory_time(Bytes b, const ComputeContext& ctx, const cluster::EfficiencyTable& table);
 /// Time of `evaluations` special-function evaluations (exp, erf, ...) at the
 /// device's special_function_rate_per_s, the `erf` of them at its
 /// erf_rate_per_s where it has one; zero where the profile has no rate.

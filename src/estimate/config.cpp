@@ -31,6 +31,8 @@ bool fuses_elementwise(Framework f) {
   return f == Framework::megatron || f == Framework::megatron_legacy || f == Framework::deepspeed;
 }
 
+bool copies_views(Framework f) { return f == Framework::executor; }
+
 bool supports_context_parallel(Framework f) { return f == Framework::megatron; }
 
 std::optional<std::string> context_parallel_error(std::int64_t seq, int tp, int cp, bool sequence_parallel) {

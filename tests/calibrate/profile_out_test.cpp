@@ -115,39 +115,65 @@ TEST_CASE("cpu_profile: a loadable profile that reproduces the measurements", "[
   CHECK(j["provenance"]["host"] == "testhost");
 }
 
-TEST_CASE("cpu_profile: each memory-bound class's kernels as a table of their rate, special functions apart",
+TEST_CASE("cpu_profile: each memory-bound op type's and class's kernels as a table of their rate, a row per batch",
           "[calibrate][profile]") {
+  using K = ClassKernelSample;
   auto m = synthetic();
   // hbm_GBps: the triad's best rate, 24e7 B in 0.024 s + 1 us.
   const double peak = 24e7 / (24e7 / 10e9 + 1e-6);
-  m.exp_per_element = m.erf_per_element = Seconds(1e-9);  // 1e9 special functions per second
-  // A norm: forward 1e6 B in 1 ms (1 GB/s), backward 2e6 B in 1 ms.
-  m.class_kernels.push_back({"normalization", "LayerNormalization [x]", Bytes(1e6), Bytes(2e6), 0, 0,
-                             Seconds(1e-3), Seconds(1e-3)});
-  // A softmax: 1e6 exps (1 ms) + 4e6 B in 2 ms forward; a second op at
-  // the same 4e6 B forward in 1 ms: the row is their mean.
-  m.class_kernels.push_back({"softmax", "Softmax [y]", Bytes(4e6), Bytes(0), 1e6, 0, Seconds(3e-3), Seconds(0)});
-  m.class_kernels.push_back({"softmax", "Softmax [z]", Bytes(4e6), Bytes(0), 0, 0, Seconds(1e-3), Seconds(0)});
-  // An op the rules give no bytes says nothing about its class.
-  m.class_kernels.push_back({"data_movement", "Reshape [w]", Bytes(0), Bytes(0), 0, 0, Seconds(1e-3), Seconds(0)});
+  m.exp_per_element = m.erf_per_element = Seconds(1e-9);  // 1e9 exps and 1e9 erfs per second
+  // A norm at batch 2: forward 1e6 B in 1 ms, backward 2e6 B in 1 ms: a row
+  // at the mean pass, 1.5e6 B, of 3e6 B / 2 ms = 1.5e9 B/s. At batch 8:
+  // 4e6 B in 2 ms and 8e6 B in 4 ms: 6e6 B, 2e9 B/s.
+  m.class_kernels.push_back(K{.op_class = "normalization", .op_type = "LayerNormalization", .op = "LayerNormalization [x]",
+                              .batch = 2, .forward_bytes = Bytes(1e6), .backward_bytes = Bytes(2e6),
+                              .forward = Seconds(1e-3), .backward = Seconds(1e-3)});
+  m.class_kernels.push_back(K{.op_class = "normalization", .op_type = "LayerNormalization", .op = "LayerNormalization [X]",
+                              .batch = 8, .forward_bytes = Bytes(4e6), .backward_bytes = Bytes(8e6),
+                              .forward = Seconds(2e-3), .backward = Seconds(4e-3)});
+  // Two softmax kernels at batch 2, forward only: Softmax 4e6 B and 1e6
+  // exps (1 ms) in 3 ms: 4e6 B / 2 ms = 2e9 B/s; LogSoftmax 4e6 B in 1 ms:
+  // 4e9 B/s. Their class: 8e6 B / 3 ms = 2.6667e9 B/s at 4e6 B a pass.
+  m.class_kernels.push_back(K{.op_class = "softmax", .op_type = "Softmax", .op = "Softmax [y]", .batch = 2,
+                              .forward_bytes = Bytes(4e6), .forward_special = 1e6, .forward = Seconds(3e-3)});
+  m.class_kernels.push_back(K{.op_class = "softmax", .op_type = "LogSoftmax", .op = "LogSoftmax [y]", .batch = 2,
+                              .forward_bytes = Bytes(4e6), .forward = Seconds(1e-3)});
+  // An erf's evaluations at the erf rate: 2e6 B and 1e6 erfs (1 ms) in 2 ms:
+  // 2e6 B / 1 ms = 2e9 B/s.
+  m.class_kernels.push_back(K{.op_class = "elementwise", .op_type = "Erf", .op = "Erf [z]", .batch = 2,
+                              .forward_bytes = Bytes(2e6), .forward_erf = 1e6, .forward = Seconds(2e-3)});
+  // An op the rules give no bytes says nothing about its class or type.
+  m.class_kernels.push_back(K{.op_class = "data_movement", .op_type = "Reshape", .op = "Reshape [w]", .batch = 2,
+                              .forward = Seconds(1e-3)});
   auto w = cpu_profile(m, prov(), "cpu-test", std::nullopt);
   if (!w) FAIL(w.error().message);
-  const auto& e = w->parsed.device.memory_bound_class_efficiency;
-  REQUIRE(e.size() == 2);
-  const auto& norm = e.at("normalization").rows;
-  REQUIRE(norm.size() == 2);
-  CHECK(norm[0].x == 1e6);
-  CHECK(norm[0].y == Approx(1e9 / peak).epsilon(1e-3));
-  CHECK(norm[1].x == 2e6);
-  CHECK(norm[1].y == Approx(2e9 / peak).epsilon(1e-3));
-  const auto& soft = e.at("softmax").rows;
-  REQUIRE(soft.size() == 1);
-  CHECK(soft[0].y == Approx(0.5 * (2e9 + 4e9) / peak).epsilon(1e-3));
-  CHECK(w->parsed.sources.at("device.memory_bound_class_efficiency.softmax").find("Softmax [y]") != std::string::npos);
-  // Without samples (the synthetic sweep), no key: every class streams.
+  const auto& c = w->parsed.device.memory_bound_class_efficiency;
+  const auto& t = w->parsed.device.memory_bound_op_efficiency;
+  REQUIRE(c.size() == 3);
+  REQUIRE(t.size() == 4);
+  for (const auto* norm : {&c.at("normalization").rows, &t.at("LayerNormalization").rows}) {
+    REQUIRE(norm->size() == 2);
+    CHECK((*norm)[0].x == 1.5e6);
+    CHECK((*norm)[0].y == Approx(1.5e9 / peak).epsilon(1e-3));
+    CHECK((*norm)[1].x == 6e6);
+    CHECK((*norm)[1].y == Approx(2e9 / peak).epsilon(1e-3));
+  }
+  REQUIRE(c.at("softmax").rows.size() == 1);
+  CHECK(c.at("softmax").rows[0].x == 4e6);
+  CHECK(c.at("softmax").rows[0].y == Approx(8e6 / 3e-3 / peak).epsilon(1e-3));
+  CHECK(t.at("Softmax").rows[0].y == Approx(2e9 / peak).epsilon(1e-3));
+  CHECK(t.at("LogSoftmax").rows[0].y == Approx(4e9 / peak).epsilon(1e-3));
+  CHECK(t.at("Erf").rows[0].y == Approx(2e9 / peak).epsilon(1e-3));
+  CHECK(c.at("elementwise").rows[0].y == Approx(2e9 / peak).epsilon(1e-3));
+  CHECK(!t.contains("Reshape"));
+  CHECK(w->parsed.sources.at("device.memory_bound_class_efficiency.softmax").find("LogSoftmax [y]") !=
+        std::string::npos);
+  CHECK(w->parsed.sources.at("device.memory_bound_op_efficiency.Softmax").find("Softmax [y]") != std::string::npos);
+  // Without samples (the synthetic sweep), no key: every op streams.
   auto plain = cpu_profile(synthetic(), prov(), "cpu-test", std::nullopt);
   REQUIRE(plain.ok());
   CHECK(plain->parsed.device.memory_bound_class_efficiency.empty());
+  CHECK(plain->parsed.device.memory_bound_op_efficiency.empty());
 }
 
 TEST_CASE("cpu_profile with a base takes the base's network level", "[calibrate][profile]") {

@@ -220,10 +220,19 @@ TEST_CASE("scale keys: Simple latencies and step-time spread are sourced and ran
   msg = load_edited([](json& j) { j["device"]["memory_bound_class_efficiency"] = 0.2; });
   CHECK(msg.find("device.memory_bound_class_efficiency") != std::string::npos);
   msg = load_edited([](json& j) {
+    j["device"]["memory_bound_op_efficiency"] = {
+        {"Transpose", {{"x", "bytes"}, {"source", "x"}, {"rows", json::array({json::array({1e6, 1.5})})}}}};
+  });
+  CHECK(msg.find("device.memory_bound_op_efficiency.Transpose") != std::string::npos);
+  msg = load_edited([](json& j) { j["device"]["memory_bound_op_efficiency"] = json::array(); });
+  CHECK(msg.find("device.memory_bound_op_efficiency") != std::string::npos);
+  msg = load_edited([](json& j) {
     j["device"]["special_function_rate_per_s"] = {{"value", 2e8}, {"source", "x"}};
     j["device"]["adam_update_rate_params_per_s"] = {{"value", 3e8}, {"source", "x"}};
     j["device"]["memory_bound_class_efficiency"] = {
         {"softmax", {{"x", "bytes"}, {"source", "x"}, {"rows", json::array({json::array({1e6, 0.2})})}}}};
+    j["device"]["memory_bound_op_efficiency"] = {
+        {"Softmax", {{"x", "bytes"}, {"source", "x"}, {"rows", json::array({json::array({1e6, 0.3})})}}}};
   });
   CHECK(msg.empty());
   // Absent keys are allowed: no Simple alternative, no spread.

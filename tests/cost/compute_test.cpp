@@ -360,7 +360,7 @@ TEST_CASE("special functions are priced where the profile gives a rate", "[cost]
   CHECK(t3.backward.value == t1.backward.value);
 }
 
-TEST_CASE("a class's own table replaces the elementwise table for its ops", "[cost][compute]") {
+TEST_CASE("an op type's, else its class's, own table replaces the elementwise table for its ops", "[cost][compute]") {
   // Y = Relu(X), X an n = 2^20-element fp32 parameter: forward moves
   // 2 x 4 MiB = 8388608 B; at the A100's elementwise table 7.924702e-6 s
   // (the Erf test above), + 4 us launch.
@@ -393,6 +393,47 @@ TEST_CASE("a class's own table replaces the elementwise table for its ops", "[co
   t.rows = {{1e6, 0.1}, {1e8, 0.3}};
   device.memory_bound_class_efficiency["elementwise"] = t;
   CHECK(at(device).forward.value == Approx(2.430272e-5 + kLaunch).epsilon(1e-5));
+  // Another op type's table leaves it alone; its own op type's comes before
+  // its class's. Its one row, 0.2 at 1e7 B, lies above the op's 8388608 B:
+  // the op streams at the first row's rate, with no floor at the row's
+  // bytes (a measured kernel's table has its per-call cost in its rate):
+  // 8388608 / (1.79432e12 x 0.2) = 2.337544e-5 s, not 1e7 / (...) =
+  // 2.786571e-5 s.
+  cluster::EfficiencyTable own;
+  own.x_name = "bytes";
+  own.rows = {{1e7, 0.2}};
+  device.memory_bound_op_efficiency["Sigmoid"] = own;
+  CHECK(at(device).forward.value == Approx(2.430272e-5 + kLaunch).epsilon(1e-5));
+  device.memory_bound_op_efficiency["Relu"] = own;
+  CHECK(at(device).forward.value == Approx(2.337544e-5 + kLaunch).epsilon(1e-5));
+}
+
+TEST_CASE("a view is free, unless the runtime copies views", "[cost][compute]") {
+  // Y = Identity(X), X an n = 2^20-element fp32 parameter. Copied (planner's
+  // executor): forward reads and writes 4 MiB, 8388608 B, at the A100's
+  // elementwise table 7.924702e-6 s (the Relu test above) + 4 us launch;
+  // backward copies the gradient, the same.
+  constexpr std::int64_t n = 1 << 20;
+  Builder B;
+  B.param("X", {n});
+  B.act("Y", {n});
+  B.op("Identity", {"X"}, {"Y"});
+  const auto g = B.finish();
+  auto device = profile("a100-sxm4-80gb").device;
+  auto ctx = cost::ComputeContext::create(device, PrecisionPolicy::uniform(core::Precision::fp32),
+                                          cost::AttentionMode::unfused);
+  REQUIRE(ctx.ok());
+  const auto free = time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), *ctx);
+  CHECK(free.forward.value == 0);
+  CHECK(free.backward.value == 0);
+  ctx->set_copies_views(true);
+  const auto copied = time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), *ctx);
+  CHECK(copied.forward.value == Approx(7.924702e-6 + kLaunch).epsilon(1e-5));
+  CHECK(copied.backward.value == Approx(7.924702e-6 + kLaunch).epsilon(1e-5));
+  // Split in two: each device copies its half, 4194304 B, at the table there.
+  const auto half = time_of(g.op(graph::OpId{0}), g, OpScaling::split(2), *ctx);
+  CHECK(half.forward.value < copied.forward.value);
+  CHECK(half.forward.value > kLaunch);
 }
 
 TEST_CASE("the Adam step runs at the slower of streaming and the update rate", "[cost][compute]") {

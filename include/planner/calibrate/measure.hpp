@@ -50,9 +50,15 @@ struct MeasureOptions {
 /// measured seconds of each pass.
 struct ClassKernelSample {
   std::string op_class;  ///< graph::op_class_name
+  std::string op_type;   ///< the ONNX op type, e.g. "Softmax"
   std::string op;        ///< the op and its input shapes, e.g. "Softmax [8,8,128,128]"
+  /// The batch of the activations it ran at: a class's or an op type's
+  /// samples at one batch make one row of its table.
+  std::int64_t batch = 0;
   Bytes forward_bytes, backward_bytes;
+  /// Special-function evaluations (exp-like, and erf apart) of each pass.
   double forward_special = 0, backward_special = 0;
+  double forward_erf = 0, backward_erf = 0;
   Seconds forward, backward;
 };
 

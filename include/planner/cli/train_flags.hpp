@@ -45,7 +45,9 @@ struct TrainFlags {
   Result<cluster::ClusterProfile> load();
   /// The cost model for `profile` under the precision, attention and
   /// recompute flags; `fused_kernels`: the framework fuses elementwise chains.
-  Result<cost::ProfileCostModel> cost_model(cluster::ClusterProfile profile, bool fused_kernels = false) const;
+  /// `copies_views`: cost::ComputeContext::set_copies_views (estimate::copies_views).
+  Result<cost::ProfileCostModel> cost_model(cluster::ClusterProfile profile, bool fused_kernels = false,
+                                            bool copies_views = false) const;
 };
 
 /// The exact op-level solver for `--exact`: a MILP solved with COIN-OR CBC

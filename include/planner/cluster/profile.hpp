@@ -154,6 +154,15 @@ struct DeviceProfile {
   /// stream far below its triad, and gain nothing from the cache where a
   /// triad does). Absent class: elementwise_table (a GPU's kernels stream).
   std::map<std::string, EfficiencyTable, std::less<>> memory_bound_class_efficiency;
+  /// Per ONNX op type ("Transpose", "Add", ...), the same table for that
+  /// op type's kernels: it comes before its class's table (one class's
+  /// kernels stream at rates 10x apart on a CPU backend). Absent op type:
+  /// its class's table, then elementwise_table.
+  std::map<std::string, EfficiencyTable, std::less<>> memory_bound_op_efficiency;
+  /// The measured table of the kernels of `op_type` and class `op_class`:
+  /// its op type's, else its class's; nullptr where neither has one (the
+  /// op streams at elementwise_table).
+  const EfficiencyTable* kernel_table(std::string_view op_type, std::string_view op_class) const;
 
   /// Dense peak for `p`; an error naming the device when it lacks `p`.
   Result<FlopsPerSecond> peak(core::Precision p) const;

@@ -132,6 +132,14 @@ class ComputeContext {
   void set_channels_last(bool on) { channels_last_ = on; }
   bool channels_last() const { return channels_last_; }
 
+  /// The runtime copies a view's data (Reshape, Flatten, Squeeze,
+  /// Unsqueeze, Identity: read and write the tensor forward, and its
+  /// gradient backward), as planner's own executor does (runtime_cpu keeps
+  /// each value in its own storage); frameworks alias a view, at no cost.
+  /// Default: views are free.
+  void set_copies_views(bool on) { copies_views_ = on; }
+  bool copies_views() const { return copies_views_; }
+
   /// The device the times are for.
   const cluster::DeviceProfile& device() const { return device_; }
   /// Compute dtype per op class.
@@ -160,6 +168,7 @@ class ComputeContext {
   RecomputePolicy recompute_ = RecomputePolicy::none;
   bool fuse_elementwise_ = false;
   bool channels_last_ = false;
+  bool copies_views_ = false;
   std::array<FlopsPerSecond, core::kPrecisionCount> peaks_{};
   FlopsPerSecond vector_peak_;
 };
