@@ -25,7 +25,13 @@
 #      the CPU interpreter: 1e-5 in fp32, 5e-2 in bf16)
 #   6. per model: planner model gpt, planner estimate --profile $OUT/h200.json,
 #      planner run --replay --backend cuda, planner compare
-#   7. $OUT/validation-executor.md: the calibration, the --check results and
+#   7. planner validate --backend cuda on one GPU: a small GPT searched on
+#      the calibrated profile, its best layouts (micro-batch, recompute,
+#      ZeRO-irrelevant options) and the dp=1 baseline run interleaved over
+#      rounds, the GPU real mode where a layout is one micro-batch a step,
+#      the replay otherwise: $OUT/validate.json (docs/validate-format.md)
+#      and the table in $OUT/validate-gpt.out
+#   8. $OUT/validation-executor.md: the calibration, the --check results and
 #      predicted vs measured as markdown tables
 # Budget: about 9 minutes on a 16-core H200 machine (the build is most of it).
 #
@@ -38,16 +44,17 @@
 #   PLANNER_VALIDATE_KEEP_GOING=1   a failed step is recorded and the script
 #       goes on with the steps that do not need it; exit 1 at the end if any
 #       step failed
-#   PLANNER_VALIDATE_STEPS="tests check calibrate replay cli"   the order of
-#       steps 3-6 (tests: the [gpu] unit tests; cli: the gpu_cli ctest;
-#       calibrate: 4; check: 5; replay: 6); default "tests cli calibrate check
-#       replay". Before (or without) a calibration, 5 and 6 plan with
+#   PLANNER_VALIDATE_STEPS="tests check calibrate replay cli validate"   the
+#       order of steps 3-7 (tests: the [gpu] unit tests; cli: the gpu_cli
+#       ctest; calibrate: 4; check: 5; replay: 6; validate: 7); default
+#       "tests cli calibrate check replay validate". Before (or without) a
+#       calibration, 5, 6 and 7 plan with
 #       PLANNER_VALIDATE_FALLBACK_PROFILE (default
 #       cost_profiles/h200-sxm-141gb.json)
 #   PLANNER_VALIDATE_DEADLINE_S=N   every step's time limit is cut to what is
 #       left of N seconds from the start; a step with under 10 s left is skipped
-#   PLANNER_VALIDATE_LIMIT_{TESTS,CLI,CALIBRATE,MODEL,ESTIMATE,CHECK,REPLAY,COMPARE}
-#       one step's limit in seconds (defaults 300 300 300 120 120 300 180 60)
+#   PLANNER_VALIDATE_LIMIT_{TESTS,CLI,CALIBRATE,MODEL,ESTIMATE,CHECK,REPLAY,COMPARE,VALIDATE}
+#       one step's limit in seconds (defaults 300 300 300 120 120 300 180 60 300)
 #   PLANNER_VALIDATE_TESTS_SPLIT=1  the [gpu] tests one test file at a time
 #       (tag [#<file>]), each with its own limit, so one hang loses one file
 #   PLANNER_VALIDATE_QUICK_FALLBACK=1   a failed full calibration is followed
@@ -320,14 +327,31 @@ replay_one() {
   "$BIN" compare --json "$OUT/plan-$name.json" "$OUT/measured-$name.json" >"$OUT/compare-$name.json" 2>/dev/null
 }
 
-for phase in ${PLANNER_VALIDATE_STEPS:-tests cli calibrate check replay}; do
+# 7. planner validate on one GPU: the search's best layouts and the dp=1
+# baseline, measured interleaved; tau, regret and the speedups in the JSON.
+phase_validate() {
+  local prof name flags mb
+  prof=$(plan_profile)
+  [ -n "$CALIBRATED" ] || step "validate: no calibrated profile, searching with $prof"
+  IFS='|' read -r name flags mb <<<"${MODELS[0]}"  # the first replay model's shape
+  # shellcheck disable=SC2086
+  run model-validate "$(lim MODEL 120)" "$BIN" model gpt $flags --batch 2 -o "$OUT/validate-gpt.onnx" --force ||
+    { fail "model for validate"; return 1; }
+  run validate-gpt "$(lim VALIDATE 300)" "$BIN" validate "$OUT/validate-gpt.onnx" --backend "$BACKEND" --profile "$prof" \
+    --devices 1 --global-batch 8 --max-micro-batch 8 --candidates 4 --baseline dp=1 "${STEPS[@]}" --rounds 3 \
+    -o "$OUT/validate.json" --force ||
+    { fail "planner validate --backend $BACKEND (see $OUT/validate-gpt.out/.err)"; return 1; }
+  rm -f "$OUT/validate-gpt.onnx"
+}
+
+for phase in ${PLANNER_VALIDATE_STEPS:-tests cli calibrate check replay validate}; do
   case $phase in
-    tests | cli | calibrate | check | replay) "phase_$phase" ;;
-    *) die "PLANNER_VALIDATE_STEPS: unknown step '$phase' (tests cli calibrate check replay)" ;;
+    tests | cli | calibrate | check | replay | validate) "phase_$phase" ;;
+    *) die "PLANNER_VALIDATE_STEPS: unknown step '$phase' (tests cli calibrate check replay validate)" ;;
   esac
 done
 
-# 7. Markdown for docs/validation-executor.md.
+# 8. Markdown for docs/validation-executor.md.
 step "writing $OUT/validation-executor.md"
 if command -v python3 >/dev/null; then
   CHECK_NAMES="${CHECKS[*]}" PLANNED_WITH="$PLANNED_WITH" python3 - "$OUT" "$CALIBRATED" "$BACKEND" "${RUNS[@]}" \

@@ -12,6 +12,7 @@
 #include "planner/cli/command.hpp"
 #ifdef PLANNER_WITH_CUDA
 #include "planner/runtime_cuda/cuda_device.hpp"
+#include "planner/runtime_cuda/nccl_communicator.hpp"
 #endif
 
 namespace planner::cli::launch {
@@ -73,6 +74,27 @@ Result<RankGpu> open_rank_gpu(int rank) {
   auto d = runtime::make_cuda_device(*index);
   if (!d) return make_error("--backend cuda: {}", d.error().message);
   out.device = std::move(*d);
+  return out;
+#endif
+}
+
+Result<CudaRun> open_cuda(runtime::Communicator& host, Seconds timeout) {
+#ifndef PLANNER_WITH_CUDA
+  (void)host, (void)timeout;
+  return make_error("{}", kNoCudaBuild);
+#else
+  CudaRun out;
+  std::string problem;
+  auto gpu = open_rank_gpu(host.rank());
+  if (!gpu) {
+    problem = gpu.error().message;
+  } else {
+    out.index = gpu->index;
+    out.device = std::move(gpu->device);
+  }
+  PLANNER_TRY(const float bad, highest_failing_rank(host, !problem.empty()));
+  if (bad >= 0) return make_error("{}", no_gpu_message(bad, problem));
+  PLANNER_TRY(out.world, runtime::make_nccl_communicator(host, out.index, timeout));
   return out;
 #endif
 }

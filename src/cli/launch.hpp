@@ -48,4 +48,15 @@ struct RankGpu {
 /// "--backend cuda: "; kNoCudaBuild without CUDA.
 Result<RankGpu> open_rank_gpu(int rank);
 
+/// --backend cuda: this rank's GPU and the NCCL world over the MPI world.
+struct CudaRun {
+  int index = 0;  ///< the GPU's device index
+  std::unique_ptr<runtime::Device> device;
+  std::unique_ptr<runtime::Communicator> world;
+};
+/// Opens the GPU of this rank and the NCCL communicator (collective: every
+/// rank calls it). Every rank fails alike when any rank has no GPU;
+/// kNoCudaBuild without CUDA.
+Result<CudaRun> open_cuda(runtime::Communicator& host, Seconds timeout);
+
 }  // namespace planner::cli::launch

@@ -39,7 +39,6 @@
 #include "launch.hpp"
 #ifdef PLANNER_WITH_CUDA
 #include "planner/runtime_cuda/gpu_train.hpp"
-#include "planner/runtime_cuda/nccl_communicator.hpp"
 #endif
 
 namespace planner::cli {
@@ -61,30 +60,6 @@ struct RunArgs {
   std::string fault;
   std::string backend = "cpu";  // --backend: where the replay computes
 };
-
-// --backend cuda: this rank's GPU and the NCCL world over the MPI world.
-struct CudaRun {
-  std::unique_ptr<runtime::Device> device;
-  std::unique_ptr<runtime::Communicator> world;
-};
-
-// Opens the GPU of this rank and the NCCL communicator (collective: every
-// rank calls it). Every rank fails alike when any rank has no GPU.
-Result<CudaRun> open_cuda(runtime::Communicator& host, Seconds timeout) {
-#ifndef PLANNER_WITH_CUDA
-  return make_error("{}", launch::kNoCudaBuild);
-#else
-  CudaRun out;
-  std::string problem;
-  auto gpu = launch::open_rank_gpu(host.rank());
-  if (!gpu) problem = gpu.error().message;
-  else out.device = std::move(gpu->device);
-  PLANNER_TRY(const float bad, launch::highest_failing_rank(host, !problem.empty()));
-  if (bad >= 0) return make_error("{}", launch::no_gpu_message(bad, problem));
-  PLANNER_TRY(out.world, runtime::make_nccl_communicator(host, gpu->index, timeout));
-  return out;
-#endif
-}
 
 // MemTotal from /proc/meminfo, bytes (0 when unreadable).
 double mem_total_bytes() {
@@ -392,7 +367,7 @@ int run_replay(const RunArgs& a) {
     world->reset();
     return rc;
   }
-  CudaRun cuda;
+  launch::CudaRun cuda;
   if (a.backend == "cuda") {
     // The plan's precision must be one the device computes in (every rank alike).
     if (auto prec = runtime::parse_precision(pr.plan.training.precision); !prec) {
@@ -400,7 +375,7 @@ int run_replay(const RunArgs& a) {
       world->reset();
       return kExitBadInput;
     }
-    auto opened = open_cuda(world_comm, Seconds(a.timeout_s));
+    auto opened = launch::open_cuda(world_comm, Seconds(a.timeout_s));
     if (!opened) {
       if (rank == 0) fail("run", opened.error().message);
       world->reset();

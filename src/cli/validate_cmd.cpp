@@ -9,11 +9,10 @@
 // errors, speedups over the first baseline, ranks, Kendall tau and regret
 // (validate/validate.hpp; docs/validate-format.md). Exit 0 when it ran, 1
 // when a --min-tau / --max-regret threshold is violated, 2 for bad input.
-
-#include <unistd.h>
+// With --backend cuda, one GPU per rank (the GPU real mode for a one-device
+// plan of one micro-batch per step, else the replay on the GPUs).
 
 #include <algorithm>
-#include <ctime>
 #include <fstream>
 #include <memory>
 #include <thread>
@@ -32,6 +31,7 @@
 #include "planner/runtime_cpu/host_memory.hpp"
 #include "planner/runtime_mpi/mpi_session.hpp"
 #include "planner/validate/validate.hpp"
+#include "launch.hpp"
 
 namespace planner::cli {
 namespace {
@@ -54,21 +54,6 @@ struct ValidateArgs {
   CLI::Option* min_tau_opt = nullptr;
   CLI::Option* max_regret_opt = nullptr;
 };
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string hostname() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
 
 // MemTotal / ranks on this host, bytes (0 when unknown): the replay's limit.
 double replay_memory_limit(int world) {
@@ -291,8 +276,10 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
   if (a.warmup < 0) return bad(fmt::format("--warmup must be at least 0 (got {})", a.warmup));
   if (a.rounds < 1) return bad(fmt::format("--rounds must be at least 1 (got {})", a.rounds));
   if (!(a.timeout_s > 0)) return bad(fmt::format("--timeout must be positive (got {:g})", a.timeout_s));
-  if (a.backend != "cpu")
-    return bad(fmt::format("--backend '{}': validate runs on the cpu backend only (so far)", a.backend));
+  if (a.backend != "cpu" && a.backend != "cuda") return bad(fmt::format("--backend '{}' is not cpu or cuda", a.backend));
+#ifndef PLANNER_WITH_CUDA
+  if (a.backend == "cuda") return bad(std::string(launch::kNoCudaBuild));
+#endif
   auto mode = parse_exec_mode(a.mode);
   if (!mode) return bad(mode.error().message);
 
@@ -351,12 +338,23 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
     return bad("the ranks' searches chose different layouts (a --time-limit reached on some ranks only?): raise "
                "--time-limit or pin the space with --fix");
 
+  // --backend cuda: this rank's GPU and NCCL over the ranks (every rank
+  // fails alike when any has no GPU).
+  launch::CudaRun cuda;
+  ExecDevice gpu;
+  if (a.backend == "cuda") {
+    auto opened = launch::open_cuda(**world, Seconds(a.timeout_s));
+    if (!opened) return bad(opened.error().message);
+    cuda = std::move(*opened);
+    gpu = ExecDevice{cuda.index, cuda.device.get(), cuda.world.get()};
+  }
+
   // Each plan made ready on this rank; a plan the executor cannot take, or
   // whose replay would not fit in memory, is reported and not run.
   std::vector<std::unique_ptr<Runnable>> ready(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (!rows[i].plan) continue;
-    auto r = prepare_runnable(*rows[i].plan, a.model, rank, *mode);
+    auto r = prepare_runnable(*rows[i].plan, a.model, rank, *mode, gpu);
     if (!r) {
       auto& note = rows[i].row.note;
       note = "not run: " + r.error().message + (note.empty() ? "" : "; " + note);
@@ -364,7 +362,13 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
     }
     ready[i] = std::make_unique<Runnable>(std::move(*r));
   }
-  const double limit = replay_memory_limit(world_size);
+  double limit = replay_memory_limit(world_size);
+  std::string limit_from = "MemTotal / ranks";
+  if (cuda.device) {
+    auto mem = cuda.device->memory();
+    limit = mem ? mem->free.value : 0;
+    limit_from = "the GPU's free memory";
+  }
   for (std::size_t i = 0; i < rows.size(); ++i) {
     float need[1] = {ready[i] && !ready[i]->real ? static_cast<float>(ready[i]->program.memory_bytes()) : 0.0f};
     if (auto st = (*world)->all_reduce(need, 1, core::DType::f32, runtime::ReduceOp::max); !st) {
@@ -373,8 +377,8 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
     }
     if (limit > 0 && need[0] > limit) {
       auto& note = rows[i].row.note;
-      note = fmt::format("not run: the replay needs {:.2f} GiB on a rank, more than MemTotal / ranks ({:.2f} GiB){}",
-                         need[0] / 1073741824.0, limit / 1073741824.0, note.empty() ? "" : "; " + note);
+      note = fmt::format("not run: the replay needs {:.2f} GiB on a rank, more than {} ({:.2f} GiB){}",
+                         need[0] / 1073741824.0, limit_from, limit / 1073741824.0, note.empty() ? "" : "; " + note);
       ready[i].reset();
     }
   }
@@ -389,7 +393,7 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
   if (verbosity == Verbosity::verbose && rank == 0)
     fmt::print(stderr, "planner validate: {} rows, {} to run, {} rounds\n", rows.size(), runnable.size(), a.rounds);
   auto measured = validate::run_interleaved(runnable.size(), a.rounds, [&](std::size_t k) {
-    return run_once(*ready[runnable[k]], **world, a.steps, a.warmup);
+    return run_once(*ready[runnable[k]], **world, a.steps, a.warmup, gpu);
   });
   if (!measured) {
     fmt::print(stderr, "planner validate: error: {}\n", measured.error().message);
@@ -411,7 +415,7 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
                              a.steps,  a.warmup,  a.rounds,
                              a.plans.empty() ? a.candidates : a.plans.size(),
                              a.plans.empty() ? std::optional<double>(a.min_gap_pct) : std::nullopt,
-                             hostname(), utc_now()};
+                             launch::hostname(), launch::utc_now()};
       if (auto st = io::write_file(a.output, validate::to_json(info, table, summary, checks), out_mode); !st)
         rc = fail("validate", st.error().message);
     }
@@ -435,6 +439,8 @@ int run_validate(ValidateArgs& a, const CLI::App& sub) {
       if (!a.report.empty() && first_plan && rc != kExitBadInput) fmt::print("wrote {}\n", a.report);
     }
   }
+  cuda.world.reset();
+  cuda.device.reset();
   world->reset();
   return rc;
 }
@@ -468,7 +474,10 @@ Runner setup_validate(CLI::App& sub) {
   sub.add_option("--rounds", a->rounds, "Rounds, each running every layout once (interleaved)")->capture_default_str();
   sub.add_option("--mode", a->mode, "auto (real mode where supported, else replay) | real | replay")
       ->capture_default_str();
-  sub.add_option("--backend", a->backend, "Backend: cpu (OpenBLAS, MPI)")->capture_default_str();
+  sub.add_option("--backend", a->backend,
+                 "Backend: cpu (OpenBLAS, MPI) | cuda (one GPU per rank: the GPU real mode for a one-device plan of "
+                 "one micro-batch per step, else the replay on the GPUs; a build with the cuda preset)")
+      ->capture_default_str();
   sub.add_option("--timeout", a->timeout_s, "Deadline of every communication call, seconds")->capture_default_str();
   sub.add_option("-o,--output", a->output, "Write the table as JSON (planner.validate/v1)");
   sub.add_option("--report", a->report,

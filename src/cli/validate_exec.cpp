@@ -4,10 +4,15 @@
 
 #include "planner/cli/validate_exec.hpp"
 
+#include <fmt/format.h>
+
 #include "planner/estimate/config.hpp"
 #include "planner/executor/real.hpp"
 #include "planner/executor/replay.hpp"
 #include "planner/onnx/importer.hpp"
+#ifdef PLANNER_WITH_CUDA
+#include "planner/runtime_cuda/gpu_train.hpp"
+#endif
 
 namespace planner::cli {
 
@@ -18,7 +23,23 @@ Result<ExecMode> parse_exec_mode(const std::string& text) {
   return make_error("--mode '{}' is not auto, real or replay", text);
 }
 
-Result<Runnable> prepare_runnable(const plan::Plan& p, const std::string& model, int rank, ExecMode mode) {
+namespace {
+
+// Why the GPU real mode cannot train `p` (empty: it can): one device, one
+// micro-batch per step (run_cmd.cpp's run_real_cuda).
+std::string gpu_real_refusal(const plan::Plan& p) {
+  if (p.cluster.devices != 1)
+    return fmt::format("the GPU real mode trains one-device plans (cluster.devices is {})", p.cluster.devices);
+  if (p.training.micro_batches != 1)
+    return fmt::format("the GPU real mode runs one micro-batch per step (training.micro_batches is {})",
+                       p.training.micro_batches);
+  return "";
+}
+
+}  // namespace
+
+Result<Runnable> prepare_runnable(const plan::Plan& p, const std::string& model, int rank, ExecMode mode,
+                                  const ExecDevice& gpu) {
   Runnable out;
   out.plan = p;
   onnx::ImportOptions opts;
@@ -40,7 +61,9 @@ Result<Runnable> prepare_runnable(const plan::Plan& p, const std::string& model,
   PLANNER_TRY_STATUS(executor::order_transfers(column));
   out.program = std::move(column[static_cast<std::size_t>(executor::coordinate(p, rank, "pp"))]);
   if (mode != ExecMode::replay) {
-    if (auto st = executor::real_supported(p, imported.graph); !st) {
+    Status st = executor::real_supported(p, imported.graph);
+    if (const auto why = gpu.device ? gpu_real_refusal(p) : ""; st && !why.empty()) st = make_error("{}", why);
+    if (!st) {
       if (mode == ExecMode::real) return st.error();
       out.why_replay = st.error().message;
     } else {
@@ -51,7 +74,26 @@ Result<Runnable> prepare_runnable(const plan::Plan& p, const std::string& model,
   return out;
 }
 
-Result<std::vector<double>> run_once(const Runnable& r, runtime::Communicator& world, int steps, int warmup) {
+Result<std::vector<double>> run_once(const Runnable& r, runtime::Communicator& world, int steps, int warmup,
+                                     const ExecDevice& gpu) {
+  if (r.real && gpu.device) {
+#ifndef PLANNER_WITH_CUDA
+    (void)world;
+    return make_error("--backend cuda: this planner was built without CUDA");
+#else
+    // The GPU real mode, as `planner run --backend cuda` trains a one-rank
+    // plan: the plan's storage (bf16 or fp32), interpreter and optimizer.
+    runtime::GpuTrainOptions o;
+    o.steps = steps;
+    o.warmup = warmup;
+    o.storage = r.plan.training.precision == "bf16" ? runtime::GpuStorage::bf16 : runtime::GpuStorage::f32;
+    o.interpreter = executor::real_interpreter_options(r.plan);
+    o.optimizer = executor::real_optimizer(r.plan);
+    o.device = gpu.index;
+    PLANNER_TRY(auto res, runtime::train_on_gpu(*r.graph, o));
+    return res.step_times_s;
+#endif
+  }
   if (r.real) {
     executor::RealOptions ro;
     ro.steps = steps;
@@ -62,6 +104,8 @@ Result<std::vector<double>> run_once(const Runnable& r, runtime::Communicator& w
   executor::ReplayOptions ro;
   ro.steps = steps;
   ro.warmup = warmup;
+  ro.device = gpu.device;
+  ro.device_world = gpu.world;
   PLANNER_TRY(auto res, executor::replay(r.program, r.plan, world, ro));
   return res.step_times_s;
 }

@@ -66,6 +66,18 @@ count "validate refuses overwrite" 1 '^planner validate: error: .*v.json'
 # Bad baseline: one line naming the field.
 expect "validate bad baseline" 2 mpi 2 validate gpt.onnx "${common[@]}" --baseline tp=x
 count "validate bad baseline" 1 "^planner validate: error: --baseline 'tp=x': tp: 'x' is not a non-negative integer$"
+expect "validate bad backend" 2 mpi 2 validate gpt.onnx "${common[@]}" --backend tpu
+count "validate bad backend" 1 "^planner validate: error: --backend 'tpu' is not cpu or cuda$"
+# --backend cuda: one line saying why not (a build without CUDA, a host
+# without a GPU) before any search, or, on a GPU host, a run.
+mpi 1 validate gpt.onnx "${common[@]}" --candidates 1 --backend cuda >out.txt 2>&1
+rc=$?
+if [[ $rc == 2 ]]; then
+  count "validate cuda refused" 1 '^planner validate: error: --backend cuda: '
+  count "validate cuda refused, one error line" 1 '^planner validate: error: '
+elif [[ $rc != 0 ]]; then
+  echo "FAIL validate cuda: exit $rc"; cat out.txt; failures=$((failures + 1))
+fi
 expect "validate bad --min-tau" 2 mpi 2 validate gpt.onnx "${common[@]}" --min-tau 2
 count "validate bad --min-tau" 1 '^planner validate: error: --min-tau must be in \[-1, 1\] \(got 2\)$'
 # A baseline that cannot be laid out on 2 devices is reported, not run.
