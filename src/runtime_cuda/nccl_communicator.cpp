@@ -13,13 +13,21 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-ncclDataType_t nccl_type(core::DType t) {
+// The NCCL type and count that move `count` elements of `t`: the float
+// types as themselves (reductions are f32 only: check_reduction), every
+// other type as its bytes, which is all data movement needs. Before, an
+// integer tensor went out as that many f32s: the wrong byte count.
+struct Wire {
+  ncclDataType_t type;
+  std::size_t count;
+};
+Wire wire(core::DType t, std::size_t count) {
   switch (t) {
-    case core::DType::f32: return ncclFloat32;
-    case core::DType::bf16: return ncclBfloat16;
-    case core::DType::f16: return ncclFloat16;
+    case core::DType::f32: return {ncclFloat32, count};
+    case core::DType::bf16: return {ncclBfloat16, count};
+    case core::DType::f16: return {ncclFloat16, count};
+    default: return {ncclUint8, count * dtype_size(t)};
   }
-  return ncclFloat32;
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
@@ -107,7 +115,7 @@ class NcclCommunicator final : public Communicator {
       PLANNER_TRY_STATUS(cuda_ok(cudaMemsetAsync(buf, 0, count * dtype_size(dtype), stream_),
                                  "all_reduce: zeroing a dropped contribution"));
     return finish(CallKind::all_reduce, k,
-                  ncclAllReduce(buf, buf, count, nccl_type(dtype), nccl_op(op), comm_, stream_));
+                  ncclAllReduce(buf, buf, count, wire(dtype, count).type, nccl_op(op), comm_, stream_));
   }
 
   Status all_gather(const void* send, void* recv, std::size_t cpr, core::DType dtype) override {
@@ -117,7 +125,7 @@ class NcclCommunicator final : public Communicator {
     PLANNER_TRY_STATUS(check_buffer(CallKind::all_gather, k, recv, cpr, "recv"));
     PLANNER_TRY(const void* src, contribution(k, send, cpr * dtype_size(dtype)));
     return finish(CallKind::all_gather, k,
-                  ncclAllGather(src, recv, cpr, nccl_type(dtype), comm_, stream_));
+                  ncclAllGather(src, recv, wire(dtype, cpr).count, wire(dtype, cpr).type, comm_, stream_));
   }
 
   Status reduce_scatter(const void* send, void* recv, std::size_t cpr, core::DType dtype,
@@ -129,7 +137,7 @@ class NcclCommunicator final : public Communicator {
     PLANNER_TRY_STATUS(check_buffer(CallKind::reduce_scatter, k, recv, cpr, "recv"));
     PLANNER_TRY(const void* src, contribution(k, send, cpr * size_ * dtype_size(dtype)));
     return finish(CallKind::reduce_scatter, k,
-                  ncclReduceScatter(src, recv, cpr, nccl_type(dtype), nccl_op(op), comm_,
+                  ncclReduceScatter(src, recv, cpr, wire(dtype, cpr).type, nccl_op(op), comm_,
                                     stream_));
   }
 
@@ -140,13 +148,12 @@ class NcclCommunicator final : public Communicator {
     PLANNER_TRY_STATUS(check_buffer(CallKind::all_to_all, k, recv, cpr, "recv"));
     const std::size_t block = cpr * dtype_size(dtype);
     PLANNER_TRY(const void* src, contribution(k, send, block * size_));
+    const Wire w = wire(dtype, cpr);
     ncclResult_t r = ncclGroupStart();
     for (int j = 0; j < size_ && (r == ncclSuccess || r == ncclInProgress); ++j) {
-      r = ncclSend(static_cast<const std::byte*>(src) + j * block, cpr, nccl_type(dtype), j,
-                   comm_, stream_);
+      r = ncclSend(static_cast<const std::byte*>(src) + j * block, w.count, w.type, j, comm_, stream_);
       if (r == ncclSuccess || r == ncclInProgress)
-        r = ncclRecv(static_cast<std::byte*>(recv) + j * block, cpr, nccl_type(dtype), j, comm_,
-                     stream_);
+        r = ncclRecv(static_cast<std::byte*>(recv) + j * block, w.count, w.type, j, comm_, stream_);
     }
     const ncclResult_t end = ncclGroupEnd();
     return finish(CallKind::all_to_all, k, r == ncclSuccess || r == ncclInProgress ? end : r);
@@ -165,7 +172,7 @@ class NcclCommunicator final : public Communicator {
       data = const_cast<void*>(z);
     }
     return finish(CallKind::broadcast, k,
-                  ncclBroadcast(data, data, count, nccl_type(dtype), root, comm_, stream_));
+                  ncclBroadcast(data, data, wire(dtype, count).count, wire(dtype, count).type, root, comm_, stream_));
   }
 
   Status barrier() override {
@@ -206,14 +213,16 @@ class NcclCommunicator final : public Communicator {
     const auto n = ++p2p_calls_;
     PLANNER_TRY_STATUS(start(CallKind::send, n));
     PLANNER_TRY_STATUS(check_peer(CallKind::send, n, peer, size_, "peer"));
-    return finish(CallKind::send, n, ncclSend(buf, count, nccl_type(dtype), peer, comm_, stream_));
+    const Wire w = wire(dtype, count);
+    return finish(CallKind::send, n, ncclSend(buf, w.count, w.type, peer, comm_, stream_));
   }
 
   Status recv(void* buf, std::size_t count, core::DType dtype, int peer, int tag) override {
     const auto n = ++p2p_calls_;
     PLANNER_TRY_STATUS(start(CallKind::recv, n));
     PLANNER_TRY_STATUS(check_peer(CallKind::recv, n, peer, size_, "peer"));
-    return finish(CallKind::recv, n, ncclRecv(buf, count, nccl_type(dtype), peer, comm_, stream_));
+    const Wire w = wire(dtype, count);
+    return finish(CallKind::recv, n, ncclRecv(buf, w.count, w.type, peer, comm_, stream_));
   }
 
  private:
