@@ -120,7 +120,7 @@ std::vector<OneOp> representative_ops(std::int64_t b) {
   all.push_back(make("Expand", {{{b, kv, 1, s, hd}, f}, {{5}, i64}}, {{b, kv, heads / kv, s, hd}}, {},
                      {R::input, R::constant}, {{1, {b, kv, heads / kv, s, hd}}}));
   // A view the backend copies (the heads' reshape): the cost model prices
-  // its copy where the runtime copies views (ComputeContext::copies_views).
+  // its copy where the runtime copies views (ComputeContext::executor_kernels).
   all.push_back(make("Reshape", {{{b, s, h}, f}, {{4}, i64}}, {{b, s, heads, hd}}, {}, {R::input, R::constant},
                      {{1, {b, s, heads, hd}}}));
   // reduction: RMSNorm's mean of squares.

@@ -144,7 +144,7 @@ int run_estimate(EstimateArgs& a, const CLI::App& sub) {
   c.devices_per_node = profile->devices_per_node;
   if (auto st = estimate::validate(c); !st) return fail_layout(st.error().message);
   const bool fused = estimate::fuses_elementwise(c.framework);
-  auto model = a.train.cost_model(*profile, fused, estimate::copies_views(c.framework));
+  auto model = a.train.cost_model(*profile, fused, estimate::runs_executor_kernels(c.framework));
   if (!model) return fail("estimate", model.error().message);
 
   // The model's batch is the micro-batch.

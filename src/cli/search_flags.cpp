@@ -114,11 +114,11 @@ Result<planning::SearchFound> search_best_plan(const SearchFlags& a, const Searc
   req.global_batch = a.global_batch;
 
   const bool fused = estimate::fuses_elementwise(setup.framework);
-  const bool views = estimate::copies_views(setup.framework);
-  req.cost_model = [&a, &profile, fused, views](cost::RecomputePolicy rc) -> Result<cost::ProfileCostModel> {
+  const bool own = estimate::runs_executor_kernels(setup.framework);
+  req.cost_model = [&a, &profile, fused, own](cost::RecomputePolicy rc) -> Result<cost::ProfileCostModel> {
     TrainFlags t = a.train;
     t.recompute = std::string(cost::recompute_name(rc));
-    return t.cost_model(profile, fused, views);
+    return t.cost_model(profile, fused, own);
   };
   if (a.exact) req.solver = milp_solver();
   req.options.time_limit_s = a.time_limit;

@@ -117,7 +117,7 @@ Result<cost::PrecisionPolicy> precision_policy(const std::string& name) {
 }
 
 Result<cost::ProfileCostModel> TrainFlags::cost_model(cluster::ClusterProfile p, bool fused_kernels,
-                                                      bool copies_views) const {
+                                                      bool executor_kernels) const {
   PLANNER_TRY(cost::PrecisionPolicy policy, precision_policy(precision));
   cost::AttentionMode att;
   if (attention == "flash") att = cost::AttentionMode::flash;
@@ -134,7 +134,7 @@ Result<cost::ProfileCostModel> TrainFlags::cost_model(cluster::ClusterProfile p,
     return Error{fmt::format("--memory-format '{}' is not one of nchw, nhwc", memory_format)};
   PLANNER_TRY(auto model,
               cost::ProfileCostModel::create(std::move(p), std::move(policy), att, rc, fused_kernels, channels_last));
-  model.set_copies_views(copies_views);
+  model.set_executor_kernels(executor_kernels);
   return model;
 }
 

@@ -29,7 +29,7 @@ bool is_view(const graph::Op& op) {
   return op.domain.empty() && std::find(kViews.begin(), kViews.end(), op.type) != kViews.end();
 }
 
-// A view copied by the runtime (ComputeContext::copies_views): its output
+// A view copied by the runtime (ComputeContext::executor_kernels): its output
 // read and written forward, and, for a float output, its gradient backward,
 // at the measured rate of the device's Reshape kernels where the profile
 // has one (memory_bound_op_efficiency), else at the elementwise table.
@@ -180,7 +180,8 @@ OpTime memory_bound_op_time(const graph::Op& op, const graph::OpGraph& g, const 
   // measured rate (a CPU backend's strided transposes and row-wise norms;
   // profile keys memory_bound_op_efficiency and
   // memory_bound_class_efficiency, measured by calibrate).
-  const auto* own = ctx.device().kernel_table(op.type, graph::op_class_name(op.op_class));
+  const auto* own =
+      ctx.executor_kernels() ? ctx.device().kernel_table(op.type, graph::op_class_name(op.op_class)) : nullptr;
   const auto memory = [&](Bytes b) {
     return own ? detail::kernel_memory_time(b, ctx, *own) : detail::memory_time(b, ctx);
   };
@@ -363,7 +364,7 @@ namespace detail {
 
 OpTime single_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& scaling,
                       const ComputeContext& ctx) {
-  if (ctx.copies_views() && is_view(op)) return view_copy_time(op, g, scaling, ctx);
+  if (ctx.executor_kernels() && is_view(op)) return view_copy_time(op, g, scaling, ctx);
   if (is_free(op, g)) return {};
   OpTime t;
   switch (op.op_class) {
@@ -382,7 +383,7 @@ OpTime single_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScal
 
 Seconds special_time(double evaluations, double erf, const ComputeContext& ctx) {
   const auto rate = ctx.device().special_function_rate_per_s;
-  if (!rate || evaluations <= 0) return Seconds(0);
+  if (!ctx.executor_kernels() || !rate || evaluations <= 0) return Seconds(0);
   const double e = std::clamp(erf, 0.0, evaluations);
   return Seconds((evaluations - e) / *rate + e / ctx.device().erf_rate_per_s.value_or(*rate));
 }

@@ -31,7 +31,7 @@ bool fuses_elementwise(Framework f) {
   return f == Framework::megatron || f == Framework::megatron_legacy || f == Framework::deepspeed;
 }
 
-bool copies_views(Framework f) { return f == Framework::executor; }
+bool runs_executor_kernels(Framework f) { return f == Framework::executor; }
 
 bool supports_context_parallel(Framework f) { return f == Framework::megatron; }
 

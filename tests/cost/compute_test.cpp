@@ -332,9 +332,13 @@ TEST_CASE("special functions are priced where the profile gives a rate", "[cost]
   CHECK(t0.forward.value == Approx(7.924702e-6 + kLaunch).epsilon(1e-5));
   // 1e9 evaluations per second: forward 2^20 / 19.5e12 + 2^20 / 1e9 =
   // 5.377313e-8 + 1.048576e-3 = 1.048630e-3 s, compute-bound, + 4 us.
+  // The rate is planner's executor's (ComputeContext::executor_kernels):
+  // another framework's kernels still stream.
   device.special_function_rate_per_s = 1e9;
   auto slow = cost::ComputeContext::create(device, fp32, cost::AttentionMode::unfused);
   REQUIRE(slow.ok());
+  CHECK(time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), *slow).forward.value == t0.forward.value);
+  slow->set_executor_kernels(true);
   const auto t1 = time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), *slow);
   CHECK(t1.forward_bound == Bound::compute);
   CHECK(t1.forward.value == Approx(1.0526298e-3).epsilon(1e-6));
@@ -355,6 +359,7 @@ TEST_CASE("special functions are priced where the profile gives a rate", "[cost]
   device.erf_rate_per_s = 2.5e8;
   auto erf_slow = cost::ComputeContext::create(device, fp32, cost::AttentionMode::unfused);
   REQUIRE(erf_slow.ok());
+  erf_slow->set_executor_kernels(true);
   const auto t3 = time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), *erf_slow);
   CHECK(t3.forward.value == Approx(4.194304e-3 + 5.377313e-8 + kLaunch).epsilon(1e-6));
   CHECK(t3.backward.value == t1.backward.value);
@@ -373,9 +378,13 @@ TEST_CASE("an op type's, else its class's, own table replaces the elementwise ta
   REQUIRE(g.op(graph::OpId{0}).op_class == graph::OpClass::elementwise);
   auto device = profile("a100-sxm4-80gb").device;
   const auto fp32 = PrecisionPolicy::uniform(core::Precision::fp32);
+  // The tables are planner's executor's kernels (executor_kernels): another
+  // framework's streams at the elementwise table whatever the tables say.
+  bool executor = true;
   const auto at = [&](const cluster::DeviceProfile& d) {
     auto ctx = cost::ComputeContext::create(d, fp32, cost::AttentionMode::unfused);
     REQUIRE(ctx.ok());
+    ctx->set_executor_kernels(executor);
     return time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), *ctx);
   };
   const auto plain = at(device);
@@ -406,6 +415,8 @@ TEST_CASE("an op type's, else its class's, own table replaces the elementwise ta
   CHECK(at(device).forward.value == Approx(2.430272e-5 + kLaunch).epsilon(1e-5));
   device.memory_bound_op_efficiency["Relu"] = own;
   CHECK(at(device).forward.value == Approx(2.337544e-5 + kLaunch).epsilon(1e-5));
+  executor = false;
+  CHECK(at(device).forward.value == plain.forward.value);
 }
 
 TEST_CASE("a view is free, unless the runtime copies views", "[cost][compute]") {
@@ -426,7 +437,7 @@ TEST_CASE("a view is free, unless the runtime copies views", "[cost][compute]") 
   const auto free = time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), *ctx);
   CHECK(free.forward.value == 0);
   CHECK(free.backward.value == 0);
-  ctx->set_copies_views(true);
+  ctx->set_executor_kernels(true);
   const auto copied = time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), *ctx);
   CHECK(copied.forward.value == Approx(7.924702e-6 + kLaunch).epsilon(1e-5));
   CHECK(copied.backward.value == Approx(7.924702e-6 + kLaunch).epsilon(1e-5));
@@ -445,9 +456,13 @@ TEST_CASE("the Adam step runs at the slower of streaming and the update rate", "
   CHECK(cost::optimizer_step_time(*plain, cost::Optimizer::adam, 1e6, 16).value == Approx(1.117842e-5).epsilon(1e-5));
   // A CPU-like Adam update of 1e8 parameters per second: 1e6 / 1e8 = 1e-2 s;
   // SGD is not an Adam update and still streams.
+  // The rate is planner's executor's Adam (executor_kernels): another
+  // framework's fused Adam still streams.
   device.adam_update_rate_params_per_s = 1e8;
   auto slow = cost::ComputeContext::create(device, PrecisionPolicy{});
   REQUIRE(slow.ok());
+  CHECK(cost::optimizer_step_time(*slow, cost::Optimizer::adam, 1e6, 16).value == Approx(1.117842e-5).epsilon(1e-5));
+  slow->set_executor_kernels(true);
   CHECK(cost::optimizer_step_time(*slow, cost::Optimizer::adam, 1e6, 16).value == Approx(1e-2));
   CHECK(cost::optimizer_step_time(*slow, cost::Optimizer::sgd, 1e6, 16).value == Approx(1.117842e-5).epsilon(1e-5));
 }
@@ -476,6 +491,7 @@ TEST_CASE("an op fused into its neighbour still pays its special functions", "[c
   device.special_function_rate_per_s = 1e9;
   auto slow = cost::ComputeContext::create(device, fp32, cost::AttentionMode::unfused, cost::RecomputePolicy::none, true);
   REQUIRE(slow.ok());
+  slow->set_executor_kernels(true);
   const auto t1 = time_of(g.op(graph::OpId{0}), g, OpScaling::whole(), *slow);
   CHECK(t1.forward.value == Approx(1.0526298e-3).epsilon(1e-6));
   CHECK(t1.forward_bound == Bound::compute);

@@ -45,9 +45,10 @@ struct TrainFlags {
   Result<cluster::ClusterProfile> load();
   /// The cost model for `profile` under the precision, attention and
   /// recompute flags; `fused_kernels`: the framework fuses elementwise chains.
-  /// `copies_views`: cost::ComputeContext::set_copies_views (estimate::copies_views).
+  /// `executor_kernels`: cost::ComputeContext::set_executor_kernels
+  /// (estimate::runs_executor_kernels).
   Result<cost::ProfileCostModel> cost_model(cluster::ClusterProfile profile, bool fused_kernels = false,
-                                            bool copies_views = false) const;
+                                            bool executor_kernels = false) const;
 };
 
 /// The exact op-level solver for `--exact`: a MILP solved with COIN-OR CBC

@@ -132,13 +132,24 @@ class ComputeContext {
   void set_channels_last(bool on) { channels_last_ = on; }
   bool channels_last() const { return channels_last_; }
 
-  /// The runtime copies a view's data (Reshape, Flatten, Squeeze,
-  /// Unsqueeze, Identity: read and write the tensor forward, and its
-  /// gradient backward), as planner's own executor does (runtime_cpu keeps
-  /// each value in its own storage); frameworks alias a view, at no cost.
-  /// Default: views are free.
-  void set_copies_views(bool on) { copies_views_ = on; }
-  bool copies_views() const { return copies_views_; }
+  /// The step runs planner's own executor's kernels (runtime_cpu;
+  /// --framework executor), which the profile's kernel keys describe
+  /// (calibrate --backend cpu measures them):
+  ///   - views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) are copied,
+  ///     the tensor read and written forward and its gradient backward
+  ///     (runtime_cpu keeps each value in its own storage);
+  ///   - memory-bound ops stream at the device's kernel tables
+  ///     (DeviceProfile::kernel_table);
+  ///   - special functions cost their evaluations
+  ///     (special_function_rate_per_s, erf_rate_per_s) and an Adam step
+  ///     its update rate (adam_update_rate_params_per_s).
+  /// Off (default): a framework's kernels, which the profile's streaming
+  /// tables price: views alias, memory-bound ops stream at the elementwise
+  /// table, special functions and Adam cost their bytes (a GPU's
+  /// special-function units outpace its memory; `planner run --replay`
+  /// streams the ops' bytes and computes no exp).
+  void set_executor_kernels(bool on) { executor_kernels_ = on; }
+  bool executor_kernels() const { return executor_kernels_; }
 
   /// The device the times are for.
   const cluster::DeviceProfile& device() const { return device_; }
@@ -168,7 +179,7 @@ class ComputeContext {
   RecomputePolicy recompute_ = RecomputePolicy::none;
   bool fuse_elementwise_ = false;
   bool channels_last_ = false;
-  bool copies_views_ = false;
+  bool executor_kernels_ = false;
   std::array<FlopsPerSecond, core::kPrecisionCount> peaks_{};
   FlopsPerSecond vector_peak_;
 };

@@ -105,8 +105,8 @@ class ProfileCostModel final : public CostModel {
   /// Peak of the policy's default precision.
   FlopsPerSecond peak() const override;
 
-  /// ComputeContext::set_copies_views.
-  void set_copies_views(bool on) { ctx_.set_copies_views(on); }
+  /// ComputeContext::set_executor_kernels.
+  void set_executor_kernels(bool on) { ctx_.set_executor_kernels(on); }
   /// The profile it answers from.
   const cluster::ClusterProfile& profile() const { return profile_; }
   /// Device, precision, attention mode and recompute policy.

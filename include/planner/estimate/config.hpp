@@ -72,10 +72,9 @@ Result<cost::MasterWeights> parse_master_weights(std::string_view s);
 /// SwiGLU, RMSNorm, rotary, bias-dropout-add); PyTorch eager (ddp, fsdp)
 /// does not. The cost model then prices elementwise chains as fused.
 bool fuses_elementwise(Framework f);
-/// planner's own executor copies a view's data (runtime_cpu keeps each
-/// value in its own storage); frameworks alias it
-/// (cost::ComputeContext::set_copies_views).
-bool copies_views(Framework f);
+/// The step runs planner's own executor's kernels (runtime_cpu), which the
+/// profile's kernel keys describe (cost::ComputeContext::set_executor_kernels).
+bool runs_executor_kernels(Framework f);
 
 /// Frameworks whose runs `estimate` prices with context parallelism
 /// (cp > 1): Megatron-Core (`--context-parallel-size`, 2023 on). The search
