@@ -18,7 +18,7 @@ namespace {
 constexpr CommandSpec kCommands[] = {
     {"inspect", "Import an ONNX model and show its parameters, FLOPs, ops and repeated blocks",
      "planner inspect models/gpt2-small.onnx --batch 8", &setup_inspect},
-    {"model", "Write a standard architecture (gpt, llama, bert, t5, moe, mlp, resnet, widedeep) as ONNX",
+    {"model", "Write a standard architecture (gpt, llama, bert, t5, moe, llama-moe, mlp, resnet, widedeep) as ONNX",
      "planner model gpt --layers 96 --hidden 12288 --heads 96 --seq 2048 --vocab 51200 -o gpt3.onnx",
      &setup_model},
     {"estimate", "Predict step time, MFU and memory per device of one parallel layout",

@@ -76,23 +76,24 @@ int run_model(ModelArgs& a, bool quiet) {
 Runner setup_model(CLI::App& sub) {
   auto a = std::make_shared<ModelArgs>();
   auto& s = a->spec;
-  sub.add_option("arch", a->arch, "gpt | llama | bert | t5 | moe | mlp | resnet | widedeep")->required();
+  sub.add_option("arch", a->arch, "gpt | llama | bert | t5 | moe | llama-moe | mlp | resnet | widedeep")->required();
   sub.add_option("-o,--output", a->output, "ONNX file to write (refused if it exists, unless --force)")->required();
   sub.add_flag("--force", a->force, "Replace an existing output file");
   sub.add_flag("--no-bias", a->no_bias, "Linear layers without biases (gpt, moe; MPT-style)");
   sub.add_flag("--with-weights", s.with_weights,
                "Write random weights inline (N(0, 0.02^2), fixed seed; models up to 2^28 parameters)");
   a->seed = sub.add_option("--seed", s.seed, "Seed of the random weights (with --with-weights)")->capture_default_str();
-  add_sized(sub, *a, "layers", s.layers, "Layers (gpt llama bert t5 moe: transformer layers, t5: encoder; mlp: Gemm layers)");
+  add_sized(sub, *a, "layers", s.layers, "Layers (gpt llama bert t5 moe llama-moe: transformer layers, t5: encoder; mlp: Gemm layers)");
   add_sized(sub, *a, "hidden", s.hidden, "Hidden size (transformers)");
   add_sized(sub, *a, "heads", s.heads, "Attention heads (transformers)");
-  add_sized(sub, *a, "kv-heads", s.kv_heads, "Key/value heads for grouped-query attention (llama; 0 = heads)");
-  add_sized(sub, *a, "ffn", s.ffn, "Feed-forward width (0 = 4*hidden; llama: 8/3*hidden rounded up to 256)");
+  add_sized(sub, *a, "kv-heads", s.kv_heads, "Key/value heads for grouped-query attention (llama, llama-moe; 0 = heads)");
+  add_sized(sub, *a, "head-dim", s.head_dim, "Size per attention head (llama, llama-moe; 0 = hidden/heads)");
+  add_sized(sub, *a, "ffn", s.ffn, "Feed-forward width, per expert in moe and llama-moe (0 = 4*hidden; llama, llama-moe: 8/3*hidden rounded up to 256)");
   add_sized(sub, *a, "seq", s.seq, "Sequence length (transformers)");
   add_sized(sub, *a, "vocab", s.vocab, "Vocabulary size (transformers)");
   add_sized(sub, *a, "batch", s.batch, "Batch size (every arch)");
-  add_sized(sub, *a, "experts", s.experts, "Experts per MoE layer (moe)");
-  add_sized(sub, *a, "top-k", s.top_k, "Experts per token (moe)");
+  add_sized(sub, *a, "experts", s.experts, "Experts per MoE layer (moe, llama-moe)");
+  add_sized(sub, *a, "top-k", s.top_k, "Experts per token (moe, llama-moe)");
   add_sized(sub, *a, "decoder-layers", s.decoder_layers, "Decoder layers (t5; 0 = --layers)");
   add_sized(sub, *a, "width", s.width, "Layer width (mlp)");
   add_sized(sub, *a, "depth", s.depth, "ResNet depth: 50, 101 or 152 (resnet)");

@@ -282,6 +282,22 @@ std::optional<GemmShape> gemm_shape(const graph::Op& op, const graph::OpGraph& g
 
 OpTime time_of(const graph::Op& op, const graph::OpGraph& g, const OpScaling& scaling, const ComputeContext& ctx) {
   if (scaling.flops <= 0 && scaling.bytes <= 0) return {};
+  if (scaling.batch > 1) {
+    // One kernel runs `batch` ops like this one: its time over batch.
+    const double b = scaling.batch;
+    OpScaling one = scaling;
+    one.batch = 1;
+    one.flops *= b;
+    one.bytes *= b;
+    if (one.gemm) one.gemm->m = std::max<std::int64_t>(1, std::llround(static_cast<double>(one.gemm->m) * b));
+    OpTime t = time_of(op, g, one, ctx);
+    t.forward = t.forward / b;
+    t.backward = t.backward / b;
+    t.recompute = t.recompute / b;
+    t.forward_flops = t.forward_flops / b;
+    t.backward_flops = t.backward_flops / b;
+    return t;
+  }
   OpTime t;
   const graph::FusedPattern* pattern = nullptr;
   if (op.fused_group && *op.fused_group >= 0 && static_cast<std::size_t>(*op.fused_group) < g.fused.size())

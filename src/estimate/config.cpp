@@ -35,6 +35,8 @@ bool runs_executor_kernels(Framework f) { return f == Framework::executor; }
 
 bool supports_context_parallel(Framework f) { return f == Framework::megatron; }
 
+bool groups_local_experts(Framework f) { return f == Framework::megatron; }
+
 std::optional<std::string> context_parallel_error(std::int64_t seq, int tp, int cp, bool sequence_parallel) {
   if (cp > 1 && seq % cp != 0) return fmt::format("sequence length {} is not divisible by `cp` {}", seq, cp);
   if (sequence_parallel && seq % (static_cast<std::int64_t>(tp) * cp) != 0)

@@ -230,7 +230,8 @@ Result<KeptLowering> lowered_times(const graph::OpGraph& g, const cost::CostMode
                                    const layout::DeviceMesh& mp, const CostModelOracle& oracle,
                                    const sharding::LoweringOptions& lo, LoweringCache* cache) {
   KeptLowering r;
-  const LoweringCache::Key key{&g, &model, c.cp, c.tp, mp.devices_per_node(), c.sequence_parallel, c.tp_splits_batch};
+  const LoweringCache::Key key{&g,           &model, c.cp, c.tp, mp.devices_per_node(), c.sequence_parallel,
+                              c.tp_splits_batch, expert_batch(detail::experts_per_layer(g), c)};
   r.kept = cache ? cache->find(key) : nullptr;
   if (r.kept) {
     r.lowered = r.kept->lowered();
@@ -302,7 +303,8 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
                   : (c.zero == 2 ? sb.weight + (sb.gradient + sb.optimizer) / d
                                  : (c.zero == 1 || c.distributed_optimizer ? sb.weight + sb.gradient + sb.optimizer / d
                                                                           : sb.total()));
-  const CostModelOracle oracle(model, L.mp, bytes_per_param, wire_scale(g, model));
+  const int batch = expert_batch(L.experts, c);
+  const CostModelOracle oracle(model, L.mp, bytes_per_param, wire_scale(g, model), batch);
   // Model state may take at most 3/4 of the memory of the pp devices that
   // hold the model (the rest is for activations, buffers and reserve), so
   // the search does not trade memory it does not have for time (a
@@ -426,7 +428,9 @@ Result<Layout> build_layout(const graph::OpGraph& g, const cost::CostModel& mode
   L.op_times.resize(g.num_ops());
   auto op_time = [&](OpId id) {
     const auto* st = L.strategy_of_op[id.value];
-    return model.op_time(g.op(id), g, st ? local_scaling(g.op(id), g, *st, L.mp) : cost::OpScaling::whole());
+    cost::OpScaling sc = st ? local_scaling(g.op(id), g, *st, L.mp) : cost::OpScaling::whole();
+    if (batch > 1 && L.expert_of_op[id.value] >= 0) sc.batch = batch;  // as the oracle prices it
+    return model.op_time(g.op(id), g, sc);
   };
   if (kept) {
     // The ops of the lowered nodes: their times at the chosen strategies,

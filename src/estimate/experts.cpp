@@ -76,9 +76,10 @@ struct Experts {
 };
 }  // namespace
 
-void find_experts(const graph::OpGraph& g, Layout& L) {
+namespace {
+std::shared_ptr<const Experts> experts_by_op(const graph::OpGraph& g) {
   // From the op names alone: once per graph (OpGraph::derived).
-  const auto found = g.derived<ExpertsKey, Experts>(ExpertsKey{}, [&] {
+  return g.derived<ExpertsKey, Experts>(ExpertsKey{}, [&] {
     Experts x;
     x.expert_of_op.assign(g.num_ops(), -1);
     for (std::uint32_t i = 0; i < g.num_ops(); ++i)
@@ -88,9 +89,16 @@ void find_experts(const graph::OpGraph& g, Layout& L) {
       }
     return x;
   });
+}
+}  // namespace
+
+void find_experts(const graph::OpGraph& g, Layout& L) {
+  const auto found = experts_by_op(g);
   L.expert_of_op = found->expert_of_op;
   L.experts = found->experts;
 }
+
+int experts_per_layer(const graph::OpGraph& g) { return experts_by_op(g)->experts; }
 
 bool is_expert_op(const Layout& L, std::optional<graph::OpId> op) {
   return op && L.experts > 0 && L.expert_of_op[op->value] >= 0;

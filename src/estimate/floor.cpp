@@ -35,7 +35,7 @@ Result<std::optional<Seconds>> model_parallel_floor(const graph::OpGraph& g, con
   const sharding::LoweringOptions lo = detail::lowering_options(c, mp);
   const double wire = detail::wire_scale(g, model);
   // The lowering's time part reads no state term: bytes per parameter 0.
-  const CostModelOracle oracle(model, mp, 0.0, wire);
+  const CostModelOracle oracle(model, mp, 0.0, wire, expert_batch(detail::experts_per_layer(g), c));
   PLANNER_TRY(detail::KeptLowering times, detail::lowered_times(g, model, c, mp, oracle, lo, cache));
   const double scale = c.tp_comm_overlap ? 0.1 : 1.0;
   auto make = [&]() -> std::optional<Seconds> {

@@ -92,6 +92,8 @@ std::optional<graph::OpId> param_reader(const graph::OpGraph& g, graph::TensorId
 
 /// Sets L.expert_of_op and L.experts from the op names.
 void find_experts(const graph::OpGraph& g, Layout& L);
+/// Experts per MoE layer of `g` (0: none), as find_experts sets L.experts.
+int experts_per_layer(const graph::OpGraph& g);
 
 /// Whether `op` (a parameter's reader) belongs to an expert.
 bool is_expert_op(const Layout& L, std::optional<graph::OpId> op);

@@ -5,6 +5,7 @@
 
 #include "internal.hpp"
 #include "planner/estimate/estimate.hpp"
+#include "planner/estimate/experts.hpp"
 
 namespace planner::estimate {
 namespace detail {
@@ -64,8 +65,15 @@ cost::OpScaling local_scaling(const graph::Op& op, const graph::OpGraph& g, cons
   return sc;
 }
 
+int expert_batch(int experts, const ParallelConfig& c) {
+  if (experts <= 0) return 1;
+  return groups_local_experts(c.framework) ? experts : std::max(1, c.ep);
+}
+
 Seconds CostModelOracle::op_time(const graph::Op& op, const graph::OpGraph& g, const ops::Strategy& s) const {
-  return model_.op_time(op, g, local_scaling(op, g, s, mesh_)).total();
+  cost::OpScaling sc = local_scaling(op, g, s, mesh_);
+  if (expert_batch_ > 1 && expert_index(op.name)) sc.batch = expert_batch_;
+  return model_.op_time(op, g, sc).total();
 }
 
 Seconds CostModelOracle::comm_time(const layout::CommStep& step, const layout::DeviceMesh& mesh) const {

@@ -1,4 +1,5 @@
-// Decoder-only language models: gpt, moe (gpt with routed experts), llama.
+// Decoder-only language models: gpt, moe (gpt with routed experts), llama,
+// llama-moe (llama with routed SwiGLU experts).
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -48,63 +49,6 @@ void gpt_stack(Builder& b, const ModelSpec& s, const MlpFn& mlp) {
   lm_loss(b, logits, labels, B, S, V, std::nullopt);
 }
 
-}  // namespace
-
-void build_gpt(Builder& b, const ModelSpec& s) {
-  const std::int64_t h = s.hidden, f = effective_ffn(s);
-  gpt_stack(b, s, [&](Builder& b, const std::string& L, const T& x) {
-    auto u = linear(b, L + "/mlp/fc1", x, h, f, s.bias);
-    auto g = gelu(b, L + "/mlp/gelu", u);
-    return linear(b, L + "/mlp/fc2", g, f, h, s.bias);
-  });
-}
-
-// Token-choice top-k routing with a static capacity C = ceil(T*k/E) per
-// expert (T = B*S tokens):
-//   router: probs = Softmax(x @ Wr) [T,E]; (vals, idx) = TopK(probs, k) [T,k]
-//   gates = ScatterElements(zeros[T,E], idx, vals, axis=1)      [T,E], 0 where not routed
-//   expert e: (g, t) = TopK(gates[:,e], C) over tokens           [1,C]
-//             y_e = MLP_e(Gather(x, t)) * g                      [1,C,h]
-//             out = ScatterND(out, t, y_e, reduction=add)        [T,h]
-// Each expert runs on exactly C tokens (its highest-gate ones): tokens beyond
-// capacity are dropped as in GShard/Switch; unfilled slots carry gate 0.
-void build_moe(Builder& b, const ModelSpec& s) {
-  const std::int64_t B = s.batch, S = s.seq, h = s.hidden, f = effective_ffn(s);
-  const std::int64_t Tk = B * S, E = s.experts, C = moe_capacity(s);
-  TensorProto zero;
-  zero.set_data_type(TensorProto::FLOAT);
-  zero.add_dims(1);
-  zero.add_float_data(0.0f);
-  auto zeros_gates = b.op("moe/zeros_gates", "ConstantOfShape", {b.vec({Tk, E})}, {attr("value", zero)});
-  auto zeros_out = b.op("moe/zeros_out", "ConstantOfShape", {b.vec({Tk, h})}, {attr("value", zero)});
-  gpt_stack(b, s, [&](Builder& b, const std::string& L, const T& x) {
-    const std::string M = L + "/moe";
-    auto flat = b.op(M, "Reshape", {x, b.vec({Tk, h})});
-    auto logits = linear(b, M + "/router", flat, h, E, false);
-    auto probs = b.op(M + "/router", "Softmax", {logits}, {attr("axis", std::int64_t{-1})});
-    auto top = b.node(M + "/router", "TopK", {probs, b.vec({s.top_k})}, 2, {attr("axis", std::int64_t{-1})});
-    auto gates = b.op(M + "/gates", "ScatterElements", {zeros_gates, top[1], top[0]}, {attr("axis", std::int64_t{1})});
-    auto gT = b.op(M + "/gates", "Transpose", {gates}, {attr("perm", Dims{1, 0})});  // [E,T]
-    auto per = b.node(M + "/gates", "Split", {gT}, static_cast<int>(E), {attr("axis", std::int64_t{0})});
-    T out = zeros_out;
-    for (std::int64_t e = 0; e < E; ++e) {
-      const std::string X = fmt::format("{}/experts.{}", M, e);
-      auto sel = b.node(X, "TopK", {per[e], b.vec({C})}, 2, {attr("axis", std::int64_t{-1})});  // [1,C]
-      auto xe = b.op(X, "Gather", {flat, sel[1]}, {attr("axis", std::int64_t{0})});             // [1,C,h]
-      auto u = linear(b, X + "/fc1", xe, h, f, s.bias);
-      auto g = gelu(b, X + "/gelu", u);
-      auto y = linear(b, X + "/fc2", g, f, h, s.bias);
-      auto w = b.op(X, "Unsqueeze", {sel[0], b.vec({2})});                                      // [1,C,1]
-      auto yw = b.op(X, "Mul", {y, w});
-      auto at = b.op(X, "Unsqueeze", {sel[1], b.vec({2})});                                     // [1,C,1]
-      out = b.op(X, "ScatterND", {out, at, yw}, {attr("reduction", std::string("add"))});       // [T,h]
-    }
-    return b.op(M, "Reshape", {out, b.vec({B, S, h})});
-  });
-}
-
-namespace {
-
 /// Rotary tables cos, sin [S, d] (rotate-half convention, base 10000),
 /// computed once from positions and inverse frequencies.
 std::pair<T, T> rope_tables(Builder& b, std::int64_t S, std::int64_t d) {
@@ -139,11 +83,63 @@ T repeat_kv(Builder& b, const std::string& scope, const T& x, std::int64_t B, st
   return b.op(scope, "Reshape", {e, b.vec({-1, kv * rep, S, d})});
 }
 
-}  // namespace
+// Token-choice top-k routing with a static capacity C = ceil(T*k/E) per
+// expert (T = B*S tokens):
+//   router: probs = Softmax(x @ Wr) [T,E]; (vals, idx) = TopK(probs, k) [T,k]
+//   gates = ScatterElements(zeros[T,E], idx, vals, axis=1)      [T,E], 0 where not routed
+//   expert e: (g, t) = TopK(gates[:,e], C) over tokens           [1,C]
+//             y_e = MLP_e(Gather(x, t)) * g                      [1,C,h]
+//   out = ScatterND(zeros[T,h], concat_e t, concat_e y_e, reduction=add)  [T,h]
+// Each expert runs on exactly C tokens (its highest-gate ones): tokens beyond
+// capacity are dropped as in GShard/Switch; unfilled slots carry gate 0.
+// The outputs come back in one scatter of all E*C rows (a framework's
+// "unpermute"): a scatter per expert would rewrite the whole [T,h] output
+// E times, traffic no MoE layer has.
+using ExpertFn = std::function<T(Builder&, const std::string& expert_scope, const T& x)>;
 
-void build_llama(Builder& b, const ModelSpec& s) {
-  const std::int64_t B = s.batch, S = s.seq, h = s.hidden, V = s.vocab, n = s.heads, d = h / n;
-  const std::int64_t kv = s.kv_heads > 0 ? s.kv_heads : n, f = effective_ffn(s);
+T routed_experts(Builder& b, const std::string& M, const T& x, const ModelSpec& s, const T& zeros_gates,
+                 const T& zeros_out, const ExpertFn& expert) {
+  const std::int64_t B = s.batch, S = s.seq, h = s.hidden;
+  const std::int64_t Tk = B * S, E = s.experts, C = moe_capacity(s);
+  auto flat = b.op(M, "Reshape", {x, b.vec({Tk, h})});
+  auto logits = linear(b, M + "/router", flat, h, E, false);
+  auto probs = b.op(M + "/router", "Softmax", {logits}, {attr("axis", std::int64_t{-1})});
+  auto top = b.node(M + "/router", "TopK", {probs, b.vec({s.top_k})}, 2, {attr("axis", std::int64_t{-1})});
+  auto gates = b.op(M + "/gates", "ScatterElements", {zeros_gates, top[1], top[0]}, {attr("axis", std::int64_t{1})});
+  auto gT = b.op(M + "/gates", "Transpose", {gates}, {attr("perm", Dims{1, 0})});  // [E,T]
+  auto per = b.node(M + "/gates", "Split", {gT}, static_cast<int>(E), {attr("axis", std::int64_t{0})});
+  std::vector<T> rows, outs;
+  for (std::int64_t e = 0; e < E; ++e) {
+    const std::string X = fmt::format("{}/experts.{}", M, e);
+    auto sel = b.node(X, "TopK", {per[e], b.vec({C})}, 2, {attr("axis", std::int64_t{-1})});  // [1,C]
+    auto xe = b.op(X, "Gather", {flat, sel[1]}, {attr("axis", std::int64_t{0})});             // [1,C,h]
+    auto y = expert(b, X, xe);
+    auto w = b.op(X, "Unsqueeze", {sel[0], b.vec({2})});                                      // [1,C,1]
+    outs.push_back(b.op(X, "Mul", {y, w}));
+    rows.push_back(b.op(X, "Unsqueeze", {sel[1], b.vec({2})}));                               // [1,C,1]
+  }
+  auto at = b.op(M + "/combine", "Concat", rows, {attr("axis", std::int64_t{0})});           // [E,C,1]
+  auto ys = b.op(M + "/combine", "Concat", outs, {attr("axis", std::int64_t{0})});           // [E,C,h]
+  auto out = b.op(M + "/combine", "ScatterND", {zeros_out, at, ys}, {attr("reduction", std::string("add"))});  // [T,h]
+  return b.op(M, "Reshape", {out, b.vec({B, S, h})});
+}
+
+/// The [T,E] and [T,h] zeros the routed layers scatter into (made once).
+std::pair<T, T> moe_zeros(Builder& b, const ModelSpec& s) {
+  const std::int64_t Tk = s.batch * s.seq;
+  TensorProto zero;
+  zero.set_data_type(TensorProto::FLOAT);
+  zero.add_dims(1);
+  zero.add_float_data(0.0f);
+  return {b.op("moe/zeros_gates", "ConstantOfShape", {b.vec({Tk, s.experts})}, {attr("value", zero)}),
+          b.op("moe/zeros_out", "ConstantOfShape", {b.vec({Tk, s.hidden})}, {attr("value", zero)})};
+}
+
+/// Llama: RMSNorm, rotary positions, grouped-query attention with head
+/// size d (default hidden/heads), `mlp` per layer, final norm, untied head.
+void llama_stack(Builder& b, const ModelSpec& s, const MlpFn& mlp) {
+  const std::int64_t B = s.batch, S = s.seq, h = s.hidden, V = s.vocab, n = s.heads, d = head_size(s);
+  const std::int64_t kv = s.kv_heads > 0 ? s.kv_heads : n;
   constexpr float kEps = 1e-5f;
   auto ids = b.input("input_ids", TensorProto::INT64, {B, S});
   auto labels = b.input("labels", TensorProto::INT64, {B, S});
@@ -169,14 +165,56 @@ void build_llama(Builder& b, const ModelSpec& s) {
     auto ctx = attention(b, L + "/attn", q, kT, v, B, S, n, d, scale, mask);
     x = b.op(L + "/attn_residual", "Add", {x, linear(b, L + "/attn/o", ctx, n * d, h, false)});
     auto h2 = rms_norm(b, L + "/mlp_norm", x, h, kEps);
-    auto g = linear(b, L + "/mlp/gate", h2, h, f, false);
-    auto silu = b.op(L + "/mlp/act", "Mul", {g, b.op(L + "/mlp/act", "Sigmoid", {g})});
-    auto u = linear(b, L + "/mlp/up", h2, h, f, false);
-    auto p = b.op(L + "/mlp", "Mul", {silu, u});
-    x = b.op(L + "/mlp_residual", "Add", {x, linear(b, L + "/mlp/down", p, f, h, false)});
+    x = b.op(L + "/mlp_residual", "Add", {x, mlp(b, L, h2)});
   }
   x = rms_norm(b, "final_norm", x, h, kEps);
   lm_loss(b, linear(b, "lm_head", x, h, V, false), labels, B, S, V, std::nullopt);
+}
+
+/// SwiGLU: down(silu(gate(x)) * up(x)), no biases.
+T swiglu(Builder& b, const std::string& scope, const T& x, std::int64_t h, std::int64_t f) {
+  auto g = linear(b, scope + "/gate", x, h, f, false);
+  auto silu = b.op(scope + "/act", "Mul", {g, b.op(scope + "/act", "Sigmoid", {g})});
+  auto u = linear(b, scope + "/up", x, h, f, false);
+  auto p = b.op(scope, "Mul", {silu, u});
+  return linear(b, scope + "/down", p, f, h, false);
+}
+
+}  // namespace
+
+void build_gpt(Builder& b, const ModelSpec& s) {
+  const std::int64_t h = s.hidden, f = effective_ffn(s);
+  gpt_stack(b, s, [&](Builder& b, const std::string& L, const T& x) {
+    auto u = linear(b, L + "/mlp/fc1", x, h, f, s.bias);
+    auto g = gelu(b, L + "/mlp/gelu", u);
+    return linear(b, L + "/mlp/fc2", g, f, h, s.bias);
+  });
+}
+
+void build_moe(Builder& b, const ModelSpec& s) {
+  const std::int64_t h = s.hidden, f = effective_ffn(s);
+  const auto [zeros_gates, zeros_out] = moe_zeros(b, s);
+  gpt_stack(b, s, [&](Builder& b, const std::string& L, const T& x) {
+    return routed_experts(b, L + "/moe", x, s, zeros_gates, zeros_out, [&](Builder& b, const std::string& X, const T& xe) {
+      auto u = linear(b, X + "/fc1", xe, h, f, s.bias);
+      auto g = gelu(b, X + "/gelu", u);
+      return linear(b, X + "/fc2", g, f, h, s.bias);
+    });
+  });
+}
+
+void build_llama(Builder& b, const ModelSpec& s) {
+  const std::int64_t h = s.hidden, f = effective_ffn(s);
+  llama_stack(b, s, [&](Builder& b, const std::string& L, const T& x) { return swiglu(b, L + "/mlp", x, h, f); });
+}
+
+void build_llama_moe(Builder& b, const ModelSpec& s) {
+  const std::int64_t h = s.hidden, f = effective_ffn(s);
+  const auto [zeros_gates, zeros_out] = moe_zeros(b, s);
+  llama_stack(b, s, [&](Builder& b, const std::string& L, const T& x) {
+    return routed_experts(b, L + "/moe", x, s, zeros_gates, zeros_out,
+                          [&](Builder& b, const std::string& X, const T& xe) { return swiglu(b, X, xe, h, f); });
+  });
 }
 
 }  // namespace planner::modelgen::detail

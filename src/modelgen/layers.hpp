@@ -47,6 +47,7 @@ void class_loss(Builder& b, const T& logits, const T& labels);
 void build_gpt(Builder& b, const ModelSpec& s);
 void build_moe(Builder& b, const ModelSpec& s);
 void build_llama(Builder& b, const ModelSpec& s);
+void build_llama_moe(Builder& b, const ModelSpec& s);
 void build_bert(Builder& b, const ModelSpec& s);
 void build_t5(Builder& b, const ModelSpec& s);
 void build_mlp(Builder& b, const ModelSpec& s);

@@ -15,9 +15,9 @@ namespace planner::modelgen {
 
 namespace {
 
-constexpr std::array<std::pair<Arch, const char*>, 8> kArchNames{{
-    {Arch::gpt, "gpt"}, {Arch::llama, "llama"}, {Arch::bert, "bert"}, {Arch::t5, "t5"},
-    {Arch::moe, "moe"}, {Arch::mlp, "mlp"}, {Arch::resnet, "resnet"}, {Arch::widedeep, "widedeep"},
+constexpr std::array<std::pair<Arch, const char*>, 9> kArchNames{{
+    {Arch::gpt, "gpt"}, {Arch::llama, "llama"}, {Arch::bert, "bert"}, {Arch::t5, "t5"}, {Arch::moe, "moe"},
+    {Arch::llama_moe, "llama-moe"}, {Arch::mlp, "mlp"}, {Arch::resnet, "resnet"}, {Arch::widedeep, "widedeep"},
 }};
 
 }  // namespace
@@ -25,7 +25,7 @@ constexpr std::array<std::pair<Arch, const char*>, 8> kArchNames{{
 Result<Arch> parse_arch(const std::string& name) {
   for (auto [a, n] : kArchNames)
     if (name == n) return a;
-  return make_error("unknown architecture '{}' (known: gpt, llama, bert, t5, moe, mlp, resnet, widedeep)", name);
+  return make_error("unknown architecture '{}' (known: gpt, llama, bert, t5, moe, llama-moe, mlp, resnet, widedeep)", name);
 }
 
 std::string arch_name(Arch a) {
@@ -43,10 +43,12 @@ std::vector<Arch> all_archs() {
 std::vector<std::string_view> arch_options(Arch a) {
   switch (a) {
     case Arch::gpt: return {"layers", "hidden", "heads", "ffn", "seq", "vocab", "batch"};
-    case Arch::llama: return {"layers", "hidden", "heads", "kv-heads", "ffn", "seq", "vocab", "batch"};
+    case Arch::llama: return {"layers", "hidden", "heads", "kv-heads", "head-dim", "ffn", "seq", "vocab", "batch"};
     case Arch::bert: return {"layers", "hidden", "heads", "ffn", "seq", "vocab", "batch"};
     case Arch::t5: return {"layers", "decoder-layers", "hidden", "heads", "ffn", "seq", "vocab", "batch"};
     case Arch::moe: return {"layers", "hidden", "heads", "ffn", "seq", "vocab", "batch", "experts", "top-k"};
+    case Arch::llama_moe:
+      return {"layers", "hidden", "heads", "kv-heads", "head-dim", "ffn", "seq", "vocab", "batch", "experts", "top-k"};
     case Arch::mlp: return {"layers", "width", "batch"};
     case Arch::resnet: return {"depth", "image", "classes", "batch"};
     case Arch::widedeep: return {"rows", "dim", "fields", "dense-features", "batch"};
@@ -56,12 +58,14 @@ std::vector<std::string_view> arch_options(Arch a) {
 
 std::int64_t effective_ffn(const ModelSpec& s) {
   if (s.ffn > 0) return s.ffn;
-  if (s.arch == Arch::llama) {
+  if (s.arch == Arch::llama || s.arch == Arch::llama_moe) {
     // 2/3 of 4h (SwiGLU keeps the MLP's parameters), rounded up to 256: 4096 -> 11008.
     return (8 * s.hidden + 3 * 256 - 1) / (3 * 256) * 256;
   }
   return 4 * s.hidden;
 }
+
+std::int64_t head_size(const ModelSpec& s) { return s.head_dim > 0 ? s.head_dim : s.hidden / s.heads; }
 
 std::int64_t moe_capacity(const ModelSpec& s) {
   const std::int64_t routed = s.batch * s.seq * s.top_k;
@@ -97,16 +101,32 @@ Status validate_transformer(const ModelSpec& s) {
   PLANNER_TRY_STATUS(in_range("layers", s.layers, 1, 4096));
   PLANNER_TRY_STATUS(in_range("hidden", s.hidden, 1, std::int64_t{1} << 20));
   PLANNER_TRY_STATUS(in_range("heads", s.heads, 1, std::int64_t{1} << 16));
-  if (s.hidden % s.heads != 0)
+  if (s.head_dim != 0) PLANNER_TRY_STATUS(in_range("head-dim", s.head_dim, 1, std::int64_t{1} << 16));
+  if (s.head_dim == 0 && s.hidden % s.heads != 0)
     return make_error("--hidden {} is not divisible by --heads {}", s.hidden, s.heads);
   if (s.ffn != 0) PLANNER_TRY_STATUS(in_range("ffn", s.ffn, 1, std::int64_t{1} << 22));
   PLANNER_TRY_STATUS(in_range("seq", s.seq, 1, std::int64_t{1} << 20));
   PLANNER_TRY_STATUS(in_range("vocab", s.vocab, 1, std::int64_t{1} << 24));
-  const std::int64_t widest = std::max({effective_ffn(s), 3 * s.hidden, s.vocab});
+  const std::int64_t widest = std::max({effective_ffn(s), 3 * s.hidden, 3 * s.heads * head_size(s), s.vocab});
   PLANNER_TRY_STATUS(check_elems("the attention scores (batch x heads x seq x seq)", "--batch, --heads or --seq",
                                  {s.batch, s.heads, s.seq, s.seq}));
   PLANNER_TRY_STATUS(check_elems("the widest activation (batch x seq x max(ffn, 3 hidden, vocab))",
                                  "--batch, --seq, --ffn, --hidden or --vocab", {s.batch, s.seq, widest}));
+  return Status::success();
+}
+
+Status validate_llama(const ModelSpec& s) {
+  PLANNER_TRY_STATUS(validate_transformer(s));
+  if (s.kv_heads != 0) {
+    PLANNER_TRY_STATUS(in_range("kv-heads", s.kv_heads, 1, s.heads));
+    if (s.heads % s.kv_heads != 0)
+      return make_error("--heads {} is not divisible by --kv-heads {}", s.heads, s.kv_heads);
+  }
+  if (s.head_dim != 0 && s.head_dim % 2 != 0)
+    return make_error("--head-dim {} is odd; rotary embedding needs an even head size", s.head_dim);
+  if (s.head_dim == 0 && (s.hidden / s.heads) % 2 != 0)
+    return make_error("--hidden {} / --heads {} = {} is odd; rotary embedding needs an even head size",
+                      s.hidden, s.heads, s.hidden / s.heads);
   return Status::success();
 }
 
@@ -118,23 +138,14 @@ Status validate(const ModelSpec& s) {
     case Arch::gpt:
     case Arch::bert:
       return validate_transformer(s);
-    case Arch::llama: {
-      PLANNER_TRY_STATUS(validate_transformer(s));
-      if (s.kv_heads != 0) {
-        PLANNER_TRY_STATUS(in_range("kv-heads", s.kv_heads, 1, s.heads));
-        if (s.heads % s.kv_heads != 0)
-          return make_error("--heads {} is not divisible by --kv-heads {}", s.heads, s.kv_heads);
-      }
-      if ((s.hidden / s.heads) % 2 != 0)
-        return make_error("--hidden {} / --heads {} = {} is odd; rotary embedding needs an even head size",
-                          s.hidden, s.heads, s.hidden / s.heads);
-      return Status::success();
-    }
+    case Arch::llama:
+      return validate_llama(s);
     case Arch::t5:
       PLANNER_TRY_STATUS(validate_transformer(s));
       return in_range("decoder-layers", s.decoder_layers, 0, 4096);
-    case Arch::moe: {
-      PLANNER_TRY_STATUS(validate_transformer(s));
+    case Arch::moe:
+    case Arch::llama_moe: {
+      PLANNER_TRY_STATUS(s.arch == Arch::moe ? validate_transformer(s) : validate_llama(s));
       PLANNER_TRY_STATUS(in_range("experts", s.experts, 1, 1024));
       PLANNER_TRY_STATUS(in_range("top-k", s.top_k, 1, 1 << 20));
       if (s.top_k > s.experts)
@@ -177,6 +188,7 @@ std::string spec_text(const ModelSpec& s) {
     else if (opt == "hidden") v = s.hidden;
     else if (opt == "heads") v = s.heads;
     else if (opt == "kv-heads") v = s.kv_heads > 0 ? s.kv_heads : s.heads;
+    else if (opt == "head-dim") v = head_size(s);
     else if (opt == "ffn") v = effective_ffn(s);
     else if (opt == "seq") v = s.seq;
     else if (opt == "vocab") v = s.vocab;
@@ -195,7 +207,7 @@ std::string spec_text(const ModelSpec& s) {
     if (!out.empty()) out += ' ';
     out += fmt::format("{}={}", opt, v);
   }
-  if (s.arch == Arch::moe) out += fmt::format(" capacity={}", moe_capacity(s));
+  if (s.arch == Arch::moe || s.arch == Arch::llama_moe) out += fmt::format(" capacity={}", moe_capacity(s));
   return out;
 }
 
@@ -216,6 +228,7 @@ Result<BuiltModel> build(const ModelSpec& spec, const std::string& data_location
     case Arch::bert: detail::build_bert(b, spec); break;
     case Arch::t5: detail::build_t5(b, spec); break;
     case Arch::moe: detail::build_moe(b, spec); break;
+    case Arch::llama_moe: detail::build_llama_moe(b, spec); break;
     case Arch::mlp: detail::build_mlp(b, spec); break;
     case Arch::resnet: detail::build_resnet(b, spec); break;
     case Arch::widedeep: detail::build_widedeep(b, spec); break;

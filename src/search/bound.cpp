@@ -48,6 +48,7 @@
 
 #include "planner/cost/compute.hpp"
 #include "planner/cost/fastest.hpp"
+#include "planner/estimate/experts.hpp"
 #include "planner/estimate/optimizer_bytes.hpp"
 #include "planner/estimate/straggler.hpp"
 #include "planner/search/search.hpp"
@@ -123,7 +124,10 @@ void add_compute_facts(ModelFacts& f, const graph::OpGraph& g) {
     switch (op.op_class) {
       case graph::OpClass::matmul: {
         if (const auto s = cost::gemm_shape(op, g)) {
-          const double x = 2.0 * static_cast<double>(s->m) * static_cast<double>(s->n) * static_cast<double>(s->k);
+          // An expert's GEMM may run as one kernel with all E experts' rows
+          // (estimate's batch_expert_ops: G = E when grouped, else ep <= E).
+          const double grouped = f.experts > 1 && estimate::expert_index(op.name) ? f.experts : 1.0;
+          const double x = 2.0 * static_cast<double>(s->m) * static_cast<double>(s->n) * static_cast<double>(s->k) * grouped;
           cf.gemm[x] += work_of(op);
         } else {
           cf.fast += work_of(op);
@@ -152,6 +156,9 @@ MemoryFacts memory_facts(const graph::OpGraph& g, const cost::CostModel& model) 
       m.kernels += 2;  // one FlashAttention kernel forward, one backward
       if (g.op(p.ops.front()).layer) m.layer_forward_kernels += 1;
     }
+  // An expert op launches at least 1/E of a kernel: estimate runs the E
+  // experts' ops of one step as one grouped kernel at best (batch_expert_ops).
+  const double experts = std::max(1, estimate::count_experts(g).experts);
   for (std::uint32_t i = 0; i < g.num_ops(); ++i) {
     const auto& op = g.op(graph::OpId{i});
     if (op.fused_group || cost::is_host_side(op, g) || cost::feeds_only_flash_masks(op, g)) continue;
@@ -161,8 +168,9 @@ MemoryFacts memory_facts(const graph::OpGraph& g, const cost::CostModel& model) 
     const bool bwd = op.cost.backward_flops.value > 0 || b.backward.value > 0;
     const bool elementwise = op.op_class == graph::OpClass::elementwise;
     if (!(elementwise && ctx.fuse_elementwise())) {
-      m.kernels += (fwd ? 1 : 0) + (bwd ? 1 : 0);
-      if (fwd && op.layer) m.layer_forward_kernels += 1;
+      const double share = experts > 1 && estimate::expert_index(op.name) ? 1.0 / experts : 1.0;
+      m.kernels += ((fwd ? 1 : 0) + (bwd ? 1 : 0)) * share;
+      if (fwd && op.layer) m.layer_forward_kernels += share;
     }
     if (op.op_class == graph::OpClass::matmul || op.op_class == graph::OpClass::conv) continue;
     (elementwise ? m.elementwise : m.vector) += b.forward.value + b.backward.value;

@@ -126,6 +126,31 @@ TEST_CASE("every launched kernel costs at least the launch overhead and the tabl
   CHECK(view.forward_kernels == 0);
 }
 
+TEST_CASE("ops run batched as one kernel share that kernel's time", "[cost][compute][moe]") {
+  const auto ctx = context("a100-sxm4-80gb");
+  // Four 32-byte Relus in one kernel: 128 B is still below the first row,
+  // so the kernel costs what one Relu's does (6.006893e-6 s, above) and
+  // each op a quarter of it, 1.501723e-6 s; FLOPs are each op's own.
+  const auto r = relu(8);
+  OpScaling four;
+  four.batch = 4;
+  const auto one = time_of(r.op(graph::OpId{0}), r, OpScaling::whole(), ctx);
+  const auto shared = time_of(r.op(graph::OpId{0}), r, four, ctx);
+  CHECK(shared.forward.value == Approx(6.006893e-6 / 4).epsilon(1e-5));
+  CHECK(shared.forward_flops.value == one.forward_flops.value);
+  // A GEMM share: batch 4 of the 1/256 split (m = 32) is a quarter of the
+  // 1/64 split (m = 128, F/64 at its efficiency), the kernel's m x 4.
+  const auto g = big_gemm();
+  OpScaling small = OpScaling::split(256);
+  small.batch = 4;
+  const auto quarter = time_of(g.op(graph::OpId{0}), g, OpScaling::split(64), ctx);
+  const auto t = time_of(g.op(graph::OpId{0}), g, small, ctx);
+  CHECK(t.forward.value == Approx(quarter.forward.value / 4).epsilon(1e-12));
+  CHECK(t.backward.value == Approx(quarter.backward.value / 4).epsilon(1e-12));
+  // Cheaper than four kernels of their own (a fuller GEMM, one launch).
+  CHECK(t.forward.value < time_of(g.op(graph::OpId{0}), g, OpScaling::split(256), ctx).forward.value);
+}
+
 TEST_CASE("integer shape arithmetic runs on the host", "[cost][compute]") {
   Builder B;
   B.act("x", {4, 8});

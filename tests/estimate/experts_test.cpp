@@ -41,6 +41,20 @@ TEST_CASE("expert_index: the experts.<n> path segment", "[estimate][experts]") {
   CHECK_FALSE(expert_index("num_experts.2").has_value());
 }
 
+TEST_CASE("expert_batch: the experts' ops a rank runs as one kernel", "[estimate][experts]") {
+  using estimate::expert_batch;
+  using estimate::Framework;
+  auto c = moe_config(4);
+  c.framework = Framework::megatron;  // grouped GEMM over the local experts: all 8 steps as one
+  CHECK(expert_batch(8, c) == 8);
+  c.framework = Framework::deepspeed;  // a kernel per local expert over the 4 ranks' tokens
+  CHECK(expert_batch(8, c) == 4);
+  c.ep = 1;
+  CHECK(expert_batch(8, c) == 1);  // the graph's own kernels
+  c.framework = Framework::megatron;
+  CHECK(expert_batch(0, c) == 1);  // no experts
+}
+
 TEST_CASE("count_experts: experts per layer and their parameters", "[estimate][experts]") {
   const auto c = estimate::count_experts(small_moe());
   CHECK(c.experts == 4);

@@ -254,7 +254,7 @@ TEST_CASE("moe: closed form, capacity-sized expert slices, one weight set per ex
   auto m = parse(built.bytes);
   auto h = op_histogram(m);
   CHECK(h["TopK"] == 2 * (1 + 4));   // router + one per expert
-  CHECK(h["ScatterND"] == 2 * 4);
+  CHECK(h["ScatterND"] == 2);        // one combine per layer, all experts' rows at once
   CHECK(find_init(m, "layers.1.moe.experts.3.fc2.weight") != nullptr);
   CHECK(find_init(m, "layers.0.moe.router.weight") != nullptr);
   // The per-expert TopK takes `capacity` tokens.
@@ -272,6 +272,51 @@ TEST_CASE("moe: closed form, capacity-sized expert slices, one weight set per ex
   s.top_k = 3;
   s.experts = 7;
   CHECK(moe_capacity(s) == 7);  // ceil(45/7)
+}
+
+TEST_CASE("llama-moe: closed form with a head size apart from hidden/heads, Qwen3-30B-A3B", "[modelgen][moe]") {
+  // Per layer: 2 RMSNorms 2h, q and o 2*h*n*d, k and v 2*h*kv*d, router hE,
+  // experts E*3hf (SwiGLU, no biases). Model: l * layer + 2Vh + h.
+  // l=2, h=16, n=4, kv=2, d=8 (not 16/4), f=12, E=4, V=16:
+  // layer 32 + 1024 + 512 + 64 + 4*576 = 3936; 2*3936 + 512 + 16 = 8400
+  auto s = tiny(Arch::llama_moe);
+  s.hidden = 16;
+  s.heads = 4;
+  s.kv_heads = 2;
+  s.head_dim = 8;
+  s.ffn = 12;
+  auto built = must_build(s);
+  CHECK(built.parameter_count == 8400);
+  auto m = parse(built.bytes);
+  auto* q = find_init(m, "layers.0.attn.q.weight");
+  REQUIRE(q != nullptr);
+  CHECK(dims_of(*q) == std::vector<std::int64_t>{16, 32});
+  CHECK(find_init(m, "layers.1.moe.experts.3.down.weight") != nullptr);
+  auto h = op_histogram(m);
+  CHECK(h["TopK"] == 2 * (1 + 4));
+  CHECK(h["ScatterND"] == 2);
+  CHECK(h["Sigmoid"] == 2 * 4);  // SiLU in every expert
+  CHECK(h.count("Erf") == 0);
+
+  // Qwen3-30B-A3B (config.json: 48 layers, hidden 2048, 32 heads, 4 kv
+  // heads, head_dim 128, 128 experts of width 768, vocab 151936):
+  // layer 4096 + 2*2048*4096 + 2*2048*512 + 2048*128 + 128*3*2048*768
+  //     = 4096 + 16,777,216 + 2,097,152 + 262,144 + 603,979,776 = 623,120,384
+  // 48 * 623,120,384 + 2*151936*2048 + 2048 = 30,532,110,336 (HF's 30.5 B
+  // total less the QK-norm weights, 2*128 a layer, which planner leaves out).
+  ModelSpec q3;
+  q3.arch = Arch::llama_moe;
+  q3.layers = 48;
+  q3.hidden = 2048;
+  q3.heads = 32;
+  q3.kv_heads = 4;
+  q3.head_dim = 128;
+  q3.ffn = 768;
+  q3.experts = 128;
+  q3.top_k = 8;
+  q3.seq = 4096;
+  q3.vocab = 151936;
+  CHECK(must_build(q3).parameter_count == 30'532'110'336);
 }
 
 TEST_CASE("mlp: closed form and MSE loss", "[modelgen][mlp]") {
@@ -453,6 +498,9 @@ TEST_CASE("option validation: one line naming the option", "[modelgen]") {
       {Arch::llama, [](ModelSpec& s) { s.heads = 4; s.kv_heads = 8; s.hidden = 64; }, "--kv-heads 8 is too large"},
       {Arch::llama, [](ModelSpec& s) { s.hidden = 12; s.heads = 4; }, "rotary embedding needs an even head size"},
       {Arch::moe, [](ModelSpec& s) { s.top_k = 5; s.experts = 4; }, "--top-k 5 is larger than --experts 4"},
+      {Arch::llama_moe, [](ModelSpec& s) { s.head_dim = 7; }, "--head-dim 7 is odd"},
+      {Arch::llama_moe, [](ModelSpec& s) { s.top_k = 5; s.experts = 4; }, "--top-k 5 is larger than --experts 4"},
+      {Arch::gpt, [](ModelSpec& s) { s.hidden = 10; s.heads = 4; }, "--hidden 10 is not divisible by --heads 4"},
       {Arch::moe, [](ModelSpec& s) { s.experts = 0; }, "--experts 0 must be positive"},
       {Arch::moe, [](ModelSpec& s) { s.layers = 1000; s.experts = 1000; }, "expert blocks is too many"},
       {Arch::t5, [](ModelSpec& s) { s.decoder_layers = -1; }, "--decoder-layers -1 must be at least 0"},

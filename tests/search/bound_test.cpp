@@ -433,11 +433,12 @@ std::size_t check_space(const std::function<graph::OpGraph(int)>& make, std::int
   CHECK(tightened > 0);
   CHECK(min_bound <= best);
   // One lowering kept per micro-batch, recompute policy (cost model), cp,
-  // tp and sequence parallelism at most, however many layouts share it.
-  std::set<std::tuple<int, cost::RecomputePolicy, int, int, bool, bool>> keys;
+  // tp, sequence parallelism and expert batch (ep, for a model with
+  // experts) at most, however many layouts share it.
+  std::set<std::tuple<int, cost::RecomputePolicy, int, int, bool, bool, int>> keys;
   for (const auto& c : all)
     keys.insert({c.config.micro_batch, c.recompute, c.config.cp, c.config.tp, c.config.sequence_parallel,
-                 c.config.tp_splits_batch});
+                 c.config.tp_splits_batch, estimate::expert_batch(facts.experts, c.config)});
   CHECK(lowerings.size() > 0);
   CHECK(lowerings.size() <= keys.size());
   return stronger;

@@ -74,6 +74,11 @@ struct OpScaling {
   /// Local query length of an attention pattern (context parallelism);
   /// nullopt: the pattern's own.
   std::optional<std::int64_t> seq_len;
+  /// Ops like this one that run as one kernel (the experts' ops of an MoE
+  /// layer: estimate's expert_batch): the op is charged 1/batch of one
+  /// kernel doing batch times its work (FLOPs, bytes, a GEMM's m); its
+  /// kernel counts stay that kernel's. 1: its own kernel.
+  double batch = 1.0;
 
   /// The whole op.
   static OpScaling whole() { return {}; }

@@ -76,6 +76,15 @@ bool fuses_elementwise(Framework f);
 /// profile's kernel keys describe (cost::ComputeContext::set_executor_kernels).
 bool runs_executor_kernels(Framework f);
 
+/// Frameworks that run a rank's local experts of an MoE layer as one
+/// grouped GEMM per expert weight, over all the tokens routed to them
+/// (Megatron-Core's TEGroupedMLP, `--moe-grouped-gemm`, which the NeMo and
+/// Megatron-Bridge MoE recipes set): estimate prices the experts' ops of a
+/// layer as one kernel each. The others run each local expert on its own
+/// (Megatron-Core's SequentialMLP, DeepSpeed-MoE): one kernel per local
+/// expert over the tokens of all ep ranks (expert_batch in estimate.hpp).
+bool groups_local_experts(Framework f);
+
 /// Frameworks whose runs `estimate` prices with context parallelism
 /// (cp > 1): Megatron-Core (`--context-parallel-size`, 2023 on). The search
 /// enumerates cp > 1 only for these.

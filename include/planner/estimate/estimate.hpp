@@ -58,8 +58,12 @@ class CostModelOracle final : public sharding::ShardingCostOracle {
  public:
   /// `wire_scale`: bytes on the wire per byte of a graph tensor (0.5 when
   /// an f32 export trains in 16 bit).
-  CostModelOracle(const cost::CostModel& model, layout::DeviceMesh mesh, double bytes_per_param, double wire_scale = 1.0)
-      : model_(model), mesh_(std::move(mesh)), bytes_per_param_(bytes_per_param), wire_scale_(wire_scale) {}
+  /// `expert_batch`: the experts' ops (named experts.<n>) run that many to
+  /// a kernel (expert_batch(); cost::OpScaling::batch).
+  CostModelOracle(const cost::CostModel& model, layout::DeviceMesh mesh, double bytes_per_param, double wire_scale = 1.0,
+                  int expert_batch = 1)
+      : model_(model), mesh_(std::move(mesh)), bytes_per_param_(bytes_per_param), wire_scale_(wire_scale),
+        expert_batch_(expert_batch) {}
   Seconds op_time(const graph::Op& op, const graph::OpGraph& g, const ops::Strategy& s) const override;
   Seconds comm_time(const layout::CommStep& step, const layout::DeviceMesh& mesh) const override;
   Bytes memory(const ops::OpSharding& unit, const ops::Strategy& s, const graph::OpGraph& g,
@@ -70,6 +74,7 @@ class CostModelOracle final : public sharding::ShardingCostOracle {
   layout::DeviceMesh mesh_;
   double bytes_per_param_;
   double wire_scale_;
+  int expert_batch_;
 };
 
 /// How much of `op` a device runs under strategy `s` of its (single-op)
@@ -78,6 +83,14 @@ class CostModelOracle final : public sharding::ShardingCostOracle {
 /// An op of a fused pattern gets its FLOP share only.
 cost::OpScaling local_scaling(const graph::Op& op, const graph::OpGraph& g, const ops::Strategy& s,
                               const layout::DeviceMesh& mesh);
+
+/// How many experts' ops of one MoE layer a rank runs as one kernel, given
+/// `experts` per layer (0: none) and the layout: all of them where the
+/// framework groups local experts (groups_local_experts: one grouped GEMM
+/// over every local expert's tokens), else ep (each local expert its own
+/// kernel over the tokens of all ep ranks, ep graph experts' worth; the
+/// graph holds every expert over its own device's tokens). 1 without experts.
+int expert_batch(int experts, const ParallelConfig& c);
 
 /// One collective kind's exposed time.
 struct CommTotals {

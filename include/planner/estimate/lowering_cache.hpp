@@ -53,6 +53,7 @@ class LoweringCache {
     const cost::CostModel* model = nullptr;
     int cp = 1, tp = 1, devices_per_node = 1;  ///< of the model-parallel mesh
     bool sequence_parallel = false, tp_splits_batch = false;
+    int expert_batch = 1;  ///< the oracle's (expert_batch())
     friend auto operator<=>(const Key&, const Key&) = default;
   };
 

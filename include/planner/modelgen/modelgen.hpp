@@ -44,7 +44,13 @@
 ///            --top-k). Static dispatch: each expert runs on exactly
 ///            capacity = ceil(B*S*top_k/experts) tokens, its highest-gate ones
 ///            (TopK over tokens of the ScatterElements'd gate matrix), Gather,
-///            MLP, scale by gate, ScatterND(add) back; overflow tokens dropped.
+///            MLP, scale by gate; one ScatterND(add) of all experts' rows
+///            back (concatenated); overflow tokens dropped.
+///   llama-moe  as llama, every layer's MLP replaced by --experts SwiGLU
+///            experts of width --ffn behind the router and static dispatch
+///            of moe (Mixtral, Qwen3-MoE, GPT-OSS shapes; no shared expert).
+///            llama and llama-moe take --head-dim (query/key/value size per
+///            head; 0 = hidden/heads, e.g. Qwen3's 128 at hidden 2048, 32 heads).
 ///   mlp      inputs, targets [B,width]. --layers Gemm width->width, Relu
 ///            between, MSE loss (Sub, Mul, ReduceMean).
 ///   resnet   images [B,3,image,image], labels [B]. torchvision ResNet v1.5 names;
@@ -70,7 +76,7 @@
 
 namespace planner::modelgen {
 
-enum class Arch { gpt, llama, bert, t5, moe, mlp, resnet, widedeep };
+enum class Arch { gpt, llama, bert, t5, moe, llama_moe, mlp, resnet, widedeep };
 
 /// Every option any architecture reads; arch_options() says which one reads which.
 struct ModelSpec {
@@ -78,13 +84,14 @@ struct ModelSpec {
   int layers = 12;
   std::int64_t hidden = 768;
   int heads = 12;
-  int kv_heads = 0;            ///< llama GQA; 0 = heads
+  int kv_heads = 0;            ///< llama/llama-moe GQA; 0 = heads
+  std::int64_t head_dim = 0;   ///< llama/llama-moe size per head; 0 = hidden/heads
   std::int64_t ffn = 0;        ///< 0 = 4*hidden (gpt/bert/t5/moe), llama default 8/3*hidden rounded up to 256
   std::int64_t seq = 1024;
   std::int64_t vocab = 50257;
   std::int64_t batch = 1;
-  int experts = 8;             ///< moe
-  int top_k = 2;               ///< moe
+  int experts = 8;             ///< moe, llama-moe
+  int top_k = 2;               ///< moe, llama-moe
   int decoder_layers = 0;      ///< t5; 0 = layers
   std::int64_t width = 1024;   ///< mlp
   int depth = 50;              ///< resnet: 50|101|152
@@ -115,7 +122,9 @@ std::vector<std::string_view> arch_options(Arch a);
 
 /// The feed-forward width actually used: spec.ffn, or the arch default when 0.
 std::int64_t effective_ffn(const ModelSpec& spec);
-/// Tokens per expert in `moe`: ceil(batch*seq*top_k / experts).
+/// Size per attention head: spec.head_dim, or hidden/heads when 0.
+std::int64_t head_size(const ModelSpec& spec);
+/// Tokens per expert in `moe` and `llama-moe`: ceil(batch*seq*top_k / experts).
 std::int64_t moe_capacity(const ModelSpec& spec);
 
 /// Checks the options the spec's arch reads. The error is one line naming the
