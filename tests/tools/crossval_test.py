@@ -125,6 +125,12 @@ class FitSearchTest(unittest.TestCase):
         self.assertTrue(fitlib.row_matches(r, {"args": {"--precision": "fp8"}, "seq_min": 2048, "seq_max": 2048}))
         self.assertFalse(fitlib.row_matches(r, {"args": {"--precision": "bf16"}}))
         self.assertFalse(fitlib.row_matches(r, {"seq_min": 4096}))
+        # exclude_archs: by the row's `planner model` architecture.
+        self.assertEqual(fitlib.row_arch(r), "gpt")
+        self.assertTrue(fitlib.row_matches(r, {"exclude_archs": ["moe", "llama-moe"]}))
+        moe = row("a2", "A", "pa", 1.0, 1.0) if "a2" in WORK else dict(r, id="a2")
+        moe["model_command"] = ["planner", "model", "llama-moe", "--seq", "2048", "-o", "m/a2.onnx"]
+        self.assertFalse(fitlib.row_matches(moe, {"exclude_archs": ["moe", "llama-moe"]}))
         f = dict(FITS[0], where={"args": {"--precision": "fp8"}})
         other = row("b1", "B", "pa", 1.0, 1.0)
         self.assertEqual([x["id"] for x in fitlib.training_rows(f, [r, other])], ["a1"])

@@ -362,8 +362,18 @@ class RowMapping(unittest.TestCase):
                                "vocab": 128000}, parallelism={"tp": 4, "pp": 8, "dp": 2, "ep": 1}, **base), REPO)
         self.assertEqual(m.arch, "llama")
         self.assertIsNone(flag(m, "--ep"))
+        # A MoE row naming a public config: llama-moe with its head size,
+        # experts and top-k from the config, ep passed on.
+        m = map_row(row(model={"type": "MoE decoder", "name": "Qwen3-30B-A3B", "seq_len": 4096},
+                        parallelism={"tp": 1, "pp": 2, "dp": 32, "ep": 8}, **base), REPO)
+        self.assertEqual(m.arch, "llama-moe")
+        self.assertEqual(flag(m, "--ep"), "8")
+        margs = " ".join(m.model_args)
+        for part in ("--head-dim 128", "--kv-heads 4", "--ffn 768", "--experts 128", "--top-k 8", "--vocab 151936"):
+            self.assertIn(part, margs)
+        # Without a known config (or experts and top-k in the row) it is skipped.
         with self.assertRaisesRegex(Skip, "MoE details missing"):
-            map_row(row(model={"type": "MoE decoder", "name": "Qwen3-30B-A3B", "seq_len": 4096},
+            map_row(row(model={"type": "MoE decoder", "name": "Private-MoE-1T", "seq_len": 4096},
                         parallelism={"tp": 1, "pp": 2, "dp": 32, "ep": 8}, **base), REPO)
 
     def test_mosaicml(self):

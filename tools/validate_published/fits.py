@@ -164,11 +164,20 @@ def row_seq(r):
     return int(s) if s is not None else None
 
 
+def row_arch(r):
+    """The `planner model` architecture of a row ("gpt", "llama-moe", ...)."""
+    command = r.get("model_command") or []
+    i = command.index("model") if "model" in command else -1
+    return command[i + 1] if 0 <= i < len(command) - 1 else None
+
+
 def row_matches(r, where):
-    """WHERE: {"args": {FLAG: VALUE}, "seq_min": S, "seq_max": S} (all optional;
-    seq bounds inclusive)."""
+    """WHERE: {"args": {FLAG: VALUE}, "seq_min": S, "seq_max": S,
+    "exclude_archs": [ARCH, ...]} (all optional; seq bounds inclusive)."""
     if not where:
         return True
+    if row_arch(r) in where.get("exclude_archs", []):
+        return False
     for flag, val in where.get("args", {}).items():
         if _arg(r.get("estimate_command"), flag) != val:
             return False

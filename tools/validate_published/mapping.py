@@ -279,7 +279,7 @@ def choose_arch(words, num_experts):
     if "cnn" in words.split():
         raise Skip("CNN other than ResNet: no planner model architecture for it")
     if num_experts or "moe" in words.split() or "mixture" in words:
-        return "moe"
+        return "moe"  # llama-moe when a known config says so (model_shape)
     if any(k in words for k in ("llama", "mistral", "nemotron", "qwen", "gqa", "swiglu")):
         return "llama"
     if any(k in words for k in ("gpt", "mpt", "bloom", "decoder", "transformer")):
@@ -302,6 +302,8 @@ def model_shape(row, tp):
     s = {k: as_int(m.get(k)) for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "seq_len", "vocab")}
     key, cfg = known_config(name)
     mlp = None
+    head_dim = None
+    top_k = as_int(m.get("experts_per_token"))
     if cfg:
         mlp = cfg.get("mlp")
         filled = [k for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden") if s[k] is None and cfg.get(k)]
@@ -317,14 +319,21 @@ def model_shape(row, tp):
             notes.append(f"{', '.join(filled)} from the public config of {name} ({cfg['source']})")
         if arch == "gpt" and cfg["arch"] == "llama":
             arch = "llama"
-    if arch == "moe":
-        top_k = as_int(m.get("experts_per_token"))
+        if arch == "moe" and cfg["arch"] == "llama-moe":
+            arch = "llama-moe"
+            moe_filled = [k for k, v in (("experts", experts), ("experts_per_token", top_k)) if v is None]
+            experts = experts or cfg["experts"]
+            top_k = top_k or cfg["top_k"]
+            if moe_filled:
+                notes.append(f"{', '.join(moe_filled)} from the public config of {name}")
+        head_dim = cfg.get("head_dim")
+    if arch in ("moe", "llama-moe"):
         if not experts or not top_k or s["layers"] is None or s["hidden"] is None:
             raise Skip("MoE details missing (experts, experts_per_token, layers or hidden not given)")
     missing = [k for k in ("layers", "hidden", "heads", "seq_len") if not s[k] or s[k] <= 0]
     if missing:
         raise Skip(f"model shape missing ({', '.join(missing)}) and no known public config for '{name or m.get('type')}'")
-    if s["hidden"] % s["heads"]:
+    if head_dim is None and s["hidden"] % s["heads"]:
         raise Skip(f"hidden {s['hidden']} is not divisible by heads {s['heads']}")
     if s["vocab"] is None:
         fam = next(((v, why) for kw, v, why in tables.FAMILY_VOCAB if kw in words), None)
@@ -346,17 +355,18 @@ def model_shape(row, tp):
                      "(same weights and FLOPs); LayerNorm1p and 50% rotary as RMSNorm and full rotary")
     if arch == "gpt" and s["ffn_hidden"] is None:
         notes.append("ffn_hidden not given: 4 x hidden (planner default)")
-    if arch == "llama" and s["ffn_hidden"] is None:
+    if arch in ("llama", "llama-moe") and s["ffn_hidden"] is None:
         notes.append("ffn_hidden not given: planner's llama default (8/3 hidden rounded up to 256)")
-    if arch == "llama":
+    if arch in ("llama", "llama-moe"):
         kv = s["kv_heads"]
         if kv and (kv > s["heads"] or s["heads"] % kv):
             raise Skip(f"heads {s['heads']} not divisible by kv_heads {kv}")
-        if (s["hidden"] // s["heads"]) % 2:
-            raise Skip(f"head size {s['hidden'] // s['heads']} is odd (rotary needs an even one)")
+        d = head_dim or s["hidden"] // s["heads"]
+        if d % 2:
+            raise Skip(f"head size {d} is odd (rotary needs an even one)")
     return {"arch": arch, "layers": s["layers"], "hidden": s["hidden"], "heads": s["heads"],
-            "kv_heads": s["kv_heads"], "ffn": s["ffn_hidden"], "seq": s["seq_len"], "vocab": s["vocab"],
-            "experts": experts, "top_k": as_int(m.get("experts_per_token")), "no_bias": no_bias, "notes": notes}
+            "kv_heads": s["kv_heads"], "head_dim": head_dim, "ffn": s["ffn_hidden"], "seq": s["seq_len"],
+            "vocab": s["vocab"], "experts": experts, "top_k": top_k, "no_bias": no_bias, "notes": notes}
 
 
 # ---------------------------------------------------------------------------
@@ -496,15 +506,18 @@ def model_command(row, shape, mbs, notes):
         margs = [arch, "--layers", str(shape["layers"]), "--hidden", str(shape["hidden"]),
                  "--heads", str(shape["heads"])]
         stem = f"{arch}-l{shape['layers']}-h{shape['hidden']}-a{shape['heads']}"
-        if arch == "llama" and shape["kv_heads"] and shape["kv_heads"] != shape["heads"]:
+        if arch in ("llama", "llama-moe") and shape["kv_heads"] and shape["kv_heads"] != shape["heads"]:
             margs += ["--kv-heads", str(shape["kv_heads"])]
             stem += f"-kv{shape['kv_heads']}"
+        if shape.get("head_dim"):
+            margs += ["--head-dim", str(shape["head_dim"])]
+            stem += f"-d{shape['head_dim']}"
         if shape["ffn"]:
             margs += ["--ffn", str(shape["ffn"])]
             stem += f"-f{shape['ffn']}"
         margs += ["--seq", str(seq), "--vocab", str(shape["vocab"]), "--batch", str(mbs)]
         stem += f"-s{seq}-v{shape['vocab']}-b{mbs}"
-        if arch == "moe":
+        if arch in ("moe", "llama-moe"):
             margs += ["--experts", str(shape["experts"]), "--top-k", str(shape["top_k"])]
             stem += f"-e{shape['experts']}-k{shape['top_k']}"
         if shape.get("no_bias") and arch in ("gpt", "moe"):

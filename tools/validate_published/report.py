@@ -228,8 +228,10 @@ planner estimate MODELS/NAME.onnx --profile cost_profiles/P.json --devices N --t
 ```
 
 **Model.** Architecture from `model.type` and `model.name`: ResNet -> `resnet --depth 50 --image 224
---classes 1000`; MoE (`num_experts` set or type says MoE) -> `moe --experts E --top-k K`, skipped
-("MoE details missing") without expert count, top-k, layers and hidden; Llama / Mistral / Nemotron /
+--classes 1000`; MoE (`num_experts` set or type says MoE) -> `moe --experts E --top-k K`, or
+`llama-moe` (`--head-dim`, `--kv-heads`; routed SwiGLU experts) when a public configuration below says
+so (its experts and top-k fill null fields), skipped ("MoE details missing") without expert count,
+top-k, layers and hidden; Llama / Mistral / Nemotron /
 Qwen / GQA / SwiGLU -> `llama` (`--kv-heads` when fewer key/value heads than heads); GPT, MPT, BLOOM
 and other decoders -> `gpt`. MPT (ALiBi, no biases) and BLOOM (ALiBi, embedding LayerNorm) are
 approximated as gpt (learned positions, biases) and the row says so. `--ffn` is `ffn_hidden` when
@@ -347,8 +349,10 @@ def rules_tables():
     out += md_table(["GPU", "memory GB", "keywords (any)", "profile"],
                     [[f, m or "any", ", ".join(k) if k else "(any)", f"`{p}`"] for f, m, k, p in tables.PROFILE_RULES])
     out += ["", "Public configurations used to fill null model fields:", ""]
-    out += md_table(["name key", "arch", "layers", "hidden", "heads", "kv", "ffn", "vocab", "source"],
-                    [[k, c["arch"], c["layers"], c["hidden"], c["heads"], c.get("kv_heads", "-"), c["ffn_hidden"],
+    out += md_table(["name key", "arch", "layers", "hidden", "heads", "kv", "head dim", "ffn", "experts (top-k)",
+                     "vocab", "source"],
+                    [[k, c["arch"], c["layers"], c["hidden"], c["heads"], c.get("kv_heads", "-"), c.get("head_dim", "-"),
+                      c["ffn_hidden"], f"{c['experts']} ({c['top_k']})" if c.get("experts") else "-",
                       c["vocab"], c["source"] + (" (squared-ReLU MLP: SwiGLU of width 2F/3)" if c.get("mlp") else "")]
                      for k, c in tables.KNOWN_CONFIGS.items()])
     out += ["", "Vocabulary when missing (first keyword in type + name): "

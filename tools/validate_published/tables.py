@@ -151,6 +151,8 @@ UNSUPPORTED_GPU_WORDS = ("pcie", "nvl")
 # removed ("LLAMA2-13B" -> "LLAMA213B"). vocab "gpt2-bpe" = GPT-2 BPE (50257)
 # padded by Megatron to a multiple of 128 x tp (make_vocab_size_divisible_by 128).
 # mlp "squared-relu": a 2-matrix MLP, modelled as llama SwiGLU of width 2F/3.
+# arch "llama-moe": routed SwiGLU experts of width ffn_hidden in every layer
+# (experts, top_k), head_dim when it is not hidden / heads.
 KNOWN_CONFIGS = {
     "GPT35B": dict(arch="gpt", layers=24, hidden=4096, heads=32, ffn_hidden=16384, vocab="gpt2-bpe",
                    source="NeMo-Framework-Launcher conf/training/gpt3/5b.yaml"),
@@ -176,6 +178,22 @@ KNOWN_CONFIGS = {
                          mlp="squared-relu",
                          source="NeMo-Framework-Launcher conf/training/nemotron/nemotron_340b.yaml "
                                 "(num_query_groups 8, nemotron_2_256k tokenizer)"),
+    "QWEN330BA3B": dict(arch="llama-moe", layers=48, hidden=2048, heads=32, kv_heads=4, head_dim=128, ffn_hidden=768,
+                        experts=128, top_k=8, vocab=151936,
+                        source="Qwen/Qwen3-30B-A3B config.json (head_dim 128, moe_intermediate_size 768, num_experts "
+                               "128, num_experts_per_tok 8; decoder_sparse_step 1, no mlp_only_layers: every layer "
+                               "routed; no shared expert; QK-norm left out)"),
+    "QWEN3235BA22B": dict(arch="llama-moe", layers=94, hidden=4096, heads=64, kv_heads=4, head_dim=128,
+                          ffn_hidden=1536, experts=128, top_k=8, vocab=151936,
+                          source="Qwen/Qwen3-235B-A22B config.json (head_dim 128, moe_intermediate_size 1536, "
+                                 "num_experts 128, num_experts_per_tok 8; every layer routed; no shared expert; "
+                                 "QK-norm left out)"),
+    "GPTOSS120B": dict(arch="llama-moe", layers=36, hidden=2880, heads=64, kv_heads=8, head_dim=64, ffn_hidden=2880,
+                       experts=128, top_k=4, vocab=201088,
+                       source="openai/gpt-oss-120b config.json (head_dim 64, intermediate_size 2880, "
+                              "num_local_experts 128, experts_per_token 4, vocab_size 201088); its biases, attention "
+                              "sinks and the 128-token sliding window of every other layer are left out (full causal "
+                              "attention in every layer)"),
 }
 KNOWN_ALIASES = {"NEMOTRON4340B": "NEMOTRON340B", "LLAMA3170B": "LLAMA370B", "LLAMA318B": "LLAMA38B"}
 
