@@ -304,18 +304,8 @@ TEST_CASE("llama-moe: closed form with a head size apart from hidden/heads, Qwen
   //     = 4096 + 16,777,216 + 2,097,152 + 262,144 + 603,979,776 = 623,120,384
   // 48 * 623,120,384 + 2*151936*2048 + 2048 = 30,532,110,336 (HF's 30.5 B
   // total less the QK-norm weights, 2*128 a layer, which planner leaves out).
-  ModelSpec q3;
-  q3.arch = Arch::llama_moe;
-  q3.layers = 48;
-  q3.hidden = 2048;
-  q3.heads = 32;
-  q3.kv_heads = 4;
-  q3.head_dim = 128;
-  q3.ffn = 768;
-  q3.experts = 128;
-  q3.top_k = 8;
-  q3.seq = 4096;
-  q3.vocab = 151936;
+  const ModelSpec q3{.arch = Arch::llama_moe, .layers = 48, .hidden = 2048, .heads = 32, .kv_heads = 4,
+                     .head_dim = 128, .ffn = 768, .seq = 4096, .vocab = 151936, .experts = 128, .top_k = 8};
   CHECK(must_build(q3).parameter_count == 30'532'110'336);
 }
 
