@@ -230,8 +230,8 @@ Result<KeptLowering> lowered_times(const graph::OpGraph& g, const cost::CostMode
                                    const layout::DeviceMesh& mp, const CostModelOracle& oracle,
                                    const sharding::LoweringOptions& lo, LoweringCache* cache) {
   KeptLowering r;
-  const LoweringCache::Key key{&g,           &model, c.cp, c.tp, mp.devices_per_node(), c.sequence_parallel,
-                              c.tp_splits_batch, expert_batch(detail::experts_per_layer(g), c)};
+  const LoweringCache::Key key{&g, &model, c.cp, c.tp, mp.devices_per_node(), c.sequence_parallel,
+                              c.tp_splits_batch, oracle.expert_batch()};
   r.kept = cache ? cache->find(key) : nullptr;
   if (r.kept) {
     r.lowered = r.kept->lowered();

@@ -34,6 +34,7 @@ MAX_BUCKET_SIGNED_PCT = 3.0  # |signed mean error| of every GPU-count bucket (la
 MIN_MOE_EVALUATED = 3        # MoE rows evaluated (3: GPT-OSS-120B x2, Qwen3-30B-A3B; Qwen3-235B needs ep over tp)
 MAX_MOE_MEAN_ABS_PCT = 25.0  # their mean |error| (23.8 %: -14.6, +7.9, -48.9 %)
 MAX_MOE_FITS_DISAGREE = 2    # trained MoE rows predicted not to fit (2)
+MOE_ARCHS = ("moe", "llama-moe")  # the `planner model` architectures of those rows
 
 
 def main():
@@ -43,7 +44,7 @@ def main():
     if not os.path.exists(runs):
         print(f"gate: {runs} not found; skipping")
         return 0
-    skip = ["--skip-arch", "moe", "--skip-arch", "llama-moe"] if dense_only else []
+    skip = [x for arch in MOE_ARCHS for x in ("--skip-arch", arch)] if dense_only else []
     out = subprocess.run([sys.executable, os.path.join(root, "tools", "validate-published"), runs,
                           "--planner", planner, "--json"] + skip, capture_output=True, text=True, cwd=root)
     if out.returncode != 0:
@@ -53,12 +54,10 @@ def main():
     summary = result["summary"]
     ranking = summary["ranking"]
     sys.path.insert(0, os.path.join(root, "tools"))
-    from validate_published.stats import summarize  # the harness's own definitions
-    def moe(row):
-        command = row.get("model_command") or []
-        return any(a in ("moe", "llama-moe") for a in command[:3])
-    s = summarize([r for r in result["rows"] if not moe(r)])
-    m = summarize([r for r in result["rows"] if moe(r)])
+    from validate_published.fits import row_arch  # the harness's own definitions
+    from validate_published.stats import summarize
+    s = summarize([r for r in result["rows"] if row_arch(r) not in MOE_ARCHS])
+    m = summarize([r for r in result["rows"] if row_arch(r) in MOE_ARCHS])
     worst_bucket = max(abs(b["mean_signed_error_pct"]) for b in summary["scale_buckets"] if b["rows"])
     checks = [
         ("rows evaluated (dense)", s["evaluated"], ">=", MIN_EVALUATED),

@@ -65,6 +65,7 @@ class CostModelOracle final : public sharding::ShardingCostOracle {
       : model_(model), mesh_(std::move(mesh)), bytes_per_param_(bytes_per_param), wire_scale_(wire_scale),
         expert_batch_(expert_batch) {}
   Seconds op_time(const graph::Op& op, const graph::OpGraph& g, const ops::Strategy& s) const override;
+  int expert_batch() const { return expert_batch_; }
   Seconds comm_time(const layout::CommStep& step, const layout::DeviceMesh& mesh) const override;
   Bytes memory(const ops::OpSharding& unit, const ops::Strategy& s, const graph::OpGraph& g,
                const layout::DeviceMesh& mesh) const override;
