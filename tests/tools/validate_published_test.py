@@ -645,6 +645,48 @@ class Ranking(unittest.TestCase):
         self.assertAlmostEqual(spread, 20.0)
         self.assertEqual(ranking.repeat_spread([{"plan": "X", "measured_s": 1.0}]), (0, None))
 
+    def test_repeat_sigma(self):
+        # Set S, layout X ran at 9, 11 s (mean 10: deviations -0.1, +0.1), layout
+        # Y at 4, 6 s (mean 5: -0.2, +0.2); set T's X ran once, a different layout
+        # from S's X. Pooled: sqrt((0.01 + 0.01 + 0.04 + 0.04) / (1 + 1)) = sqrt(0.05).
+        rows = [{"rank_set": k, "plan": p, "measured_s": m} for k, p, m in
+                (("S", "X", 9.0), ("S", "Y", 4.0), ("S", "X", 11.0), ("S", "Y", 6.0), ("T", "X", 50.0))]
+        sigma, dof = ranking.repeat_sigma(rows)
+        self.assertAlmostEqual(sigma, 0.05 ** 0.5)
+        self.assertEqual(dof, 2)
+        self.assertEqual(ranking.repeat_sigma(rows[:2] + rows[4:]), (None, 0))
+
+    def test_noise_ceiling(self):
+        # No noise: the perfect predictor orders every draw right.
+        self.assertEqual(ranking.noise_ceiling([1.0, 2.0, 3.0], 0.0, draws=10), (1.0, 0.0))
+        # Layouts 1 % apart under 30 % noise: their order is nearly a coin toss,
+        # so the expected tau is near 0 and the regret is positive.
+        tau, regret = ranking.noise_ceiling([1.0, 1.01, 1.02], 0.3)
+        self.assertLess(abs(tau), 0.1)
+        self.assertGreater(regret, 0.0)
+        # Seeded: the same figures on every call (the report is deterministic).
+        self.assertEqual(ranking.noise_ceiling([1.0, 1.2, 1.5], 0.05), ranking.noise_ceiling([1.0, 1.2, 1.5], 0.05))
+        # Layouts far apart under little noise: close to 1.
+        self.assertGreater(ranking.noise_ceiling([1.0, 2.0, 4.0], 0.01)[0], 0.99)
+
+    def test_set_noise_ceiling(self):
+        # Set A (3 layouts; L1 measured twice at 10 and 12 s): sigma from L1's
+        # repeats, sqrt(((10/11 - 1)^2 + (12/11 - 1)^2) / 1) = 0.1286; the ceiling
+        # uses L1's mean, 11 s, for both of its rows.
+        def res(i, plan, pred, meas):
+            return {"id": f"r{i}", "group": "g", "outcome": "compared", "rank_set": "A", "plan": plan,
+                    "predicted_s": pred, "measured_s": meas, "num_gpus": 8, "error_pct": 0.0}
+        rs = [res(0, "L1", 1.0, 10.0), res(1, "L1", 1.0, 12.0), res(2, "L2", 2.0, 20.0), res(3, "L3", 3.0, 30.0)]
+        s = ranking.ranking_sets(rs)[0]
+        self.assertAlmostEqual(s["noise_sigma_pct"], 100 * (2 * (1 / 11) ** 2) ** 0.5)
+        self.assertEqual((s["noise_ceiling_tau"], s["noise_ceiling_regret_pct"]),
+                         ranking.noise_ceiling([11.0, 11.0, 20.0, 30.0], s["noise_sigma_pct"] / 100))
+        rk = ranking.ranking_summary(rs)
+        self.assertEqual(rk["mean_noise_ceiling_tau"], s["noise_ceiling_tau"])
+        # Without repeats there is no ceiling.
+        s = ranking.ranking_sets([res(0, "L1", 1.0, 10.0), res(2, "L2", 2.0, 20.0), res(3, "L3", 3.0, 30.0)])[0]
+        self.assertIsNone(s["noise_ceiling_tau"])
+
     def test_rank_set_key_ignores_layout(self):
         a = map_row(row(), REPO)
         b = map_row(row(parallelism={"tp": 4, "pp": 2, "dp": 8}, training__micro_batch_size=2), REPO)

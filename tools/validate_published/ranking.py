@@ -16,10 +16,17 @@ recompute, ...). For each set of at least MIN_SET_ROWS rows:
   the measured best). When several rows tie for the predicted best, the
   slowest of them counts (a planner that cannot tell them apart may pick any).
 
+- noise ceiling: the expected tau and top-1 regret of a predictor that knew
+  each layout's true mean time, when every measurement scatters as the
+  source's own repeated runs show (noise_ceiling). A set whose ceiling is
+  below a target cannot meet it by any model: the order its rows were
+  measured in is partly the measurement noise.
+
 Scale buckets: signed and absolute mean error of compared rows by GPU count.
 """
 
 import math
+import random
 
 MIN_SET_ROWS = 3
 
@@ -85,6 +92,44 @@ def repeat_spread(rows):
     return len(spreads), (max(spreads) if spreads else None)
 
 
+NOISE_DRAWS = 2000      # Monte Carlo draws of noise_ceiling
+NOISE_SEED = 1945       # fixed: the report is the same on every run
+
+
+def repeat_sigma(rows):
+    """(sigma, degrees of freedom) of the measurement noise the rows' repeated
+    layouts show: the pooled relative standard deviation
+    sqrt(sum over layouts measured n >= 2 times of sum (x / mean - 1)^2 / sum (n - 1)),
+    a layout being (rank_set, plan); (None, 0) with no repeated layout."""
+    runs = {}
+    for r in rows:
+        if r.get("plan") is not None and r.get("rank_set"):
+            runs.setdefault((r["rank_set"], r["plan"]), []).append(r["measured_s"])
+    ss = dof = 0
+    for v in runs.values():
+        if len(v) > 1:
+            m = sum(v) / len(v)
+            ss += sum((x / m - 1.0) ** 2 for x in v)
+            dof += len(v) - 1
+    return (math.sqrt(ss / dof), dof) if dof else (None, 0)
+
+
+def noise_ceiling(truth, sigma, draws=NOISE_DRAWS, seed=NOISE_SEED):
+    """(expected Kendall tau-b, expected top-1 regret %) of a predictor that
+    predicts `truth` exactly, when each measured time is truth x (1 + e),
+    e ~ N(0, sigma) independently. Rows of one layout share a truth (they tie
+    in its prediction). Seeded Monte Carlo: deterministic."""
+    rng = random.Random(seed)
+    taus, regrets = [], []
+    for _ in range(draws):
+        meas = [t * (1.0 + rng.gauss(0.0, sigma)) for t in truth]
+        tau = kendall_tau_b(truth, meas)
+        if tau is not None:
+            taus.append(tau)
+        regrets.append(top1_regret_pct(truth, meas)[0])
+    return _mean(taus), _mean(regrets)
+
+
 def ranking_sets(results):
     """The ranking sets of a list of results (those with outcome 'compared'
     and a rank_set key), each a dict; sets in first-seen order."""
@@ -92,6 +137,11 @@ def ranking_sets(results):
     for r in results:
         if r.get("outcome") == "compared" and r.get("rank_set"):
             by_key.setdefault(r["rank_set"], []).append(r)
+    sigma_of = {}
+    for r in results:
+        if r.get("outcome") == "compared" and r.get("rank_set"):
+            sigma_of.setdefault(r["group"], []).append(r)
+    sigma_of = {g: repeat_sigma(rs)[0] for g, rs in sigma_of.items()}
     out = []
     for key, rs in by_key.items():
         if len(rs) < MIN_SET_ROWS:
@@ -100,11 +150,21 @@ def ranking_sets(results):
         meas = [r["measured_s"] for r in rs]
         regret, picked, best = top1_regret_pct(pred, meas)
         repeated, spread = repeat_spread(rs)
+        sigma = sigma_of.get(rs[0]["group"])
+        ceiling = (None, None)
+        if sigma is not None:
+            layout_mean = {}
+            for r in rs:
+                layout_mean.setdefault(r.get("plan") or r["id"], []).append(r["measured_s"])
+            ceiling = noise_ceiling([sum(v) / len(v) for v in (layout_mean[r.get("plan") or r["id"]] for r in rs)],
+                                    sigma)
         out.append({
             "set": key, "group": rs[0]["group"], "rows": len(rs), "ids": [r["id"] for r in rs],
             "kendall_tau": kendall_tau_b(pred, meas), "top1_regret_pct": regret,
             "predicted_best": rs[picked]["id"], "measured_best": rs[best]["id"],
             "repeated_layouts": repeated, "repeat_spread_pct": spread,
+            "noise_sigma_pct": None if sigma is None else 100.0 * sigma,
+            "noise_ceiling_tau": ceiling[0], "noise_ceiling_regret_pct": ceiling[1],
         })
     return out
 
@@ -120,6 +180,8 @@ def ranking_summary(results):
         "mean_kendall_tau": _mean(taus),
         "worst_top1_regret_pct": None if worst is None else worst["top1_regret_pct"],
         "worst_top1_regret_set": None if worst is None else worst["set"],
+        "mean_noise_ceiling_tau": _mean([s["noise_ceiling_tau"] for s in sets
+                                         if s["kendall_tau"] is not None and s["noise_ceiling_tau"] is not None]),
         "sets": sets,
     }
 

@@ -51,7 +51,8 @@ def columns(rows, head):
 
 BUCKET_HEAD = ["GPUs", "rows", "signed mean err", "mean |err|"]
 SET_HEAD = ["set (group | model | profile x GPUs | global batch | precision)", "rows", "Kendall tau",
-            "top-1 regret", "predicted best", "measured best", "repeated layouts (largest spread)"]
+            "top-1 regret", "predicted best", "measured best", "repeated layouts (largest spread)",
+            "noise ceiling: tau / regret (sigma)"]
 
 
 def bucket_lines(s):
@@ -67,7 +68,8 @@ def ranking_line(rk):
     if not rk["sets"]:
         return f"Ranking: no set of >= {rk['min_set_rows']} compared rows differing only in layout."
     return (f"Ranking: {rk['set_count']} sets of >= {rk['min_set_rows']} rows ({rk['rows_in_sets']} rows); "
-            f"mean Kendall tau-b {fmt_tau(rk['mean_kendall_tau'])}; worst top-1 regret "
+            f"mean Kendall tau-b {fmt_tau(rk['mean_kendall_tau'])} (noise ceiling "
+            f"{fmt_tau(rk.get('mean_noise_ceiling_tau'))}); worst top-1 regret "
             f"{fmt_pct(rk['worst_top1_regret_pct'], False)} ({rk['worst_top1_regret_set']})")
 
 
@@ -75,7 +77,10 @@ def set_lines(rk):
     return [[x["set"], str(x["rows"]), fmt_tau(x["kendall_tau"]), fmt_pct(x["top1_regret_pct"], False),
              x["predicted_best"], x["measured_best"],
              "-" if not x.get("repeated_layouts") else
-             f"{x['repeated_layouts']} ({fmt_pct(x['repeat_spread_pct'], False)})"] for x in rk["sets"]]
+             f"{x['repeated_layouts']} ({fmt_pct(x['repeat_spread_pct'], False)})",
+             "-" if x.get("noise_ceiling_tau") is None else
+             f"{fmt_tau(x['noise_ceiling_tau'])} / {fmt_pct(x['noise_ceiling_regret_pct'], False)} "
+             f"({fmt_pct(x['noise_sigma_pct'], False)})"] for x in rk["sets"]]
 
 
 XVAL_HEAD = ["group", "rows", "in-sample mean |err|", "in-sample p90", "held-out mean |err|", "held-out p90",
@@ -200,7 +205,10 @@ JSON_FIELDS = [
      "defined), worst_top1_regret_pct, worst_top1_regret_set, sets[]: set (key), group, rows, ids, "
      "kendall_tau (tau-b, null when undefined), top1_regret_pct, predicted_best, measured_best (ids), "
      "repeated_layouts (layouts the source ran more than once), repeat_spread_pct (largest max/min - 1 of "
-     "their measured times, null without repeats)"),
+     "their measured times, null without repeats), noise_sigma_pct (pooled relative standard deviation of "
+     "the group's repeated layouts), noise_ceiling_tau and noise_ceiling_regret_pct (expected tau-b and top-1 "
+     "regret of a predictor that knew each layout's mean time under that noise; null without repeats); "
+     "mean_noise_ceiling_tau (over the sets of mean_kendall_tau)"),
 ]
 
 
@@ -327,7 +335,13 @@ with the measured seconds per step: 1 = same order, 0 = unrelated, -1 = reversed
 the measured time of the row predicted fastest over the measured fastest, minus 1 (0 % = the
 planner picks the measured best; of rows tied for the predicted best, the slowest counts).
 Repeated layouts: layouts the source ran more than once in the set, and the largest spread of
-their measured times (max / min - 1): the measurement noise no prediction can order."""
+their measured times (max / min - 1): the measurement noise no prediction can order.
+Noise ceiling: the mean Kendall tau-b and top-1 regret that a predictor knowing each layout's
+true mean time would get, if every row were measured again with the scatter the source's own
+repeats show: sigma is the pooled relative standard deviation of all the group's layouts run
+more than once (same set and layout), and the figures are the mean over 2000 seeded draws of
+truth x (1 + N(0, sigma)). A set cannot be expected to reach a tau above its ceiling; the
+difference between the ceiling and the planner's figure is what a better model could gain."""
 
 
 def rules_tables():
