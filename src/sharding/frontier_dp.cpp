@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <vector>
 
 #include "op_sharding_internal.hpp"
@@ -94,11 +95,83 @@ struct Layer {
   }
 };
 
+/// Most live nodes the graph order may leave before the DP looks for a
+/// narrower order (order_nodes). A transformer stack stays at 1-4; an MoE
+/// layer in graph order keeps every expert's branch live until their Concat.
+constexpr std::size_t kWideFrontier = 16;
+
+/// Largest frontier of processing the nodes in `seq` (indices into `adj`):
+/// a processed node stays live until its last neighbour is processed.
+std::size_t frontier_width(const std::vector<std::vector<std::size_t>>& adj, const std::vector<std::size_t>& seq) {
+  const std::size_t n = adj.size();
+  std::vector<std::size_t> at(n, 0);
+  for (std::size_t k = 0; k < n; ++k) at[seq[k]] = k;
+  std::vector<std::ptrdiff_t> diff(n + 1, 0);
+  for (std::size_t v = 0; v < n; ++v) {
+    std::size_t last = at[v];
+    for (std::size_t u : adj[v]) last = std::max(last, at[u]);
+    if (last > at[v]) {  // live on the steps at[v] .. last - 1
+      ++diff[at[v]];
+      --diff[last];
+    }
+  }
+  std::size_t width = 0;
+  std::ptrdiff_t live = 0;
+  for (std::size_t k = 0; k < n; ++k) width = std::max(width, static_cast<std::size_t>(live += diff[k]));
+  return width;
+}
+
+/// A processing order that keeps the frontier narrow: greedily the node
+/// whose processing grows the live set least (it joins the frontier when it
+/// has an unprocessed neighbour; every frontier node whose last unprocessed
+/// neighbour it is leaves), among the unprocessed neighbours of processed
+/// nodes (else the first unprocessed node); ties by graph order, so the
+/// order is deterministic. The DP is exact in any order (the factors are
+/// undirected); the order only sets its state count. For an MoE layer it
+/// processes the experts' Concat as soon as two branches wait on it, after
+/// which each branch leaves the frontier when it ends.
+std::vector<std::size_t> order_nodes(const std::vector<std::vector<std::size_t>>& adj) {
+  const std::size_t n = adj.size();
+  std::vector<std::size_t> seq, rem(n);
+  seq.reserve(n);
+  std::vector<bool> done(n, false), in_front(n, false);
+  for (std::size_t v = 0; v < n; ++v) rem[v] = adj[v].size();
+  std::set<std::size_t> cand;
+  std::size_t first_left = 0;
+  while (seq.size() < n) {
+    std::size_t pick = n;
+    std::ptrdiff_t best = 0;
+    for (std::size_t c : cand) {
+      std::ptrdiff_t d = rem[c] > 0 ? 1 : 0;
+      for (std::size_t u : adj[c])
+        if (in_front[u] && rem[u] == 1) --d;
+      if (pick == n || d < best) {
+        pick = c;
+        best = d;
+      }
+    }
+    if (pick == n) {
+      while (done[first_left]) ++first_left;
+      pick = first_left;
+    }
+    done[pick] = true;
+    cand.erase(pick);
+    seq.push_back(pick);
+    for (std::size_t u : adj[pick]) {
+      if (--rem[u] == 0 && in_front[u]) in_front[u] = false;
+      if (!done[u]) cand.insert(u);
+    }
+    if (rem[pick] > 0) in_front[pick] = true;
+  }
+  return seq;
+}
+
 class Dp {
  public:
   Dp(Factors& f, const SolveOptions& o) : f_(f), o_(o) {
     for (std::size_t v = 0; v < f.size.size(); ++v)
       if (!f.gone[v]) core_.push_back(v);
+    reorder();
     const std::size_t n = core_.size();
     std::vector<std::size_t> pos(f.size.size(), 0);
     for (std::size_t k = 0; k < n; ++k) pos[core_[k]] = k;
@@ -277,6 +350,32 @@ class Dp {
   }
 
  private:
+  /// Graph order, unless its frontier is wider than kWideFrontier and
+  /// order_nodes finds a narrower one.
+  void reorder() {
+    const std::size_t n = core_.size();
+    std::vector<std::size_t> index(f_.size.size(), 0);
+    for (std::size_t k = 0; k < n; ++k) index[core_[k]] = k;
+    std::vector<std::vector<std::size_t>> adj(n);
+    for (const auto& mat : f_.mats) {
+      if (!mat.live || mat.a == mat.b || f_.gone[mat.a] || f_.gone[mat.b]) continue;
+      adj[index[mat.a]].push_back(index[mat.b]);
+      adj[index[mat.b]].push_back(index[mat.a]);
+    }
+    for (auto& a : adj) {
+      std::sort(a.begin(), a.end());
+      a.erase(std::unique(a.begin(), a.end()), a.end());
+    }
+    std::vector<std::size_t> graph_order(n);
+    for (std::size_t k = 0; k < n; ++k) graph_order[k] = k;
+    if (frontier_width(adj, graph_order) <= kWideFrontier) return;
+    const auto seq = order_nodes(adj);
+    if (frontier_width(adj, seq) >= frontier_width(adj, graph_order)) return;
+    std::vector<std::size_t> reordered(n);
+    for (std::size_t k = 0; k < n; ++k) reordered[k] = core_[seq[k]];
+    core_ = std::move(reordered);
+  }
+
   void insert(std::vector<Entry>& v, const Entry& e) {
     if (!f_.limited) {
       if (v.empty()) v.push_back(e);

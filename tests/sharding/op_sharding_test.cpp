@@ -326,3 +326,60 @@ TEST_CASE("long random chains with residual edges solve exactly and fast", "[sea
   CHECK(limited->evaluation.feasible());
   CHECK(limited->evaluation.total >= a->evaluation.total);
 }
+
+TEST_CASE("an expert layer's fan-out solves exactly in a narrow order", "[search][op_sharding]") {
+  // An MoE layer's shape after elimination: tokens (0) and routing indices
+  // (1) feed 24 expert branches (2..25), which all feed one Concat (26).
+  // Every branch has three neighbours, so nothing is eliminated, and in
+  // graph order all 24 branches stay live until the Concat: a frontier of
+  // 26 nodes, 2^26 states, far past the beam. The DP processes the Concat
+  // as soon as two branches wait on it instead (frontier <= 4), and is exact.
+  //
+  // Hand optimum: once tokens, indices and the Concat are fixed (t, i, c),
+  // the branches are independent. Branch b, strategy s costs
+  //   unary b + s/10 + e(t,b)[t][s] + e(i,b)[i][s] + e(b,c)[s][c]
+  // with e(t,b) = [[0, 2], [2, 0]] (a reshard when they differ), e(i,b) =
+  // [[0, 1], [1, 0]], e(b,c) = [[0, 3], [3, 0]]; tokens/indices/Concat cost
+  // (1, 0.5) each for (s0, s1). All at s1: 3 x 0.5 + 24 x (1 + 0.1 + ... ) is
+  // the total the loop below works out over the 8 (t, i, c) corners.
+  ShardingProblem p;
+  p.nodes.push_back({"tokens", {strat("s0", 1, 1), strat("s1", 0.5, 1)}});
+  p.nodes.push_back({"indices", {strat("s0", 1, 1), strat("s1", 0.5, 1)}});
+  constexpr std::size_t kBranches = 24;
+  for (std::size_t b = 0; b < kBranches; ++b)
+    p.nodes.push_back({"expert" + std::to_string(b),
+                       {strat("s0", 1 + static_cast<double>(b % 5) / 10, 1), strat("s1", 1.1, 1)}});
+  p.nodes.push_back({"concat", {strat("s0", 1, 1), strat("s1", 0.5, 1)}});
+  const std::size_t concat = kBranches + 2;
+  for (std::size_t b = 2; b < concat; ++b) {
+    p.edges.push_back(edge(0, b, {0, 2, 2, 0}));
+    p.edges.push_back(edge(1, b, {0, 1, 1, 0}));
+    p.edges.push_back(edge(b, concat, {0, 3, 3, 0}));
+  }
+  double best = 1e30;
+  for (int t = 0; t < 2; ++t)
+    for (int i = 0; i < 2; ++i)
+      for (int c = 0; c < 2; ++c) {
+        double total = (t ? 0.5 : 1) + (i ? 0.5 : 1) + (c ? 0.5 : 1);
+        for (std::size_t b = 2; b < concat; ++b) {
+          double branch = 1e30;
+          for (int s = 0; s < 2; ++s) {
+            const double unary = s ? 1.1 : 1 + static_cast<double>((b - 2) % 5) / 10;
+            branch = std::min(branch, unary + (s != t ? 2 : 0) + (s != i ? 1 : 0) + (s != c ? 3 : 0));
+          }
+          total += branch;
+        }
+        best = std::min(best, total);
+      }
+  auto s = solve(p);
+  REQUIRE(s.ok());
+  CHECK(s->exact);
+  CHECK(s->max_frontier <= 4);
+  CHECK(s->evaluation.total.value == Approx(best));
+  // All at s1: 1.5 + 24 x 1.1 = 27.9, which no corner beats (a branch at s0
+  // saves at most 0.1 and pays a reshard of 2 + 1 + 3 against s1 neighbours).
+  CHECK(best == Approx(27.9));
+  auto again = solve(p);
+  REQUIRE(again.ok());
+  CHECK(again->choice == s->choice);
+}

@@ -49,6 +49,15 @@
 ///    4    k3       {k0, k1, k2, k3}     states <= product of the live nodes'
 ///    5    k4       {}                   strategy counts: the optimum
 ///
+///   order: graph order, unless it leaves more than 16 nodes live; then a
+///   greedy order (the node that grows the live set least, ties by graph
+///   order). An MoE layer is the case: its expert branches each neighbour
+///   the tokens, the routing and one Concat, so in graph order all of them
+///   stay live until the Concat (a frontier of E + 2, past the beam); the
+///   greedy order takes the Concat once two branches wait on it, and each
+///   later branch leaves as it ends (frontier <= 4, exact). The factors are
+///   undirected, so the optimum does not depend on the order.
+///
 /// Cost: elimination O(sum over removed nodes of s_a s_b s_x) (x Pareto
 /// sizes); DP O(sum over steps of states x strategies x live neighbours).
 /// Guards: when a step would hold more than SolveOptions::max_states entries
