@@ -228,9 +228,21 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
       }
     std::vector<std::optional<Result<estimate::Estimate>>> out(batch.size());
     std::atomic<std::size_t> cursor{0};
+    // Past the time limit, a batch starts no further candidate once the
+    // search holds a plan (a large graph's estimates can take seconds each;
+    // the limit would otherwise wait for the whole batch).
+    const bool have_plan = !fitting.empty();
+    std::vector<char> timed_out(batch.size(), 0);
+    auto past_limit = [&] {
+      return std::chrono::duration<double>(Clock::now() - t0).count() > options.time_limit_s;
+    };
     auto work = [&] {
       for (std::size_t i = cursor++; i < batch.size(); i = cursor++) {
         const Candidate& c = *batch[i];
+        if (have_plan && past_limit()) {
+          timed_out[i] = 1;
+          continue;
+        }
         // The incumbent is the batch's start's whatever the threads.
         if (tighten(c, *gs.at(c.config.micro_batch)) >= incumbent) continue;
         out[i] = estimate::estimate(*gs.at(c.config.micro_batch), *cm.at(c.recompute), c.config,
@@ -245,7 +257,12 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
       for (int t = 0; t < std::min<int>(threads, static_cast<int>(batch.size())); ++t) pool.emplace_back(work);
       for (auto& t : pool) t.join();
     }
+    bool cut = false;
     for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (timed_out[i]) {
+        cut = true;
+        continue;
+      }
       if (!out[i]) {
         ++r.pruned_bound;
         continue;
@@ -278,7 +295,7 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     if (fitting.size() > options.top_k) fitting.resize(options.top_k);
     if (options.progress) options.progress(next, live.size());
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (elapsed > options.time_limit_s && next < list.size()) {
+    if (cut || (elapsed > options.time_limit_s && next < list.size())) {
       r.complete = false;
       stopped = true;
       break;
@@ -324,6 +341,15 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     if (capacity < any.device_memory() * space.max_memory_fraction)
       against += fmt::format(" ({:.2f} GiB less the {:g} % memory margin; --memory-margin)",
                              any.device_memory().value / kGiB, 100 * margin);
+    // Stopped by the time limit, the search has not shown that nothing fits.
+    if (stopped)
+      return make_error("the search stopped at --time-limit {:g} s before a layout it scored fit ({} of {} layouts "
+                        "scored{}); raise --time-limit",
+                        options.time_limit_s, r.scored, r.enumerated,
+                        smallest_peak.value < std::numeric_limits<double>::infinity()
+                            ? fmt::format("; the smallest needs {:.2f} GiB per device against {}",
+                                          smallest_peak.value / kGiB, against)
+                            : std::string());
     if (smallest_peak.value < std::numeric_limits<double>::infinity())
       return make_error("{}: the smallest scored needs {:.2f} GiB per device (largest item: {}) against {}", kNoLayoutFits,
                         smallest_peak.value / kGiB, smallest_item, against);

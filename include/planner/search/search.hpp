@@ -31,7 +31,8 @@
 ///      against the batch's starting incumbent and a total order on ties
 ///      (step time, then the candidate's canonical order) make the result
 ///      the same with any number of threads.
-///   5. Anytime: stop between batches when the time limit passes; the result
+///   5. Anytime: stop when the time limit passes (between batches, and
+///      within one no candidate starts once a plan has been found); the result
 ///      says whether the space was exhausted and gives the lower bound on the
 ///      best possible step (Outcome::lower_bound) and the gap.
 ///
