@@ -99,6 +99,8 @@ struct Layer {
 /// narrower order (order_nodes). A transformer stack stays at 1-4; an MoE
 /// layer in graph order keeps every expert's branch live until their Concat.
 constexpr std::size_t kWideFrontier = 16;
+/// Most work (nodes x sum of degrees) order_nodes may take.
+constexpr double kOrderWork = 2e8;
 
 /// Largest frontier of processing the nodes in `seq` (indices into `adj`):
 /// a processed node stays live until its last neighbour is processed.
@@ -369,6 +371,11 @@ class Dp {
     std::vector<std::size_t> graph_order(n);
     for (std::size_t k = 0; k < n; ++k) graph_order[k] = k;
     if (frontier_width(adj, graph_order) <= kWideFrontier) return;
+    // order_nodes costs up to n x (sum of degrees); past kOrderWork the
+    // graph order stays (a lowered MoE block: ~400 nodes, ~10^6).
+    std::size_t degrees = 0;
+    for (const auto& a : adj) degrees += a.size();
+    if (static_cast<double>(n) * static_cast<double>(degrees) > kOrderWork) return;
     const auto seq = order_nodes(adj);
     if (frontier_width(adj, seq) >= frontier_width(adj, graph_order)) return;
     std::vector<std::size_t> reordered(n);
