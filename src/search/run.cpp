@@ -33,6 +33,7 @@ bool better(const Scored& a, const Scored& b) {
 Result<Outcome> search(const Space& space, const GraphProvider& graphs, const ModelProvider& models,
                        const Options& options) {
   const auto t0 = Clock::now();
+  auto elapsed_s = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   Outcome r;
   // Facts from the smallest micro-batch's graph (sizes scale with the batch).
   PLANNER_TRY(const graph::OpGraph* g1, graphs(space.fixed.micro_batch.value_or(1)));
@@ -233,13 +234,10 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     // the limit would otherwise wait for the whole batch).
     const bool have_plan = !fitting.empty();
     std::vector<char> timed_out(batch.size(), 0);
-    auto past_limit = [&] {
-      return std::chrono::duration<double>(Clock::now() - t0).count() > options.time_limit_s;
-    };
     auto work = [&] {
       for (std::size_t i = cursor++; i < batch.size(); i = cursor++) {
         const Candidate& c = *batch[i];
-        if (have_plan && past_limit()) {
+        if (have_plan && elapsed_s() > options.time_limit_s) {
           timed_out[i] = 1;
           continue;
         }
@@ -294,8 +292,7 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     std::sort(fitting.begin(), fitting.end(), better);
     if (fitting.size() > options.top_k) fitting.resize(options.top_k);
     if (options.progress) options.progress(next, live.size());
-    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (cut || (elapsed > options.time_limit_s && next < list.size())) {
+    if (cut || (elapsed_s() > options.time_limit_s && next < list.size())) {
       r.complete = false;
       stopped = true;
       break;
@@ -333,7 +330,7 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     for (const auto& c : round)
       if (fit[c.order]) twin_done[*twins[c.order]] = true;
   }
-  r.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.elapsed_s = elapsed_s();
   if (fitting.empty()) {
     constexpr double kGiB = 1024.0 * 1024 * 1024;
     // "79.21 GiB", or "71.29 GiB (79.21 GiB less the 10 % memory margin)".

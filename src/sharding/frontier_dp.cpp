@@ -358,26 +358,21 @@ class Dp {
     const std::size_t n = core_.size();
     std::vector<std::size_t> index(f_.size.size(), 0);
     for (std::size_t k = 0; k < n; ++k) index[core_[k]] = k;
+    // Elimination keeps nbr to the remaining nodes, one entry per neighbour.
     std::vector<std::vector<std::size_t>> adj(n);
-    for (const auto& mat : f_.mats) {
-      if (!mat.live || mat.a == mat.b || f_.gone[mat.a] || f_.gone[mat.b]) continue;
-      adj[index[mat.a]].push_back(index[mat.b]);
-      adj[index[mat.b]].push_back(index[mat.a]);
-    }
-    for (auto& a : adj) {
-      std::sort(a.begin(), a.end());
-      a.erase(std::unique(a.begin(), a.end()), a.end());
-    }
+    for (std::size_t k = 0; k < n; ++k)
+      for (const auto& [other, mat] : f_.nbr[core_[k]]) adj[k].push_back(index[other]);
     std::vector<std::size_t> graph_order(n);
     for (std::size_t k = 0; k < n; ++k) graph_order[k] = k;
-    if (frontier_width(adj, graph_order) <= kWideFrontier) return;
+    const std::size_t width = frontier_width(adj, graph_order);
+    if (width <= kWideFrontier) return;
     // order_nodes costs up to n x (sum of degrees); past kOrderWork the
     // graph order stays (a lowered MoE block: ~400 nodes, ~10^6).
     std::size_t degrees = 0;
     for (const auto& a : adj) degrees += a.size();
     if (static_cast<double>(n) * static_cast<double>(degrees) > kOrderWork) return;
     const auto seq = order_nodes(adj);
-    if (frontier_width(adj, seq) >= frontier_width(adj, graph_order)) return;
+    if (frontier_width(adj, seq) >= width) return;
     std::vector<std::size_t> reordered(n);
     for (std::size_t k = 0; k < n; ++k) reordered[k] = core_[seq[k]];
     core_ = std::move(reordered);

@@ -133,15 +133,12 @@ def noise_ceiling(truth, sigma, draws=NOISE_DRAWS, seed=NOISE_SEED):
 def ranking_sets(results):
     """The ranking sets of a list of results (those with outcome 'compared'
     and a rank_set key), each a dict; sets in first-seen order."""
-    by_key = {}
+    by_key, by_group = {}, {}
     for r in results:
         if r.get("outcome") == "compared" and r.get("rank_set"):
             by_key.setdefault(r["rank_set"], []).append(r)
-    sigma_of = {}
-    for r in results:
-        if r.get("outcome") == "compared" and r.get("rank_set"):
-            sigma_of.setdefault(r["group"], []).append(r)
-    sigma_of = {g: repeat_sigma(rs)[0] for g, rs in sigma_of.items()}
+            by_group.setdefault(r["group"], []).append(r)
+    sigma_of = {g: repeat_sigma(rs)[0] for g, rs in by_group.items()}
     out = []
     for key, rs in by_key.items():
         if len(rs) < MIN_SET_ROWS:
@@ -153,11 +150,11 @@ def ranking_sets(results):
         sigma = sigma_of.get(rs[0]["group"])
         ceiling = (None, None)
         if sigma is not None:
-            layout_mean = {}
+            runs = {}  # a layout's measured times (a row without plan text is its own layout)
             for r in rs:
-                layout_mean.setdefault(r.get("plan") or r["id"], []).append(r["measured_s"])
-            ceiling = noise_ceiling([sum(v) / len(v) for v in (layout_mean[r.get("plan") or r["id"]] for r in rs)],
-                                    sigma)
+                runs.setdefault(r.get("plan") or r["id"], []).append(r["measured_s"])
+            truth = [_mean(runs[r.get("plan") or r["id"]]) for r in rs]
+            ceiling = noise_ceiling(truth, sigma)
         out.append({
             "set": key, "group": rs[0]["group"], "rows": len(rs), "ids": [r["id"] for r in rs],
             "kendall_tau": kendall_tau_b(pred, meas), "top1_regret_pct": regret,
