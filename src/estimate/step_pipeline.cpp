@@ -57,7 +57,21 @@ Status add_pipeline(StepWork& s) {
                                          act[static_cast<std::size_t>(ch)]});
   }
   if (C > 1) {
-    std::vector<Bytes> crossing(static_cast<std::size_t>(C - 1));
+    // Megatron-LM (2021-22) and DeepSpeed's pipeline engine send a boundary
+    // tensor that every tensor-parallel rank holds whole in 1/tp slices, and
+    // the receiving group all-gathers it: Megatron-LM's
+    // scatter_gather_tensors_in_pipeline (p2p_communication.py, default on),
+    // DeepSpeed's PipelineEngine.is_pipe_partitioned / is_grad_partitioned
+    // (on with tp > 1). Megatron-Core sends what it holds (sequence parallel
+    // already splits it). Both older libraries also wait for every transfer
+    // before computing on: Megatron-LM's batch_isend_irecv, req.wait() and
+    // torch.cuda.synchronize(); DeepSpeed's runtime/pipe/p2p.py dist.send /
+    // dist.recv (async_op unsupported), whose NCCL work holds the sender's
+    // stream. The simulation then keeps the sender busy for each transfer.
+    const bool older = c.framework == Framework::deepspeed || c.framework == Framework::megatron_legacy;
+    const bool partitioned = older && c.tp > 1;
+    prob.blocking_transfers = older;
+    std::vector<Bytes> sent(static_cast<std::size_t>(C - 1)), gathered(static_cast<std::size_t>(C - 1));
     const double eb = activation_element_bytes(ctx);
     for (OpId id : L.order) {
       const auto& op = g.op(id);
@@ -68,19 +82,32 @@ Status add_pipeline(StepWork& s) {
         if (!core::is_floating(t.dtype) || !t.batch_axis) continue;
         int to = from;
         for (OpId cons : t.consumers) to = std::max(to, L.chunk_of_op[cons.value]);
-        const Bytes b(static_cast<double>(t.numel()) * detail::local_fraction(L, g, *out) * eb);
-        for (int k = from; k < to; ++k) crossing[static_cast<std::size_t>(k)] += b;
+        const double fraction = detail::local_fraction(L, g, *out);
+        const Bytes b(static_cast<double>(t.numel()) * fraction * eb);
+        // Whole on every tensor-parallel rank: no split beyond context
+        // parallelism's.
+        const bool whole = partitioned && fraction * c.cp > 1.0 / c.tp + 1e-9;
+        for (int k = from; k < to; ++k) {
+          sent[static_cast<std::size_t>(k)] += whole ? b * (1.0 / c.tp) : b;
+          if (whole) gathered[static_cast<std::size_t>(k)] += b;
+        }
       }
     }
     const auto pp_axis = layout::MeshAxis(0);
     const int same_node = L.full.ranks_per_node(pp_axis) > 1 ? 2 : 1;
+    const core::Placement tp_group{c.tp, std::max(1, std::min(c.tp, L.full.ranks_per_node(layout::MeshAxis(3))))};
     for (int k = 0; k + 1 < C; ++k) {
       Seconds t;
-      if (crossing[static_cast<std::size_t>(k)].value > 0) {
-        auto r = model.collective(core::Collective::send_recv, crossing[static_cast<std::size_t>(k)],
+      if (sent[static_cast<std::size_t>(k)].value > 0) {
+        auto r = model.collective(core::Collective::send_recv, sent[static_cast<std::size_t>(k)],
                                   core::Placement{2, same_node});
         if (!r.ok()) return Error{fmt::format("pipeline transfer: {}", r.error().message)};
         t = *r;
+      }
+      if (gathered[static_cast<std::size_t>(k)].value > 0) {
+        auto r = model.collective(core::Collective::all_gather, gathered[static_cast<std::size_t>(k)], tp_group);
+        if (!r.ok()) return Error{fmt::format("pipeline transfer: {}", r.error().message)};
+        t += *r;
       }
       prob.boundaries.push_back(sim::BoundaryCost{t, t});
       e.pipeline_p2p = std::max(e.pipeline_p2p, t);

@@ -87,6 +87,15 @@ Dependency dependency_of(const ScheduleStep& s, const PipelineProblem& pr) {
   return {true, {StepKind::backward, s.micro_batch, s.chunk + 1}, boundary(s.chunk, StepKind::backward)};
 }
 
+// The transfer `s` starts when it ends: its forward's activation to the
+// next chunk, its backward's gradient to the previous one; 0 at the ends.
+double sent_transfer(const ScheduleStep& s, const PipelineProblem& pr) {
+  if (pr.boundaries.empty()) return 0.0;
+  if (s.kind == StepKind::forward)
+    return s.chunk + 1 < pr.num_chunks() ? pr.boundaries[static_cast<std::size_t>(s.chunk)].forward.value : 0.0;
+  return s.chunk > 0 ? pr.boundaries[static_cast<std::size_t>(s.chunk - 1)].backward.value : 0.0;
+}
+
 struct DeviceState {
   std::size_t pos = 0;  // next op of its order
   double free = 0.0;    // when its last op ended
@@ -151,7 +160,7 @@ Result<PipelineResult> simulate(const PipelineProblem& pr, const DeviceOrders& o
         st.in_flight_bytes -= cost.activation.value;
       }
       st.busy += duration;
-      st.free = end;
+      st.free = end + (pr.blocking_transfers ? sent_transfer(s, pr) : 0.0);
       if (options.timeline)
         out.timeline[offset[d] + st.pos] = {static_cast<int>(d), s.kind, s.micro_batch, s.chunk, Seconds(start),
                                             Seconds(end)};

@@ -266,6 +266,35 @@ TEST_CASE("estimate step: 1F1B over two balanced stages: (m + p - 1)(f + b) plus
   CHECK(e.stages[1].in_flight == 1);
 }
 
+TEST_CASE("estimate step: DeepSpeed's pipeline sends 1/tp of the boundary tensor and all-gathers it",
+          "[estimate][step][pipeline]") {
+  // small_gpt(4) at pp = 2, tp = 2: the residual stream leaving layer 1,
+  // [2, 16, 64] bf16 = 4,096 B, is whole on both tensor-parallel ranks.
+  const auto g = small_gpt(4);
+  FakeCostModel fake;
+  auto c = config_for(1, 2, 2, 4);
+  c.framework = Framework::deepspeed;
+  const auto ds = run(g, fake, c);
+  // DeepSpeed (PipelineEngine.is_pipe_partitioned with tp > 1): each rank
+  // sends its 2,048 B half (2.048 us at 1 ns/B) and the receiving pair
+  // all-gathers the 4,096 B (4.096 us): 6.144 us per transfer.
+  CHECK(ds.pipeline_p2p.value == rel(6.144e-6));
+  const auto sends = calls_of(fake, core::Collective::send_recv);
+  REQUIRE(sends.size() == 1);
+  CHECK(sends[0].bytes.value == 2048);
+  bool gathered = false;
+  for (const auto& call : calls_of(fake, core::Collective::all_gather))
+    gathered = gathered || (call.bytes.value == 4096 && call.where.ranks == 2);
+  CHECK(gathered);
+
+  // Megatron sends the tensor whole (this test's graph is not sequence
+  // parallel).
+  fake.clear_calls();
+  c.framework = Framework::megatron;
+  const auto mg = run(g, fake, c);
+  CHECK(mg.pipeline_p2p.value == rel(4.096e-6));
+}
+
 TEST_CASE("estimate step: 1F1B over two unbalanced stages: the slow last stage sets the pace",
           "[estimate][step][pipeline]") {
   // 3 layers over 2 chunks: the remainder goes to the last chunk, so chunk

@@ -124,6 +124,32 @@ TEST_CASE("transfer time lengthens fill and drain, and 1F1B's steady state", "[s
   }
 }
 
+TEST_CASE("blocking transfers also hold the sending device (DeepSpeed's synchronous p2p)", "[sim][pipeline]") {
+  // The 1F1B p=2 m=4 case above, each send now also occupying its sender:
+  // dev 0: F0 0-1 (+0.5 send), F1 1.5-2.5 (+0.5)
+  // dev 1: F0 1.5-2.5, B0 2.5-4.5 (+0.5 send), F1 5-6 (ready 3), B1 6-8 (+0.5)
+  // dev 0: B0 5-7 (ready 4.5+0.5), F2 7-8 (+0.5), B1 8.5-10.5 (ready 8+0.5),
+  //        F3 10.5-11.5 (+0.5)
+  // dev 1: F2 8.5-9.5 (ready 8+0.5), B2 9.5-11.5 (+0.5), F3 12-13 (ready
+  //        11.5+0.5), B3 13-15 (+0.5)
+  // dev 0: B2 12-14 (ready 11.5+0.5), B3 15.5-17.5 (ready 15+0.5).
+  // Step 17.5 against 17 when the sender goes on.
+  PipelineProblem pr = uniform_problem(Schedule::one_f_one_b, 2, 4, 1, kUnit, {Seconds(0.5), Seconds(0.5)});
+  pr.blocking_transfers = true;
+  const PipelineResult r = run(pr);
+  CHECK(r.step_time == Seconds(17.5));
+  CHECK(event(r, 0, StepKind::forward, 1, 0).start == Seconds(1.5));
+  CHECK(event(r, 1, StepKind::forward, 1, 1).start == Seconds(5));
+  CHECK(event(r, 0, StepKind::backward, 1, 0).start == Seconds(8.5));
+  CHECK(event(r, 0, StepKind::backward, 3, 0).start == Seconds(15.5));
+  CHECK(r.devices[1].last_finish == Seconds(15.5));  // its last gradient send
+  SECTION("without boundaries there is nothing to block on") {
+    PipelineProblem none = uniform_problem(Schedule::one_f_one_b, 2, 4, 1, kUnit);
+    none.blocking_transfers = true;
+    CHECK(run(none).step_time == Seconds(15));
+  }
+}
+
 TEST_CASE("interleaved p=4 m=8 v=2: bubble (p-1)/(v m) of ideal", "[sim][pipeline]") {
   // Each stage (f=1 b=2 per micro-batch, 100 B) cut into v=2 chunks:
   // f=0.5 b=1 and 50 B each. Ideal = m v (0.5 + 1) = 24 per device.

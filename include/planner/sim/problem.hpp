@@ -54,6 +54,11 @@ struct PipelineProblem {
   /// Per device, time added after its last backward (exposed data-parallel
   /// gradient sync, optimizer step); empty means none.
   std::vector<Seconds> extra;
+  /// Blocking point-to-point: the sender's stream waits for each boundary
+  /// transfer it starts (DeepSpeed's pipeline engine: p2p.send/recv are
+  /// synchronous, async_op unsupported), so a transfer occupies the sending
+  /// device as well as delaying the receiver. False: the sender goes on.
+  bool blocking_transfers = false;
 
   /// Number of chunks, p * v.
   int num_chunks() const { return stages * virtual_stages; }
