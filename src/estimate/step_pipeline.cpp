@@ -70,7 +70,12 @@ Status add_pipeline(StepWork& s) {
     // stream. The simulation then keeps the sender busy for each transfer.
     const bool older = c.framework == Framework::deepspeed || c.framework == Framework::megatron_legacy;
     const bool partitioned = older && c.tp > 1;
-    prob.blocking_transfers = older;
+    // Megatron-Core's 1F1B (forward_backward_pipelining_without_interleaving)
+    // waits on its requests too (_communicate(wait_on_reqs=True), with
+    // batch_p2p_sync's torch.cuda.synchronize()); only its interleaved
+    // schedule overlaps p2p with compute (overlap_p2p_comm, which the NeMo
+    // and Megatron-Bridge recipes turn on with virtual pipelining).
+    prob.blocking_transfers = older || (c.framework == Framework::megatron && c.schedule != sim::Schedule::interleaved);
     std::vector<Bytes> sent(static_cast<std::size_t>(C - 1)), gathered(static_cast<std::size_t>(C - 1));
     const double eb = activation_element_bytes(ctx);
     for (OpId id : L.order) {

@@ -243,21 +243,24 @@ TEST_CASE("estimate step: 1F1B over two balanced stages: (m + p - 1)(f + b) plus
   CHECK(sends[0].where.ranks_per_node == 2);
 
   // 1F1B, p = 2, m = 4 (dev 0: F0 F1 B0 F2 B1 F3 B2 B3; dev 1: F0 B0 F1 B1
-  // F2 B2 F3 B3), f = 67 ms, b = 134 ms, transfer t each way:
-  //   dev1 F0 starts f + t; B0 ends 2f + b + t; dev0 B0 starts 2f + b + 2t
-  //   and each of the three later backward hand-offs adds a t where the
-  //   devices wait on each other (dev0 B2 at 4f + 3b + 4t), so dev0's B3
-  //   ends at 5f + 5b + 4t = (m + p - 1)(f + b) + 4t = 1.005 s + 4t.
+  // F2 B2 F3 B3), f = 67 ms, b = 134 ms, transfer t each way. Megatron-Core's
+  // 1F1B waits on its p2p requests, so each send also holds its sender for t
+  // (sim/pipeline_test.cpp works the same timeline with f = 1, b = 2):
+  //   dev0 F0 0..f (+t), F1 f+t..2f+t (+t); dev1 F0 f+t..2f+t, B0 ..2f+b+t
+  //   (+t), F1 2f+b+2t..; dev0 B0 2f+b+2t..2f+2b+2t, F2 ..3f+2b+2t (+t),
+  //   B1 3f+2b+3t.., F3 ..4f+3b+3t (+t); dev1 B3 ends 5f+4b+4t (+t); dev0
+  //   B2 ends 4f+4b+4t, B3 starts 5f+4b+5t and ends 5f + 5b + 5t
+  //   = (m + p - 1)(f + b) + 5t = 1.005 s + 5t.
   // Dev 0 then runs its optimizer step: 109,184 parameters (embeddings
   // 9,216 + 2 layers x 49,984) x 38 B / 1e12 = 4.148992e-6 s. Dev 1 ends
   // earlier (its last backward precedes dev 0's by b + t).
   const double opt0 = (kEmbeddingParams + 2 * kLayerParams) * 38 / 1e12;
   CHECK(e.optimizer.value == rel(opt0));
-  CHECK(e.step_time.value == rel(1.005 + 4 * t + opt0));
+  CHECK(e.step_time.value == rel(1.005 + 5 * t + opt0));
   // Breakdown (device 0: equal busy, the first is taken): compute m (f + b)
-  // = 0.804 s; bubble = the rest but the optimizer: 0.201 s + 4t.
+  // = 0.804 s; bubble = the rest but the optimizer: 0.201 s + 5t.
   CHECK(e.compute.value == rel(0.804));
-  CHECK(e.bubble.value == rel(0.201 + 4 * t));
+  CHECK(e.bubble.value == rel(0.201 + 5 * t));
   CHECK(e.dp_exposed.value == 0);
   CHECK(breakdown_sum(e) == rel(e.step_time.value));
   // 1F1B: stage 0 holds p = 2 micro-batches at its peak, the last stage 1.
@@ -311,22 +314,24 @@ TEST_CASE("estimate step: 1F1B over two unbalanced stages: the slow last stage s
   CHECK(e.chunks[0].forward_compute.value == rel(0.036));
   CHECK(e.chunks[1].backward_compute.value == rel(0.134));
   // With f1 + b1 = 201 ms > f0 + b0 = 108 ms, device 1 never waits after
-  // its first forward: it runs F_i B_i back to back from f0 + t, and dev 0
-  // runs each B_i as soon as dev 1's arrives (worked out op by op):
-  //   dev1 F0 at f0 + t; B3 ends f0 + m (f1 + b1) + t = 0.840 s + t
-  //   dev0 B3 ends f0 + m (f1 + b1) + b0 + 2t = 0.912 s + 2t
+  // its first forward: it runs F_i B_i back to back from f0 + t, each B_i
+  // holding it t more for its send (Megatron-Core's 1F1B waits on its p2p
+  // requests), and dev 0 runs each B_i as soon as dev 1's arrives (worked
+  // out op by op):
+  //   dev1 F0 at f0 + t; B3 ends f0 + m (f1 + b1) + 4t = 0.840 s + 4t
+  //   dev0 B3 ends f0 + m (f1 + b1) + b0 + 5t = 0.912 s + 5t
   const double t = 4.096e-6;
   // Dev 0 adds its optimizer: 59,200 parameters (9,216 + 49,984) x 38 /
   // 1e12 = 2.2496e-6 s; dev 1 (108,288 parameters, 4.114944e-6 s) ends at
-  // 0.840 + t + 4.1e-6 s, earlier.
+  // 0.840 + 5t + 4.1e-6 s, earlier.
   const double opt0 = (kEmbeddingParams + kLayerParams) * 38 / 1e12;
   const double opt1 = (2 * kLayerParams + kHeadParams) * 38 / 1e12;
-  CHECK(e.step_time.value == rel(0.912 + 2 * t + opt0));
+  CHECK(e.step_time.value == rel(0.912 + 5 * t + opt0));
   // The breakdown is device 1's, the busiest: compute 4 x 201 ms, its
   // optimizer, and the bubble for the rest.
   CHECK(e.compute.value == rel(0.804));
   CHECK(e.optimizer.value == rel(opt1));
-  CHECK(e.bubble.value == rel(0.912 + 2 * t + opt0 - 0.804 - opt1));
+  CHECK(e.bubble.value == rel(0.912 + 5 * t + opt0 - 0.804 - opt1));
   CHECK(breakdown_sum(e) == rel(e.step_time.value));
 }
 
