@@ -23,6 +23,7 @@ struct ModelArgs {
   std::string output;
   bool force = false;
   bool no_bias = false;
+  bool tie_embeddings = false;
   modelgen::ModelSpec spec;
   /// Options that depend on the arch, by name without "--", to reject those
   /// the chosen arch does not read.
@@ -50,6 +51,9 @@ int run_model(ModelArgs& a, bool quiet) {
   if (a.no_bias && a.spec.arch != modelgen::Arch::gpt && a.spec.arch != modelgen::Arch::moe)
     return fail("model", fmt::format("--no-bias applies to gpt and moe only (not {})", a.arch));
   a.spec.bias = !a.no_bias;
+  if (a.tie_embeddings && a.spec.arch != modelgen::Arch::gpt)
+    return fail("model", fmt::format("--tie-embeddings applies to gpt only (not {})", a.arch));
+  a.spec.tie_embeddings = a.tie_embeddings;
   if (a.seed->count() > 0 && !a.spec.with_weights)
     return fail("model", "--seed only applies with --with-weights");
 
@@ -80,6 +84,8 @@ Runner setup_model(CLI::App& sub) {
   sub.add_option("-o,--output", a->output, "ONNX file to write (refused if it exists, unless --force)")->required();
   sub.add_flag("--force", a->force, "Replace an existing output file");
   sub.add_flag("--no-bias", a->no_bias, "Linear layers without biases (gpt, moe; MPT-style)");
+  sub.add_flag("--tie-embeddings", a->tie_embeddings,
+               "LM head reads the token embedding, transposed (gpt; GPT-2, Megatron GPT, BLOOM, MPT)");
   sub.add_flag("--with-weights", s.with_weights,
                "Write random weights inline (N(0, 0.02^2), fixed seed; models up to 2^28 parameters)");
   a->seed = sub.add_option("--seed", s.seed, "Seed of the random weights (with --with-weights)")->capture_default_str();

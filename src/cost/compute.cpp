@@ -23,6 +23,26 @@ bool is_free(const graph::Op& op, const graph::OpGraph& g) {
   return is_host_side(op, g);  // integer shape arithmetic (fastest.hpp)
 }
 
+// A 2-D Transpose of a parameter read only as a GEMM's B operand (a tied LM
+// head: logits = x wte^T): libraries pass the transpose to cuBLAS as the
+// operand's op flag (torch.nn.functional.linear, Megatron's tied output
+// layer) and the weight gradient GEMM writes dW in either layout by
+// swapping its operands, so no copy runs forward or backward.
+bool folded_weight_transpose(const graph::Op& op, const graph::OpGraph& g) {
+  if (op.type != "Transpose" || !op.domain.empty() || op.inputs.empty() || !op.inputs[0] || op.outputs.empty() ||
+      !op.outputs[0])
+    return false;
+  const auto& in = g.tensor(*op.inputs[0]);
+  if (in.role != graph::TensorRole::parameter || in.shape.size() != 2) return false;
+  const auto& out = g.tensor(*op.outputs[0]);
+  if (out.consumers.empty()) return false;
+  for (graph::OpId c : out.consumers) {
+    const auto& user = g.op(c);
+    if (user.op_class != OpClass::matmul || user.inputs.size() < 2 || user.inputs[1] != op.outputs[0]) return false;
+  }
+  return true;
+}
+
 constexpr std::array<std::string_view, 5> kViews{"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
 
 bool is_view(const graph::Op& op) {
@@ -381,7 +401,7 @@ namespace detail {
 OpTime single_op_time(const graph::Op& op, const graph::OpGraph& g, const OpScaling& scaling,
                       const ComputeContext& ctx) {
   if (ctx.executor_kernels() && is_view(op)) return view_copy_time(op, g, scaling, ctx);
-  if (is_free(op, g)) return {};
+  if (is_free(op, g) || (!ctx.executor_kernels() && folded_weight_transpose(op, g))) return {};
   OpTime t;
   switch (op.op_class) {
     case OpClass::matmul:

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/cost/activations.hpp"
 #include "planner/ops/semantics.hpp"
 #include "saved.hpp"
 
@@ -145,7 +146,10 @@ std::pair<Bytes, std::string> compute_largest_temporary(const graph::OpGraph& g,
       if (t && core::is_floating(g.tensor(*t).dtype) && !(fused_loss && feeds_loss(g, *t))) b += bytes_at(g.tensor(*t), p);
     if (!in_place)
       for (const auto& t : op.inputs)
-        if (t && t->value < grad.size() && grad[t->value] && g.tensor(*t).role != graph::TensorRole::parameter)
+        // A view of a parameter (a tied LM head's transposed embedding) has
+        // its gradient in the gradient buffer too.
+        if (t && t->value < grad.size() && grad[t->value] && g.tensor(*t).role != graph::TensorRole::parameter &&
+            g.tensor(alias_root(g, *t)).role != graph::TensorRole::parameter)
           b += bytes_at(g.tensor(*t), p);
     consider(b, op.name);
   }

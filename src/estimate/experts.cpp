@@ -46,6 +46,36 @@ std::optional<graph::OpId> param_reader(const graph::OpGraph& g, graph::TensorId
   return std::nullopt;
 }
 
+namespace {
+void all_readers(const graph::OpGraph& g, graph::TensorId t, std::vector<graph::OpId>& out, int depth) {
+  for (graph::OpId c : g.tensor(t).consumers) {
+    const auto& op = g.op(c);
+    const bool pass = op.type == "Cast" || op.type == "Identity" || op.type == "Transpose" || op.type == "CastLike";
+    if (pass && depth < 4 && !op.outputs.empty() && op.outputs[0]) all_readers(g, *op.outputs[0], out, depth + 1);
+    else out.push_back(c);
+  }
+}
+}  // namespace
+
+std::vector<int> param_copy_chunks(const graph::OpGraph& g, const Layout& L, graph::TensorId t, int pp) {
+  std::map<int, int> by_rank;  // rank -> its first chunk reading t
+  if (pp <= 1) return {};
+  const auto owner = param_reader(g, t);
+  if (!owner) return {};
+  const int home = L.chunk_of_op[owner->value] % pp;
+  std::vector<graph::OpId> readers;
+  all_readers(g, t, readers, 0);
+  for (graph::OpId r : readers) {
+    const int chunk = L.chunk_of_op[r.value];
+    if (chunk % pp == home) continue;
+    auto [it, fresh] = by_rank.emplace(chunk % pp, chunk);
+    if (!fresh) it->second = std::min(it->second, chunk);
+  }
+  std::vector<int> out;
+  for (const auto& [rank, chunk] : by_rank) out.push_back(chunk);
+  return out;
+}
+
 }  // namespace detail
 
 ExpertCount count_experts(const graph::OpGraph& g) {

@@ -90,6 +90,14 @@ struct Layout {
 /// not a pass-through (Cast, Identity, Transpose, CastLike; up to 4 deep).
 std::optional<graph::OpId> param_reader(const graph::OpGraph& g, graph::TensorId t, int depth = 0);
 
+/// Per pipeline rank (chunk % pp) other than its owner's (param_reader's)
+/// whose chunks also read parameter `t` (through the same pass-throughs),
+/// the first such chunk, by rank: a tied weight (the token embedding read again by the LM head
+/// on the last stage) has a copy there, with its own gradient and optimizer
+/// state, and the copies' gradients are all-reduced once a step (Megatron's
+/// embedding group, DeepSpeed's tied modules). Empty for most parameters.
+std::vector<int> param_copy_chunks(const graph::OpGraph& g, const Layout& L, graph::TensorId t, int pp);
+
 /// Sets L.expert_of_op and L.experts from the op names.
 void find_experts(const graph::OpGraph& g, Layout& L);
 /// Experts per MoE layer of `g` (0: none), as find_experts sets L.experts.

@@ -114,6 +114,12 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
     const bool fp32 = info.fp32;
     auto& into = expert ? expert_counts[rank] : counts[rank];
     (fp32 ? into.fp32 : into.low_precision) += local;
+    // A tied weight's copies on other pipeline ranks hold weights, gradients
+    // and optimizer states of their own.
+    for (int copy : param_copy_chunks(g, L, t, pp)) {
+      auto& other = counts[static_cast<std::size_t>(copy % pp)];
+      (fp32 ? other.fp32 : other.low_precision) += local;
+    }
     if (!zero3) continue;
     const int layer = reader && g.op(*reader).layer ? *g.op(*reader).layer : -1 - static_cast<int>(i);
     layer_bytes[rank][layer] += local * (fp32 ? 4.0 : 2.0);

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "planner/cost/optimizer_time.hpp"
 #include "planner/estimate/straggler.hpp"
@@ -15,7 +18,47 @@ namespace planner::estimate::detail {
 using graph::OpId;
 using graph::TensorId;
 
+namespace {
+
+// Tied weights across pipeline ranks (param_copy_chunks): the copies'
+// gradients are all-reduced over the ranks holding one, once a step after
+// the flush, not overlapped: Megatron-Core's finalize_model_grads
+// (_allreduce_word_embedding_grads over the embedding group), Megatron-LM's
+// allreduce_word_embedding_grads, DeepSpeed's PipelineEngine
+// _exec_reduce_tied_grads. Booked with the model-parallel gradient syncs.
+Status add_tied_grad_sync(StepWork& s) {
+  const auto& g = s.g;
+  const auto& L = s.L;
+  const int pp = s.pp;
+  if (pp <= 1) return Status::success();
+  std::map<std::vector<int>, double> groups;  // ranks holding a copy -> local elements
+  for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
+    const auto& t = g.tensor(TensorId{i});
+    if (t.role != graph::TensorRole::parameter || !core::is_floating(t.dtype)) continue;
+    const auto copies = param_copy_chunks(g, L, TensorId{i}, pp);
+    if (copies.empty()) continue;
+    const auto owner = param_reader(g, TensorId{i});
+    std::vector<int> ranks{L.chunk_of_op[owner->value] % pp};
+    for (int ch : copies) ranks.push_back(ch % pp);
+    std::sort(ranks.begin(), ranks.end());
+    groups[ranks] += static_cast<double>(t.numel()) * local_fraction(L, g, TensorId{i});
+  }
+  const int pp_per_node = L.full.ranks_per_node(layout::MeshAxis(0));
+  for (const auto& [ranks, elems] : groups) {
+    const int k = static_cast<int>(ranks.size());
+    // The ranks of one pipeline share a node only when the whole pipeline does.
+    const core::Placement where{k, pp_per_node >= pp ? k : 1};
+    auto t = s.model.collective(core::Collective::all_reduce, Bytes(elems * s.grad_bytes), where);
+    if (!t.ok()) return Error{fmt::format("tied-weight gradient all-reduce: {}", t.error().message)};
+    for (int r : ranks) s.mp_grad_sync[static_cast<std::size_t>(r)] += *t;
+  }
+  return Status::success();
+}
+
+}  // namespace
+
 Status add_data_parallel(StepWork& s) {
+  PLANNER_TRY_STATUS(add_tied_grad_sync(s));
   const auto& model = s.model;
   const auto& c = s.c;
   const auto& L = s.L;

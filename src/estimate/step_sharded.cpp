@@ -35,6 +35,9 @@ void count_local_parameters(StepWork& s) {
         static_cast<double>(t.numel()) * detail::local_fraction(L, g, TensorId{i}) / (expert ? c.ep : 1);
     work[ch].local_params += local;
     if (expert) work[ch].expert_params += local;
+    // A tied weight's copies on other pipeline ranks (param_copy_chunks).
+    for (int copy : detail::param_copy_chunks(g, L, TensorId{i}, c.pp))
+      work[static_cast<std::size_t>(copy)].local_params += local;
     if (!per_mb_sharding) continue;
     const std::int64_t unit = c.framework == Framework::fsdp ? (reader.layer ? *reader.layer : -1)
                                                              : static_cast<std::int64_t>(i) + (1LL << 32);

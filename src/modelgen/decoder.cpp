@@ -17,7 +17,8 @@ namespace {
 using MlpFn = std::function<T(Builder&, const std::string& layer_scope, const T& x)>;
 
 /// Megatron GPT: learned positions, pre-LN, fused QKV, causal attention,
-/// `mlp` per layer, final LN, untied LM head, cross-entropy.
+/// `mlp` per layer, final LN, LM head (untied, or reading the token
+/// embedding transposed with tie_embeddings), cross-entropy.
 void gpt_stack(Builder& b, const ModelSpec& s, const MlpFn& mlp) {
   const std::int64_t B = s.batch, S = s.seq, h = s.hidden, V = s.vocab, n = s.heads, d = h / n;
   auto ids = b.input("input_ids", TensorProto::INT64, {B, S});
@@ -45,7 +46,9 @@ void gpt_stack(Builder& b, const ModelSpec& s, const MlpFn& mlp) {
     x = b.op(L + "/mlp_residual", "Add", {x, mlp(b, L, h2)});
   }
   x = layer_norm(b, "final_ln", x, h, 1e-5f);
-  auto logits = linear(b, "lm_head", x, h, V, false);                                     // [B,S,V]
+  T logits = s.tie_embeddings
+                 ? b.op("lm_head", "MatMul", {x, b.op("lm_head/tied", "Transpose", {wte}, {attr("perm", Dims{1, 0})})})
+                 : linear(b, "lm_head", x, h, V, false);                                  // [B,S,V]
   lm_loss(b, logits, labels, B, S, V, std::nullopt);
 }
 

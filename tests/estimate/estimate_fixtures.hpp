@@ -202,9 +202,9 @@ inline graph::OpGraph moe_mlp(std::int64_t B, std::int64_t h, std::int64_t f, in
 /// MatMul, Add; residual), 5 after (final_ln, lm_head, two Reshapes, loss).
 /// Batch axes marked as the importer would (mark_batch_axes).
 inline graph::OpGraph gpt(std::int64_t B, std::int64_t S, std::int64_t h, std::int64_t heads, std::int64_t ffn,
-                          std::int64_t V, int layers) {
+                          std::int64_t V, int layers, bool tied = false) {
   ModelBuilder b;
-  b.gpt(B, S, h, heads, ffn, V, layers);
+  b.gpt(B, S, h, heads, ffn, V, layers, tied);
   mark_batch_axes(b.g);
   return std::move(b.g);
 }

@@ -298,6 +298,35 @@ TEST_CASE("estimate step: DeepSpeed's pipeline sends 1/tp of the boundary tensor
   CHECK(mg.pipeline_p2p.value == rel(4.096e-6));
 }
 
+TEST_CASE("estimate step: a tied LM head keeps a copy of the embedding on the last stage, its gradient all-reduced once",
+          "[estimate][step][pipeline]") {
+  // small_gpt(4) with the LM head reading embed.tokens.weight (8,192
+  // elements) through a Transpose: 8,192 fewer parameters in the graph, but
+  // at pp = 2 the last stage holds a copy (Megatron's embedding group,
+  // DeepSpeed's tied modules), so both stages hold what the untied model's
+  // do: stage 0 = embeddings 9,216 + 2 layers 99,968 = 109,184; stage 1 =
+  // 2 layers + final_ln 128 + the copy 8,192 = 108,288.
+  const FakeCostModel fake;
+  const auto tied = run(gpt(2, 16, 64, 4, 256, 128, 4, true), fake, config_for(1, 1, 2, 4));
+  REQUIRE(tied.stages.size() == 2);
+  CHECK(tied.stages[0].parameters == 109184);
+  CHECK(tied.stages[1].parameters == 108288);
+  // The copies' gradients, fp32 main gradients (Megatron) of 8,192 elements
+  // = 32,768 B, all-reduced by the two ranks (one node) once a step:
+  // 32.768 us at 1 ns/B, with the model-parallel gradient syncs.
+  bool found = false;
+  for (const auto& call : calls_of(fake, core::Collective::all_reduce))
+    found = found || (call.bytes.value == 32768 && call.where.ranks == 2 && call.where.ranks_per_node == 2);
+  CHECK(found);
+  REQUIRE(tied.model_parallel.by_kind.count("grad_sync") == 1);
+  CHECK(tied.model_parallel.by_kind.at("grad_sync").value == rel(32.768e-6));
+  // Without pipelining there is one copy and nothing to sync.
+  fake.clear_calls();
+  const auto one = run(gpt(2, 16, 64, 4, 256, 128, 4, true), fake, config_for(1, 1, 1, 4));
+  CHECK(one.stages[0].parameters == 109184 + 108288 - 8192);
+  CHECK(one.model_parallel.by_kind.count("grad_sync") == 0);
+}
+
 TEST_CASE("estimate step: 1F1B over two unbalanced stages: the slow last stage sets the pace",
           "[estimate][step][pipeline]") {
   // 3 layers over 2 chunks: the remainder goes to the last chunk, so chunk

@@ -128,6 +128,26 @@ TEST_CASE("gpt: closed-form parameter count, exact for a tiny model", "[modelgen
   CHECK(built.node_count == 31 * 2 + 14);
 }
 
+TEST_CASE("gpt --tie-embeddings: the LM head reads the token embedding transposed, hV fewer parameters",
+          "[modelgen][gpt]") {
+  // The tiny gpt above without its LM head hV = 128: 2048 - 128 = 1920; one
+  // more node (the Transpose of embed.tokens.weight feeding lm_head/MatMul).
+  auto s = tiny(Arch::gpt);
+  s.tie_embeddings = true;
+  auto built = must_build(s);
+  CHECK(built.parameter_count == 1920);
+  const auto m = parse(built.bytes);
+  CHECK(float_params(m) == 1920);
+  CHECK(built.node_count == 31 * 2 + 15);
+  CHECK(find_init(m, "lm_head.weight") == nullptr);
+  bool tied = false;
+  for (const auto& n : m.graph().node())
+    if (n.op_type() == "Transpose" && n.input_size() == 1 && n.input(0) == "embed.tokens.weight")
+      for (const auto& user : m.graph().node())
+        if (user.op_type() == "MatMul" && user.input_size() == 2 && user.input(1) == n.output(0)) tied = true;
+  CHECK(tied);
+}
+
 TEST_CASE("gpt: GPT-3 175B has 174.6 B parameters within 0.5 % and builds in well under 1 s", "[modelgen][gpt]") {
   ModelSpec s;
   s.arch = Arch::gpt;

@@ -144,12 +144,15 @@ struct ModelBuilder {
 
   /// Megatron GPT: learned positions, pre-LN, fused QKV, causal attention,
   /// GeLU MLP of width `ffn`, final LN, untied LM head, cross-entropy.
+  /// tied: the LM head reads embed.tokens.weight through a Transpose
+  /// (GPT-2, Megatron GPT) instead of its own weight.
   void gpt(std::int64_t B, std::int64_t S, std::int64_t h, std::int64_t heads, std::int64_t ffn, std::int64_t V,
-           int layers) {
+           int layers, bool tied = false) {
     const std::int64_t d = h / heads;
     auto ids = input("input_ids", {B, S}, core::DType::i64);
     auto labels = input("labels", {B, S}, core::DType::i64);
-    auto tok = op("embed/tokens", "Gather", {param("embed.tokens.weight", {V, h}), ids}, {B, S, h});
+    const auto wte = param("embed.tokens.weight", {V, h});
+    auto tok = op("embed/tokens", "Gather", {wte, ids}, {B, S, h});
     auto pos = op("embed/positions", "Gather", {param("embed.positions.weight", {S, h}), ints("position_ids", {S})}, {S, h});
     auto x = op("embed/Add", "Add", {tok, pos}, {B, S, h});
     auto mask = causal_mask(S);
@@ -186,7 +189,10 @@ struct ModelBuilder {
       x = op(L + "/mlp_residual", "Add", {x, y}, {B, S, h});
     }
     x = layer_norm("final_ln", x, h);
-    auto logits = linear("lm_head", x, h, V, false);
+    auto logits = tied ? op("lm_head/MatMul", "MatMul",
+                            {x, op("lm_head/tied", "Transpose", {wte}, {h, V}, {{"perm", std::vector<std::int64_t>{1, 0}}})},
+                            {B, S, V})
+                       : linear("lm_head", x, h, V, false);
     auto lf = op("loss/logits", "Reshape", {logits, ints("loss.logits_shape", {2})}, {B * S, V});
     auto yf = op("loss/labels", "Reshape", {labels, ints("loss.labels_shape", {1})}, {B * S}, {}, core::DType::i64);
     auto loss = op("loss", "SoftmaxCrossEntropyLoss", {lf, yf}, {}, {{"reduction", std::string("mean")}});

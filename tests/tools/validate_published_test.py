@@ -256,8 +256,9 @@ class TextParsing(unittest.TestCase):
 class RowMapping(unittest.TestCase):
     def test_sc21_table1_microbatch_from_script(self):
         m = map_row(row(), REPO)
+        # Megatron's GPT shares the token embedding with the output layer.
         self.assertEqual(m.model_args, ["gpt", "--layers", "30", "--hidden", "3072", "--heads", "32", "--ffn", "12288",
-                                        "--seq", "2048", "--vocab", "51200", "--batch", "16"])
+                                        "--seq", "2048", "--vocab", "51200", "--batch", "16", "--tie-embeddings"])
         self.assertEqual(flag(m, "--micro-batch"), "16")
         self.assertEqual(flag(m, "--global-batch"), "512")
         self.assertEqual(flag(m, "--profile"), "cost_profiles/a100-sxm4-80gb.json")
@@ -362,6 +363,7 @@ class RowMapping(unittest.TestCase):
                                "vocab": 128000}, parallelism={"tp": 4, "pp": 8, "dp": 2, "ep": 1}, **base), REPO)
         self.assertEqual(m.arch, "llama")
         self.assertIsNone(flag(m, "--ep"))
+        self.assertNotIn("--tie-embeddings", m.model_args)  # Llama keeps its own lm_head
         # A MoE row naming a public config: llama-moe with its head size,
         # experts and top-k from the config, ep passed on.
         m = map_row(row(model={"type": "MoE decoder", "name": "Qwen3-30B-A3B", "seq_len": 4096},
@@ -376,6 +378,13 @@ class RowMapping(unittest.TestCase):
             map_row(row(model={"type": "MoE decoder", "name": "Private-MoE-1T", "seq_len": 4096},
                         parallelism={"tp": 1, "pp": 2, "dp": 32, "ep": 8}, **base), REPO)
 
+    def test_unknown_decoder_keeps_its_output_layer(self):
+        # A decoder of no named family maps to gpt but is not assumed tied.
+        m = map_row(row(model={"type": "decoder-only transformer", "name": "Acme-7B", "layers": 32, "hidden": 4096,
+                               "heads": 32, "ffn_hidden": 16384, "seq_len": 2048, "vocab": 32000}), REPO)
+        self.assertEqual(m.arch, "gpt")
+        self.assertNotIn("--tie-embeddings", m.model_args)
+
     def test_mosaicml(self):
         m = map_row(row(**src("mosaicml_llm_foundry"),
                         model={"type": "MPT decoder (ALiBi, no bias, expansion 4)", "name": "MPT-1b", "layers": 24,
@@ -387,6 +396,7 @@ class RowMapping(unittest.TestCase):
         self.assertEqual(flag(m, "--profile"), "cost_profiles/mosaicml-a100-40gb-roce.json")
         self.assertEqual((flag(m, "--zero"), flag(m, "--framework"), flag(m, "--attention")), ("2", "fsdp", "flash"))
         self.assertTrue(any("MPT approximated as gpt" in n for n in m.notes))
+        self.assertIn("--tie-embeddings", m.model_args)  # MPT's logits come from transformer.wte
         self.assertIsNone(flag(m, "--grad-reduce-bytes"))
         m = map_row(row(**src("mosaicml_llm_foundry"), model__type="MPT decoder", training={"global_batch_size": 64,
                         "micro_batch_size": 8}, parallelism={"dp": 8, "zero_stage": 3,

@@ -19,8 +19,8 @@ import sys
 
 # Bounds (current figures in parentheses).
 MIN_EVALUATED = 188          # rows evaluated (190 of 195)
-MAX_MEAN_ABS_PCT = 4.4       # mean |error| (4.28 %; 4.37 % before the older libraries' pipeline p2p)
-MAX_P90_ABS_PCT = 10.0       # 90th percentile |error| (9.66 %; 10.21 % before the older libraries' pipeline p2p)
+MAX_MEAN_ABS_PCT = 4.35      # mean |error| (4.25 %; 4.37 % before the older libraries' pipeline p2p and tied embeddings)
+MAX_P90_ABS_PCT = 9.5        # 90th percentile |error| (9.05 %; 10.21 % before the older libraries' pipeline p2p and tied embeddings)
 MAX_ABOVE_20 = 2             # rows above 20 % (2)
 MIN_OOM_AGREE = 2            # OOM rows predicted not to fit (2 of 3; L957 sits with rows that trained)
 MAX_FITS_DISAGREE = 0        # trained rows predicted not to fit (none: Nemotron-340B fits with its recipe's bf16 optimizer)

@@ -348,6 +348,14 @@ def model_shape(row, tp):
     elif "bloom" in words:
         notes.append("BLOOM approximated as gpt (learned positions, biases); BLOOM uses ALiBi and an "
                      "embedding LayerNorm")
+    # Families whose public code shares the token embedding with the output
+    # layer: GPT-2 / GPT-3 and Megatron's GPT (share_embeddings_and_output_weights
+    # on unless --untie-embeddings-and-output-weights), BLOOM (DeepSpeed
+    # TiedLayerSpec "embed"), MPT (logits from transformer.wte). Llama-style
+    # models (separate lm_head) and decoders of unknown family stay untied.
+    tied = arch == "gpt" and any(k in words for k in ("gpt", "mpt", "bloom", "megatron"))
+    if tied:
+        notes.append("output layer tied to the token embedding (GPT / Megatron GPT / BLOOM / MPT share them)")
     if mlp == "squared-relu" and s["ffn_hidden"]:
         f = s["ffn_hidden"]
         s["ffn_hidden"] = f * 2 // 3
@@ -366,7 +374,8 @@ def model_shape(row, tp):
             raise Skip(f"head size {d} is odd (rotary needs an even one)")
     return {"arch": arch, "layers": s["layers"], "hidden": s["hidden"], "heads": s["heads"],
             "kv_heads": s["kv_heads"], "head_dim": head_dim, "ffn": s["ffn_hidden"], "seq": s["seq_len"],
-            "vocab": s["vocab"], "experts": experts, "top_k": top_k, "no_bias": no_bias, "notes": notes}
+            "vocab": s["vocab"], "experts": experts, "top_k": top_k, "no_bias": no_bias, "tied": tied,
+            "notes": notes}
 
 
 # ---------------------------------------------------------------------------
@@ -523,6 +532,9 @@ def model_command(row, shape, mbs, notes):
         if shape.get("no_bias") and arch in ("gpt", "moe"):
             margs.append("--no-bias")
             stem += "-nobias"
+        if shape.get("tied") and arch == "gpt":
+            margs.append("--tie-embeddings")
+            stem += "-tied"
     return margs, stem
 
 

@@ -242,7 +242,10 @@ so (its experts and top-k fill null fields), skipped ("MoE details missing") wit
 top-k, layers and hidden; Llama / Mistral / Nemotron /
 Qwen / GQA / SwiGLU -> `llama` (`--kv-heads` when fewer key/value heads than heads); GPT, MPT, BLOOM
 and other decoders -> `gpt`. MPT (ALiBi, no biases) and BLOOM (ALiBi, embedding LayerNorm) are
-approximated as gpt (learned positions, biases) and the row says so. `--ffn` is `ffn_hidden` when
+approximated as gpt (learned positions, biases) and the row says so. GPT, Megatron GPT, BLOOM
+and MPT share the token embedding with the output layer (`--tie-embeddings`: one parameter,
+copied to the last pipeline stage with its gradient all-reduced once a step); Llama-style and
+unknown decoders keep a separate output layer. `--ffn` is `ffn_hidden` when
 given. Fields a row leaves null are filled from the public configurations below (only null
 fields; each use is noted), a missing vocabulary from the family table; a shape still incomplete
 is skipped. `--batch` is the micro-batch.
