@@ -51,8 +51,9 @@ int run_model(ModelArgs& a, bool quiet) {
   if (a.no_bias && a.spec.arch != modelgen::Arch::gpt && a.spec.arch != modelgen::Arch::moe)
     return fail("model", fmt::format("--no-bias applies to gpt and moe only (not {})", a.arch));
   a.spec.bias = !a.no_bias;
-  if (a.tie_embeddings && a.spec.arch != modelgen::Arch::gpt)
-    return fail("model", fmt::format("--tie-embeddings applies to gpt only (not {})", a.arch));
+  if (a.tie_embeddings && a.spec.arch != modelgen::Arch::gpt && a.spec.arch != modelgen::Arch::llama &&
+      a.spec.arch != modelgen::Arch::llama_moe)
+    return fail("model", fmt::format("--tie-embeddings applies to gpt, llama and llama-moe only (not {})", a.arch));
   a.spec.tie_embeddings = a.tie_embeddings;
   if (a.seed->count() > 0 && !a.spec.with_weights)
     return fail("model", "--seed only applies with --with-weights");
@@ -85,7 +86,7 @@ Runner setup_model(CLI::App& sub) {
   sub.add_flag("--force", a->force, "Replace an existing output file");
   sub.add_flag("--no-bias", a->no_bias, "Linear layers without biases (gpt, moe; MPT-style)");
   sub.add_flag("--tie-embeddings", a->tie_embeddings,
-               "LM head reads the token embedding, transposed (gpt; GPT-2, Megatron GPT, BLOOM, MPT)");
+               "LM head reads the token embedding, transposed (gpt, llama, llama-moe; GPT-2, Megatron GPT, BLOOM, MPT, Gemma)");
   sub.add_flag("--with-weights", s.with_weights,
                "Write random weights inline (N(0, 0.02^2), fixed seed; models up to 2^28 parameters)");
   a->seed = sub.add_option("--seed", s.seed, "Seed of the random weights (with --with-weights)")->capture_default_str();

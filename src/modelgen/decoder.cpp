@@ -139,7 +139,9 @@ std::pair<T, T> moe_zeros(Builder& b, const ModelSpec& s) {
 }
 
 /// Llama: RMSNorm, rotary positions, grouped-query attention with head
-/// size d (default hidden/heads), `mlp` per layer, final norm, untied head.
+/// size d (default hidden/heads), `mlp` per layer, final norm, LM head
+/// (untied, or the token embedding transposed with tie_embeddings: Llama
+/// 3.2 1B/3B, Gemma).
 void llama_stack(Builder& b, const ModelSpec& s, const MlpFn& mlp) {
   const std::int64_t B = s.batch, S = s.seq, h = s.hidden, V = s.vocab, n = s.heads, d = head_size(s);
   const std::int64_t kv = s.kv_heads > 0 ? s.kv_heads : n;
@@ -171,7 +173,10 @@ void llama_stack(Builder& b, const ModelSpec& s, const MlpFn& mlp) {
     x = b.op(L + "/mlp_residual", "Add", {x, mlp(b, L, h2)});
   }
   x = rms_norm(b, "final_norm", x, h, kEps);
-  lm_loss(b, linear(b, "lm_head", x, h, V, false), labels, B, S, V, std::nullopt);
+  T logits = s.tie_embeddings
+                 ? b.op("lm_head", "MatMul", {x, b.op("lm_head/tied", "Transpose", {wte}, {attr("perm", Dims{1, 0})})})
+                 : linear(b, "lm_head", x, h, V, false);
+  lm_loss(b, logits, labels, B, S, V, std::nullopt);
 }
 
 /// SwiGLU: down(silu(gate(x)) * up(x)), no biases.

@@ -128,7 +128,7 @@ TEST_CASE("gpt: closed-form parameter count, exact for a tiny model", "[modelgen
   CHECK(built.node_count == 31 * 2 + 14);
 }
 
-TEST_CASE("gpt --tie-embeddings: the LM head reads the token embedding transposed, hV fewer parameters",
+TEST_CASE("tied embeddings (gpt, llama): the LM head reads the token embedding transposed, hV fewer parameters",
           "[modelgen][gpt]") {
   // The tiny gpt above without its LM head hV = 128: 2048 - 128 = 1920; one
   // more node (the Transpose of embed.tokens.weight feeding lm_head/MatMul).
@@ -146,6 +146,11 @@ TEST_CASE("gpt --tie-embeddings: the LM head reads the token embedding transpose
       for (const auto& user : m.graph().node())
         if (user.op_type() == "MatMul" && user.input_size() == 2 && user.input(1) == n.output(0)) tied = true;
   CHECK(tied);
+  // llama the same way: its untied count less the head's hV.
+  auto l = tiny(Arch::llama);
+  const auto untied = must_build(l).parameter_count;
+  l.tie_embeddings = true;
+  CHECK(must_build(l).parameter_count == untied - 8 * 16);
 }
 
 TEST_CASE("gpt: GPT-3 175B has 174.6 B parameters within 0.5 % and builds in well under 1 s", "[modelgen][gpt]") {

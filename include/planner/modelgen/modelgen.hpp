@@ -102,7 +102,7 @@ struct ModelSpec {
   std::int64_t fields = 26;    ///< widedeep sparse fields per sample
   std::int64_t dense_features = 13; ///< widedeep dense features
   bool bias = true;            ///< gpt/moe linear layers carry biases (false: MPT-style, no biases)
-  bool tie_embeddings = false; ///< gpt: the LM head reads the token embedding, transposed (GPT-2, Megatron GPT, BLOOM, MPT)
+  bool tie_embeddings = false; ///< gpt, llama, llama-moe: the LM head reads the token embedding, transposed
   bool with_weights = false;   ///< write real random weights inline (fixed seed)
   std::uint64_t seed = 1234;
 };
