@@ -64,11 +64,6 @@ Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
     if (t.role == graph::TensorRole::parameter) {
       if (t.dtype != core::DType::f32)
         return make_error("parameter '{}' is {}: the real mode trains fp32 only", t.name, core::dtype_name(t.dtype));
-      std::set<int> stages;
-      for (auto c : t.consumers) stages.insert(chunk_of[c.value] % l.pp);
-      if (stages.size() > 1)
-        return no(fmt::format("parameter '{}' read on pipeline ranks {} and {} (weights shared across stages)", t.name,
-                              *stages.begin(), *stages.rbegin()));
     } else if (t.role == graph::TensorRole::input && !t.values) {
       if (t.shape.empty() && l.dp * p.training.micro_batches > 1)
         return make_error("graph input '{}' is a scalar: the real mode splits inputs along their first axis", t.name);

@@ -4,6 +4,8 @@
 // all-gather; ZeRO-3 keeps only the shard between uses).
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <span>
 
 #include "real_data.hpp"
@@ -47,6 +49,25 @@ Status Runner::init_groups() {
     tp_comm = owned_tp_.get();
   }
   tp_.emplace(tpl_, g_, tp_rank_, tp_comm);
+  // Tied weights: per set of pipeline ranks sharing some parameter (in a
+  // fixed order on every rank), one split of the world: the members of a set
+  // that differ only in pp form a group; every other rank gets a color of
+  // its own.
+  std::map<std::vector<int>, std::vector<graph::TensorId>> sets;
+  for (std::uint32_t i = 0; i < g_.num_tensors(); ++i) {
+    const auto& t = g_.tensor(graph::TensorId{i});
+    if (t.producer || t.role != graph::TensorRole::parameter) continue;
+    std::set<int> stages;
+    for (auto c : t.consumers)
+      if (chunk_of_[c.value] >= 0) stages.insert(chunk_of_[c.value] % l().pp);
+    if (stages.size() > 1) sets[std::vector<int>(stages.begin(), stages.end())].push_back(graph::TensorId{i});
+  }
+  for (const auto& [stages, ids] : sets) {
+    const bool member = std::find(stages.begin(), stages.end(), pp_rank_) != stages.end();
+    const int color = member ? with_coordinate(p_, rank_, "pp", 0) : world_.size() + rank_;
+    PLANNER_TRY(auto comm, world_.split(color, rank_));
+    if (member) tied_.push_back(TiedGroup{std::move(comm), ids});
+  }
   zero3_ = l().zero == 3 && dp_ > 1;
   if (zero3_) shard_w_.assign(flat_w_.begin() + dp_rank_ * shard_, flat_w_.begin() + (dp_rank_ + 1) * shard_);
   if (zero3_) release_weights();
@@ -90,7 +111,33 @@ void Runner::release_weights() {
   gathered_ = false;
 }
 
+// Each tied weight's copies see only their own stage's uses: the sum over
+// the sharing ranks is the whole gradient, identical on each, so the copies'
+// updates stay equal (one all-reduce per set, the copies packed).
+Status Runner::sync_tied_gradients() {
+  for (auto& tg : tied_) {
+    std::vector<float> buf;
+    for (auto id : tg.params) {
+      const float* src = grad_acc_.data() + offset_.at(id.value);
+      buf.insert(buf.end(), src, src + tp().numel(id));
+    }
+    {
+      Timed t(*this, RealPhase::pp_comm);
+      PLANNER_TRY_STATUS(tg.comm->all_reduce(buf.data(), buf.size(), core::DType::f32, runtime::ReduceOp::sum));
+    }
+    std::size_t at = 0;
+    for (auto id : tg.params) {
+      const auto n = static_cast<std::size_t>(tp().numel(id));
+      std::copy(buf.begin() + static_cast<std::ptrdiff_t>(at), buf.begin() + static_cast<std::ptrdiff_t>(at + n),
+                grad_acc_.begin() + offset_.at(id.value));
+      at += n;
+    }
+  }
+  return Status::success();
+}
+
 Status Runner::sync_and_update() {
+  PLANNER_TRY_STATUS(sync_tied_gradients());
   const float scale = 1.0f / static_cast<float>(static_cast<std::int64_t>(dp_) * M_);
   if ((l().zero == 0 && !l().distributed_optimizer) || dp_ == 1) {
     if (dp_ > 1) {

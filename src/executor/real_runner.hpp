@@ -148,6 +148,7 @@ class Runner {
   Status gather_weights();
   void release_weights();
   Status sync_and_update();
+  Status sync_tied_gradients();
 
   const plan::Plan& p_;
   const RankProgram& prog_;
@@ -172,6 +173,16 @@ class Runner {
   runtime_cpu::OptimState state_;
   runtime::Communicator* dp_comm_ = nullptr;
   std::unique_ptr<runtime::Communicator> owned_dp_, owned_tp_;
+  /// Weights read on several pipeline ranks (a tied LM head): each such rank
+  /// keeps a copy, and per set of sharing ranks this rank belongs to, the
+  /// group of the ranks that differ from it only in pp and the local copies'
+  /// tensors, whose gradients it sums over that group before the data-parallel
+  /// sync (Megatron's embedding group).
+  struct TiedGroup {
+    std::unique_ptr<runtime::Communicator> comm;
+    std::vector<graph::TensorId> params;
+  };
+  std::vector<TiedGroup> tied_;
   TpLayout tpl_;
   std::optional<TpRank> tp_;
   std::map<std::uint32_t, runtime_cpu::Value> inputs_;

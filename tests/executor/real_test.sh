@@ -45,6 +45,15 @@ est gpt gpt_pp2_vp2 --devices 2 --pp 2 --vp 2 --schedule interleaved --global-ba
 est gpt gpt_dp2_pp2_z2 --devices 4 --pp 2 --global-batch 8 --zero 2 --schedule gpipe
 est gpt gpt_dp2_pp2_z3 --devices 4 --pp 2 --global-batch 8 --zero 3
 est gpt gpt_tp2 --devices 2 --tp 2 --global-batch 4
+# A tied LM head (gpt --tie-embeddings): the token embedding read on the
+# first and the last pipeline rank, each keeping a copy whose gradients are
+# summed over the pipeline before the data-parallel sync.
+"$bin" model gpt --layers 4 --hidden 32 --heads 2 --seq 8 --vocab 64 --batch 2 --tie-embeddings -o gptt.onnx \
+  >/dev/null || exit 1
+est gptt gptt_dp2 --devices 2 --global-batch 8
+est gptt gptt_pp2 --devices 2 --pp 2 --global-batch 8
+est gptt gptt_pp2_vp2 --devices 2 --pp 2 --vp 2 --schedule interleaved --global-batch 8
+est gptt gptt_dp2_pp2_z1 --devices 4 --pp 2 --global-batch 8 --zero 1
 # Tensor parallelism: Megatron's column/row pairs and head-split attention
 # (megatron.hints), the mlp's Gemms column-parallel with all-gathers between
 # them; a hidden-split token embedding (tp:h) with a column-parallel head
@@ -206,7 +215,8 @@ for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2
          "4 gpt_tp4_meg" "4 gpt_tp4_vocab_sp" "4 llama_kv4_tp4" "2 llama_kv2_tp2" "8 gpt_tp4_dp2_full" "8 gpt_tp4_pp2_sel" \
          "2 wd_row" "2 wd_col" "4 wd_col_dp2" "4 wd_row_tp4" "2 wd_tp2" \
          "2 gpt_cp2" "2 llama_cp2" "4 gpt_cp2_dp2_z1" "4 gpt_cp2_pp2" "4 gpt_cp4_full" \
-         "2 gpt_tp2_meg_sgd" "2 mlp_dp2_z3_sgd" "2 gptw_tp2"; do
+         "2 gpt_tp2_meg_sgd" "2 mlp_dp2_z3_sgd" "2 gptw_tp2" \
+         "2 gptt_dp2" "2 gptt_pp2" "2 gptt_pp2_vp2" "4 gptt_dp2_pp2_z1"; do
   set -- $c
   expect "check $2 on $1 ranks" 0 mpi "$1" run "$2.json" --check --steps 3 --warmup 1 --timeout 60 -o "m_$2.json" &&
     contains "$2" "planner run: mode real, $2.json ($1 ranks" &&
