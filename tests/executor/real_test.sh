@@ -77,6 +77,8 @@ est gpt gpt_tp2_pp2_gpipe --devices 4 --tp 2 --pp 2 --global-batch 8 --hints "$m
 est gpt gpt_tp2_dp2_z1 --devices 4 --tp 2 --global-batch 8 --hints "$meg" --zero 1
 est mlp mlp_tp2_dp2_do --devices 4 --tp 2 --global-batch 8 --hints mlp_tp.hints --distributed-optimizer
 est gpt gpt_tp2_vocab --devices 2 --tp 2 --global-batch 8 --hints gpt_tp_vocab.hints
+# The tied embedding vocabulary-parallel on both of its pipeline ranks.
+est gptt gptt_tp2_pp2_vocab --devices 4 --tp 2 --pp 2 --global-batch 8 --hints gpt_tp_vocab.hints
 printf '%s\n' "layers.*/attn/q/MatMul tp:n" "layers.*/attn/k/MatMul tp:n" "layers.*/attn/v/MatMul tp:n" \
   "layers.*/attn/o/MatMul tp:k" "layers.*/mlp/gate/MatMul tp:n" "layers.*/mlp/up/MatMul tp:n" \
   "layers.*/mlp/down/MatMul tp:k" > llama_tp.hints
@@ -216,7 +218,7 @@ for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2
          "2 wd_row" "2 wd_col" "4 wd_col_dp2" "4 wd_row_tp4" "2 wd_tp2" \
          "2 gpt_cp2" "2 llama_cp2" "4 gpt_cp2_dp2_z1" "4 gpt_cp2_pp2" "4 gpt_cp4_full" \
          "2 gpt_tp2_meg_sgd" "2 mlp_dp2_z3_sgd" "2 gptw_tp2" \
-         "2 gptt_dp2" "2 gptt_pp2" "2 gptt_pp2_vp2" "4 gptt_dp2_pp2_z1"; do
+         "2 gptt_dp2" "2 gptt_pp2" "2 gptt_pp2_vp2" "4 gptt_dp2_pp2_z1" "4 gptt_tp2_pp2_vocab"; do
   set -- $c
   expect "check $2 on $1 ranks" 0 mpi "$1" run "$2.json" --check --steps 3 --warmup 1 --timeout 60 -o "m_$2.json" &&
     contains "$2" "planner run: mode real, $2.json ($1 ranks" &&
