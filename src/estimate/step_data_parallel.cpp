@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
@@ -32,6 +33,7 @@ Status add_tied_grad_sync(StepWork& s) {
   const int pp = s.pp;
   if (pp <= 1) return Status::success();
   std::map<std::vector<int>, double> groups;  // ranks holding a copy -> local elements
+  std::map<std::vector<int>, std::vector<std::string>> names;
   for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
     const auto& t = g.tensor(TensorId{i});
     if (t.role != graph::TensorRole::parameter || !core::is_floating(t.dtype)) continue;
@@ -42,6 +44,15 @@ Status add_tied_grad_sync(StepWork& s) {
     for (int ch : copies) ranks.push_back(ch % pp);
     std::sort(ranks.begin(), ranks.end());
     groups[ranks] += static_cast<double>(t.numel()) * local_fraction(L, g, TensorId{i});
+    names[ranks].push_back(t.name);
+  }
+  for (const auto& [ranks, list] : names) {
+    std::string where;
+    for (int r : ranks) where += fmt::format("{}{}", where.empty() ? "" : ", ", r);
+    s.e.notes.push_back(fmt::format(
+        "tied weight{} {}{} read on pipeline ranks {}: a copy on each, gradients all-reduced over them once a step",
+        list.size() > 1 ? "s" : "", list.front(), list.size() > 1 ? fmt::format(" (+{} more)", list.size() - 1) : "",
+        where));
   }
   const int pp_per_node = L.full.ranks_per_node(layout::MeshAxis(0));
   for (const auto& [ranks, elems] : groups) {

@@ -7,6 +7,8 @@
 //     point-to-point transfer of the residual stream;
 //   - the breakdown sums to the step.
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "../../src/estimate/internal.hpp"
@@ -320,11 +322,15 @@ TEST_CASE("estimate step: a tied LM head keeps a copy of the embedding on the la
   CHECK(found);
   REQUIRE(tied.model_parallel.by_kind.count("grad_sync") == 1);
   CHECK(tied.model_parallel.by_kind.at("grad_sync").value == rel(32.768e-6));
+  CHECK(std::count(tied.notes.begin(), tied.notes.end(),
+                   "tied weight embed.tokens.weight read on pipeline ranks 0, 1: a copy on each, gradients all-reduced "
+                   "over them once a step") == 1);
   // Without pipelining there is one copy and nothing to sync.
   fake.clear_calls();
   const auto one = run(gpt(2, 16, 64, 4, 256, 128, 4, true), fake, config_for(1, 1, 1, 4));
   CHECK(one.stages[0].parameters == 109184 + 108288 - 8192);
   CHECK(one.model_parallel.by_kind.count("grad_sync") == 0);
+  CHECK(one.notes.empty());
 }
 
 TEST_CASE("estimate step: 1F1B over two unbalanced stages: the slow last stage sets the pace",
