@@ -57,6 +57,12 @@ void all_readers(const graph::OpGraph& g, graph::TensorId t, std::vector<graph::
 }
 }  // namespace
 
+bool param_shared(const graph::OpGraph& g, graph::TensorId t) {
+  std::vector<graph::OpId> readers;
+  all_readers(g, t, readers, 0);
+  return readers.size() > 1;
+}
+
 std::vector<int> param_copy_chunks(const graph::OpGraph& g, const Layout& L, graph::TensorId t, int pp) {
   std::map<int, int> by_rank;  // rank -> its first chunk reading t
   if (pp <= 1) return {};

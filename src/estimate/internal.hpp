@@ -98,6 +98,10 @@ std::optional<graph::OpId> param_reader(const graph::OpGraph& g, graph::TensorId
 /// embedding group, DeepSpeed's tied modules). Empty for most parameters.
 std::vector<int> param_copy_chunks(const graph::OpGraph& g, const Layout& L, graph::TensorId t, int pp);
 
+/// Whether parameter `t` has more than one reader (through the same
+/// pass-throughs): a tied weight, whatever the layout.
+bool param_shared(const graph::OpGraph& g, graph::TensorId t);
+
 /// Sets L.expert_of_op and L.experts from the op names.
 void find_experts(const graph::OpGraph& g, Layout& L);
 /// Experts per MoE layer of `g` (0: none), as find_experts sets L.experts.

@@ -28,6 +28,7 @@ void count_local_parameters(StepWork& s) {
     if (t.role != graph::TensorRole::parameter || !core::is_floating(t.dtype)) continue;
     e.parameters += t.numel();
     if (t.consumers.empty()) continue;
+    if (detail::param_shared(g, TensorId{i})) e.shared_weights.push_back(t.name);
     const auto& reader = g.op(t.consumers.front());
     const auto ch = static_cast<std::size_t>(L.chunk_of_op[t.consumers.front().value]);
     const bool expert = c.ep > 1 && detail::is_expert_op(L, detail::param_reader(g, TensorId{i}));

@@ -86,6 +86,13 @@ Result<Export> to_megatron(const plan::Plan& p, const Options& options) {
   if (layers > 0) a.opt("num-layers", layers);
   f.note("model shape: set --hidden-size, --num-attention-heads, --seq-length, --max-position-embeddings and the "
          "tokenizer from the model (the plan records parameters and layers only)");
+  // Megatron ties the output layer to the word embedding unless told not to;
+  // the plan says whether the model shares a weight (plans before it do not).
+  if (!p.model.shared_weights)
+    f.note("output layer: the plan does not say whether the model ties it to the embedding; Megatron ties them "
+           "unless --untie-embeddings-and-output-weights");
+  else if (p.model.shared_weights->empty())
+    a.flag("untie-embeddings-and-output-weights");
 
   // Parallel degrees.
   a.opt("tensor-model-parallel-size", l.tp);

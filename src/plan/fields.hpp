@@ -44,6 +44,7 @@ void fields(V& v, S& m) {
   v.opt("dims", m.dims);
   v.opt("batch", m.batch);
   v.opt("params_from_inputs", m.params_from_inputs);
+  v.opt("shared_weights", m.shared_weights);
 }
 
 template <class V, Is<Cluster> S>

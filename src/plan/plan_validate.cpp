@@ -89,6 +89,9 @@ Status check_model(const ModelIdentity& m) {
   if (m.batch) PLANNER_TRY_STATUS(at_least("model.batch", *m.batch, 1));
   for (std::size_t i = 0; i < m.params_from_inputs.size(); ++i)
     PLANNER_TRY_STATUS(non_empty(fmt::format("model.params_from_inputs[{}]", i), m.params_from_inputs[i]));
+  if (m.shared_weights)
+    for (std::size_t i = 0; i < m.shared_weights->size(); ++i)
+      PLANNER_TRY_STATUS(non_empty(fmt::format("model.shared_weights[{}]", i), (*m.shared_weights)[i]));
   return {};
 }
 

@@ -22,6 +22,7 @@ Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& sr
   p.model.dims = src.import.dims;
   p.model.batch = c.micro_batch;
   p.model.params_from_inputs = src.import.params_from_inputs;
+  p.model.shared_weights = e.shared_weights;
 
   p.cluster.profile = src.profile.name;
   p.cluster.profile_hash = src.profile.content_hash;

@@ -62,6 +62,26 @@ TEST_CASE("GPT-3 175B plan as Megatron-LM arguments", "[exporters][megatron]") {
   CHECK(run(p, ex::Framework::megatron).text == t);
 }
 
+TEST_CASE("Megatron's tied output layer follows the plan's shared weights", "[exporters][megatron]") {
+  auto p = make_plan(ex::testing::gpt3_175b());
+  const std::string untie = "  --untie-embeddings-and-output-weights";
+  // A plan from before model.shared_weights: unknown, Megatron's default
+  // (tied) stays and a note says so.
+  p.model.shared_weights.reset();
+  auto out = run(p, ex::Framework::megatron);
+  CHECK_FALSE(has_line(out.text, untie));
+  CHECK(out.text.find("Megatron ties them unless --untie-embeddings-and-output-weights") != std::string::npos);
+  // A model with its own output layer: untied.
+  p.model.shared_weights = std::vector<std::string>{};
+  out = run(p, ex::Framework::megatron);
+  CHECK(has_line(out.text, untie));
+  // A tied model: Megatron's default.
+  p.model.shared_weights = std::vector<std::string>{"embed.tokens.weight"};
+  out = run(p, ex::Framework::megatron);
+  CHECK_FALSE(has_line(out.text, untie));
+  CHECK(out.text.find("--untie-embeddings-and-output-weights") == std::string::npos);
+}
+
 TEST_CASE("GPT-3 175B with ZeRO-3: Megatron FSDP on core_v0.12.0, lost on core_v0.8.0", "[exporters][megatron]") {
   auto spec = ex::testing::gpt3_175b();
   spec.distributed_optimizer = false;

@@ -88,6 +88,8 @@ TEST_CASE("validate: producer, model and cluster", "[plan][validate]") {
       {"model.dims: a dimension name is empty", [](Plan& p) { p.model.dims[""] = 3; }},
       {"model.batch: must be >= 1", [](Plan& p) { p.model.batch = 0; }},
       {"model.params_from_inputs[1]: must not be empty", [](Plan& p) { p.model.params_from_inputs = {"w", ""}; }},
+      {"model.shared_weights[0]: must not be empty",
+       [](Plan& p) { p.model.shared_weights = std::vector<std::string>{""}; }},
       {"cluster.profile: must not be empty", [](Plan& p) { p.cluster.profile = ""; }},
       {"cluster.profile_hash: expected 16 lowercase hex digits", [](Plan& p) { p.cluster.profile_hash = "47db"; }},
       {"cluster.devices: must be >= 1", [](Plan& p) { p.cluster.devices = 0; }},
@@ -485,6 +487,7 @@ TEST_CASE("from_json: required and optional fields", "[plan][read]") {
   j["model"].erase("batch");
   j["model"].erase("dims");
   j["model"].erase("params_from_inputs");
+  j["model"].erase("shared_weights");  // plans before it: unknown
   j["cluster"].erase("overrides");
   j["training"].erase("precision_by_class");
   j["training"].erase("memory_format");  // plans before --memory-format was stored
@@ -500,6 +503,7 @@ TEST_CASE("from_json: required and optional fields", "[plan][read]") {
   INFO((r ? std::string() : r.error().message));
   REQUIRE(r.ok());
   CHECK_FALSE(r->model.batch.has_value());
+  CHECK_FALSE(r->model.shared_weights.has_value());
   CHECK(r->model.dims.empty());
   CHECK(r->training.precision_by_class.empty());
   CHECK(r->training.memory_format == "nchw");

@@ -45,6 +45,7 @@ inline Plan sample_plan() {
   p.model.dims = {{"seq", 1024}, {"vocab", 4096}};
   p.model.batch = 2;
   p.model.params_from_inputs = {};
+  p.model.shared_weights = std::vector<std::string>{"embed.tokens.weight"};
 
   p.cluster = {"a100-sxm4-80gb", "47db48bebc3d3669", 8, 8, ""};
 

@@ -95,7 +95,8 @@ TEST_CASE("canonical text: golden lines", "[plan]") {
                          "    \"memory_format\": \"nchw\"\n"));
   CHECK_THAT(t, Contains("    \"learning_rate\": 0.0003,\n"));
   // Empty containers stay on one line.
-  CHECK_THAT(t, Contains("    \"params_from_inputs\": []\n"));
+  CHECK_THAT(t, Contains("    \"params_from_inputs\": [],\n"));
+  CHECK_THAT(t, Contains("    \"shared_weights\": [\n      \"embed.tokens.weight\"\n    ]\n"));
 }
 
 TEST_CASE("canonical text: the timeline, one span per line", "[plan][timeline]") {

@@ -191,6 +191,8 @@ struct Estimate {
   double model_tflops_per_device = 0, hardware_tflops_per_device = 0;
   double mfu = 0, hfu = 0;
   std::int64_t parameters = 0;
+  /// Parameters several ops read (a tied LM head's token embedding), by name.
+  std::vector<std::string> shared_weights;
   std::vector<ChunkTimes> chunks;
   std::vector<StageMemory> stages;
   Bytes capacity;

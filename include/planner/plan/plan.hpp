@@ -37,6 +37,9 @@ struct ModelIdentity {
   std::map<std::string, std::int64_t> dims;  ///< --dim NAME=N bindings
   std::optional<std::int64_t> batch;         ///< --batch (the micro-batch the graph was imported at)
   std::vector<std::string> params_from_inputs;
+  /// Parameters several ops read (a tied LM head's token embedding); absent
+  /// in plans written before it (unknown), [] for a model with none.
+  std::optional<std::vector<std::string>> shared_weights;
   friend bool operator==(const ModelIdentity&, const ModelIdentity&) = default;
 };
 
