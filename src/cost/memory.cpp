@@ -24,8 +24,7 @@ bool is_pass_through(const graph::Op& op) {
   return op.type == "Cast" || op.type == "CastLike" || op.type == "Identity" || op.type == "Transpose";
 }
 
-// The ops reading parameter `t` (through Cast/Identity/Transpose chains).
-void readers(const graph::OpGraph& g, TensorId t, std::vector<OpId>& out, int depth = 0) {
+void readers(const graph::OpGraph& g, TensorId t, std::vector<OpId>& out, int depth) {
   for (auto c : g.tensor(t).consumers) {
     const auto& op = g.op(c);
     if (depth < 4 && is_pass_through(op) && !op.outputs.empty() && op.outputs[0]) {
@@ -38,9 +37,14 @@ void readers(const graph::OpGraph& g, TensorId t, std::vector<OpId>& out, int de
 
 }  // namespace
 
-bool is_kept_fp32(const graph::OpGraph& g, TensorId t, const PrecisionPolicy& policy) {
+std::vector<OpId> parameter_readers(const graph::OpGraph& g, TensorId t) {
   std::vector<OpId> ops;
-  readers(g, t, ops);
+  readers(g, t, ops, 0);
+  return ops;
+}
+
+bool is_kept_fp32(const graph::OpGraph& g, TensorId t, const PrecisionPolicy& policy) {
+  const auto ops = parameter_readers(g, t);
   if (ops.empty()) return policy.keeps_fp32(graph::OpClass::other);  // read by nothing: the default
   return std::any_of(ops.begin(), ops.end(), [&](OpId id) { return policy.keeps_fp32(g.op(id).op_class); });
 }

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "internal.hpp"
+#include "planner/cost/memory.hpp"
 
 namespace planner::estimate {
 namespace {
@@ -46,22 +47,7 @@ std::optional<graph::OpId> param_reader(const graph::OpGraph& g, graph::TensorId
   return std::nullopt;
 }
 
-namespace {
-void all_readers(const graph::OpGraph& g, graph::TensorId t, std::vector<graph::OpId>& out, int depth) {
-  for (graph::OpId c : g.tensor(t).consumers) {
-    const auto& op = g.op(c);
-    const bool pass = op.type == "Cast" || op.type == "Identity" || op.type == "Transpose" || op.type == "CastLike";
-    if (pass && depth < 4 && !op.outputs.empty() && op.outputs[0]) all_readers(g, *op.outputs[0], out, depth + 1);
-    else out.push_back(c);
-  }
-}
-}  // namespace
-
-bool param_shared(const graph::OpGraph& g, graph::TensorId t) {
-  std::vector<graph::OpId> readers;
-  all_readers(g, t, readers, 0);
-  return readers.size() > 1;
-}
+bool param_shared(const graph::OpGraph& g, graph::TensorId t) { return cost::parameter_readers(g, t).size() > 1; }
 
 std::vector<int> param_copy_chunks(const graph::OpGraph& g, const Layout& L, graph::TensorId t, int pp) {
   std::map<int, int> by_rank;  // rank -> its first chunk reading t
@@ -69,9 +55,7 @@ std::vector<int> param_copy_chunks(const graph::OpGraph& g, const Layout& L, gra
   const auto owner = param_reader(g, t);
   if (!owner) return {};
   const int home = L.chunk_of_op[owner->value] % pp;
-  std::vector<graph::OpId> readers;
-  all_readers(g, t, readers, 0);
-  for (graph::OpId r : readers) {
+  for (graph::OpId r : cost::parameter_readers(g, t)) {
     const int chunk = L.chunk_of_op[r.value];
     if (chunk % pp == home) continue;
     auto [it, fresh] = by_rank.emplace(chunk % pp, chunk);

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "planner/cost/optimizer_time.hpp"
 #include "planner/estimate/straggler.hpp"
@@ -32,8 +33,11 @@ Status add_tied_grad_sync(StepWork& s) {
   const auto& L = s.L;
   const int pp = s.pp;
   if (pp <= 1) return Status::success();
-  std::map<std::vector<int>, double> groups;  // ranks holding a copy -> local elements
-  std::map<std::vector<int>, std::vector<std::string>> names;
+  struct Group {
+    double elements = 0;  // local, summed over the group's weights
+    std::vector<std::string> names;
+  };
+  std::map<std::vector<int>, Group> groups;  // by the ranks holding a copy
   for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
     const auto& t = g.tensor(TensorId{i});
     if (t.role != graph::TensorRole::parameter || !core::is_floating(t.dtype)) continue;
@@ -43,23 +47,21 @@ Status add_tied_grad_sync(StepWork& s) {
     std::vector<int> ranks{L.chunk_of_op[owner->value] % pp};
     for (int ch : copies) ranks.push_back(ch % pp);
     std::sort(ranks.begin(), ranks.end());
-    groups[ranks] += static_cast<double>(t.numel()) * local_fraction(L, g, TensorId{i});
-    names[ranks].push_back(t.name);
+    auto& group = groups[ranks];
+    group.elements += static_cast<double>(t.numel()) * local_fraction(L, g, TensorId{i});
+    group.names.push_back(t.name);
   }
-  for (const auto& [ranks, list] : names) {
-    std::string where;
-    for (int r : ranks) where += fmt::format("{}{}", where.empty() ? "" : ", ", r);
+  const int pp_per_node = L.full.ranks_per_node(layout::MeshAxis(0));
+  for (const auto& [ranks, group] : groups) {
+    const auto& list = group.names;
     s.e.notes.push_back(fmt::format(
         "tied weight{} {}{} read on pipeline ranks {}: a copy on each, gradients all-reduced over them once a step",
         list.size() > 1 ? "s" : "", list.front(), list.size() > 1 ? fmt::format(" (+{} more)", list.size() - 1) : "",
-        where));
-  }
-  const int pp_per_node = L.full.ranks_per_node(layout::MeshAxis(0));
-  for (const auto& [ranks, elems] : groups) {
+        fmt::join(ranks, ", ")));
     const int k = static_cast<int>(ranks.size());
     // The ranks of one pipeline share a node only when the whole pipeline does.
     const core::Placement where{k, pp_per_node >= pp ? k : 1};
-    auto t = s.model.collective(core::Collective::all_reduce, Bytes(elems * s.grad_bytes), where);
+    auto t = s.model.collective(core::Collective::all_reduce, Bytes(group.elements * s.grad_bytes), where);
     if (!t.ok()) return Error{fmt::format("tied-weight gradient all-reduce: {}", t.error().message)};
     for (int r : ranks) s.mp_grad_sync[static_cast<std::size_t>(r)] += *t;
   }

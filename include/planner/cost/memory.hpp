@@ -129,6 +129,10 @@ struct ParamCounts {
   double total() const { return low_precision + fp32; }
 };
 
+/// The ops reading parameter `t`, through Cast / CastLike / Identity /
+/// Transpose chains (up to 4 deep), in consumer order.
+std::vector<graph::OpId> parameter_readers(const graph::OpGraph& g, graph::TensorId t);
+
 /// True when parameter `t` is stored in fp32: an op reading it (through
 /// Cast/Identity/Transpose too) computes in fp32 or tf32 under `policy`.
 bool is_kept_fp32(const graph::OpGraph& g, graph::TensorId t, const PrecisionPolicy& policy);
