@@ -69,6 +69,11 @@ Status load_plan(EstimateArgs& a) {
     a.train.profile = s.profile;
     if (s.gpus_per_node) a.train.gpus_per_node = *s.gpus_per_node, a.train.force_gpus = true;
     if (s.inter_node_GBps) a.train.inter_node_GBps = *s.inter_node_GBps, a.train.force_inter = true;
+    if (s.nodes_per_leaf && s.oversubscription) {
+      a.train.nodes_per_leaf = *s.nodes_per_leaf;
+      a.train.oversubscription = *s.oversubscription;
+      a.train.force_fabric = true;
+    }
   }
   for (const auto& d : s.dims) a.import.dims.push_back(d);
   a.import.params_from_inputs = s.params_from_inputs;

@@ -6,6 +6,7 @@
 
 #include "planner/cli/flag_names.hpp"
 #include "planner/cli/format.hpp"
+#include "planner/cli/train_flags.hpp"
 
 namespace planner::cli {
 namespace {
@@ -31,8 +32,8 @@ nlohmann::json memory_json(const cost::MemoryBreakdown& m) {
 void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
   const auto& c = e.config;
   fmt::print("model        {} ({} parameters)\n", ctx.model_path, human_count(static_cast<double>(e.parameters)));
-  fmt::print("cluster      {} x {} ({} per node){}\n", c.devices(), ctx.profile.name, c.devices_per_node,
-             ctx.profile.overrides.empty() ? "" : fmt::format(" [{}]", ctx.profile.overrides));
+  fmt::print("cluster      {} x {} ({} per node{}){}\n", c.devices(), ctx.profile.name, c.devices_per_node,
+             fabric_note(ctx.profile), ctx.profile.overrides.empty() ? "" : fmt::format(" [{}]", ctx.profile.overrides));
   fmt::print("layout       {}\n", estimate::describe(c));
   fmt::print("training     {}, attention {}, recompute {}, framework {}\n", ctx.train.precision, ctx.train.attention,
              ctx.train.recompute, estimate::framework_name(c.framework));

@@ -11,6 +11,7 @@
 #include "planner/cli/plan_files.hpp"
 #include "planner/cli/search_flags.hpp"
 #include "planner/cli/terminal.hpp"
+#include "planner/cli/train_flags.hpp"
 #include "planner/core/io.hpp"
 
 namespace planner::cli {
@@ -110,8 +111,8 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
   // --quiet: the plan file is the result; no summary.
   if (verbosity == Verbosity::quiet) return kExitOk;
   fmt::print("model        {} ({:.4g} B parameters)\n", a.model, static_cast<double>(e.parameters) / 1e9);
-  fmt::print("cluster      {} x {} ({} per node), global batch {}\n", a.search.devices, setup->profile.name,
-             found->devices_per_node, found->global_batch);
+  fmt::print("cluster      {} x {} ({} per node{}), global batch {}\n", a.search.devices, setup->profile.name,
+             found->devices_per_node, fabric_note(setup->profile), found->global_batch);
   fmt::print("best layout  {}\n", search::describe(best.candidate));
   if (!a.search.train.defaults_note.empty()) fmt::print("defaults     {}\n", a.search.train.defaults_note);
   fmt::print("step time    {:.4g} s, {:.1f} model TFLOP/s per device, MFU {:.1f} %\n", e.step_time.value,

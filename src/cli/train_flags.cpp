@@ -14,6 +14,10 @@ void TrainFlags::add_to(CLI::App& app) {
   gpus_opt = app.add_option("--gpus-per-node", gpus_per_node, "Devices per node, when the cluster differs from the profile");
   inter_opt = app.add_option("--inter-node-GBps", inter_node_GBps,
                              "Total NIC bandwidth per node in GB/s (one direction), when it differs from the profile");
+  leaf_opt = app.add_option("--nodes-per-leaf", nodes_per_leaf,
+                            "Nodes under one leaf switch of an oversubscribed fabric (with --oversubscription)");
+  over_opt = app.add_option("--oversubscription", oversubscription,
+                            "Leaf downlink over uplink bandwidth, e.g. 2 for 2:1 (with --nodes-per-leaf; 1 = non-blocking)");
   app.add_option("--precision", precision,
                  "bf16 | fp16 | fp8 | tf32 | fp32 | auto (bf16, else fp16, else fp32: the first the profile's device "
                  "has a GEMM peak for)")
@@ -34,21 +38,39 @@ namespace {
 // The profile with the flags' overrides applied, nothing resolved.
 Result<cluster::ClusterProfile> load_overridden(const TrainFlags& f) {
   PLANNER_TRY(cluster::ClusterProfile p, cluster::load_profile(f.profile, cluster::default_profiles_dir(nullptr)));
-  std::optional<int> g;
-  std::optional<double> b;
-  if (f.force_gpus || (f.gpus_opt && f.gpus_opt->count() > 0)) {
+  cluster::ProfileOverrides o;
+  auto given = [](const CLI::Option* opt) { return opt && opt->count() > 0; };
+  if (f.force_gpus || given(f.gpus_opt)) {
     if (f.gpus_per_node < 1) return Error{fmt::format("--gpus-per-node must be at least 1 (got {})", f.gpus_per_node)};
-    g = f.gpus_per_node;
+    o.gpus_per_node = f.gpus_per_node;
   }
-  if (f.force_inter || (f.inter_opt && f.inter_opt->count() > 0)) {
+  if (f.force_inter || given(f.inter_opt)) {
     if (!(f.inter_node_GBps > 0)) return Error{fmt::format("--inter-node-GBps must be positive (got {})", f.inter_node_GBps)};
-    b = f.inter_node_GBps;
+    o.inter_node_GBps = f.inter_node_GBps;
   }
-  if (g || b) return cluster::apply_overrides(std::move(p), g, b);
+  const bool leaf = f.force_fabric || given(f.leaf_opt), over = f.force_fabric || given(f.over_opt);
+  if (leaf != over)
+    return Error{fmt::format("{} needs {} (the fabric's leaves and their ratio go together)",
+                             leaf ? "--nodes-per-leaf" : "--oversubscription", leaf ? "--oversubscription" : "--nodes-per-leaf")};
+  if (leaf) {
+    if (f.nodes_per_leaf < 1) return Error{fmt::format("--nodes-per-leaf must be at least 1 (got {})", f.nodes_per_leaf)};
+    if (!(f.oversubscription >= 1))
+      return Error{fmt::format("--oversubscription must be at least 1 (1 = non-blocking; got {})", f.oversubscription)};
+    o.nodes_per_leaf = f.nodes_per_leaf;
+    o.oversubscription = f.oversubscription;
+  }
+  if (o.any()) return cluster::apply_overrides(std::move(p), o);
   return p;
 }
 
 }  // namespace
+
+std::string fabric_note(const cluster::ClusterProfile& profile) {
+  const auto& x = profile.interconnect.inter_node();
+  if (!x.nodes_per_leaf || !x.oversubscription) return "";
+  return fmt::format("; leaves of {} node{}, {}:1 oversubscribed", *x.nodes_per_leaf, *x.nodes_per_leaf == 1 ? "" : "s",
+                     *x.oversubscription);
+}
 
 DeviceDefaults device_defaults(const cluster::DeviceProfile& device, const std::string& precision) {
   DeviceDefaults d{precision, "flash", "", ""};

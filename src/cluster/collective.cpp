@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include <fmt/format.h>
@@ -27,12 +28,43 @@ struct Stage {
   double parallel = 1;       ///< ranks in one unit of the previous stage
   BytesPerSecond per_rank;   ///< bandwidth one rank gets here
   double units = 1;          ///< units entering this stage: n / prod(p of earlier stages)
+  /// Inter-node stage on an oversubscribed leaf/spine fabric: how much
+  /// longer the bytes that cross nodes take, for rings and trees and for
+  /// all-to-all (leaf_stretch). 1 elsewhere.
+  double ring_stretch = 1;
+  double pairwise_stretch = 1;
 
   /// Efficiency and latency of collective `kind` here (its own table where
   /// the level has one, else the ring table and the level's latency).
   double eff(core::Collective kind, double s) const { return level->table_for(kind).interpolate(s); }
   Seconds alpha(core::Collective kind) const { return level->latency_for(kind); }
 };
+
+/// The stretch of the bytes that cross nodes when `nodes` nodes of one
+/// collective sit on a fabric with leaves of L nodes and oversubscription r
+/// (Level::nodes_per_leaf, Level::oversubscription). Groups of nodes are
+/// placed compactly, leaf after leaf, and every node of a leaf runs a
+/// collective of the same kind at once (SPMD: all data-parallel groups
+/// reduce together), so a node's share of its leaf's uplinks is 1/r of its
+/// NIC bandwidth. The smallest piece of a group inside one leaf is
+/// g = gcd(nodes, L) nodes.
+///   all-to-all: a node of a piece of g sends (nodes - g)/(nodes - 1) of its
+///     inter-node bytes out of the leaf: stretch max(1, r (nodes - g)/(nodes - 1));
+///   rings and trees: one edge per ring (channel) or tree leaves each piece,
+///     one node's bandwidth per g nodes: stretch max(1, r / g).
+/// No leaves described, or r = 1: 1.
+struct LeafStretch {
+  double ring = 1;
+  double pairwise = 1;
+};
+
+LeafStretch leaf_stretch(const Level& x, int nodes) {
+  if (!x.nodes_per_leaf || !x.oversubscription || nodes < 2) return {};
+  const double r = *x.oversubscription;
+  const double g = std::gcd(nodes, *x.nodes_per_leaf);
+  const double m = nodes;
+  return {std::max(1.0, r / g), std::max(1.0, r * (m - g) / (m - 1))};
+}
 
 Result<std::vector<Stage>> make_stages(const Interconnect& net, Placement where) {
   const int n = where.ranks;
@@ -59,7 +91,8 @@ Result<std::vector<Stage>> make_stages(const Interconnect& net, Placement where)
   const int nodes = n / k;
   if (nodes > 1) {
     const Level& x = net.inter_node();
-    stages.push_back({&x, nodes, static_cast<double>(k), x.per_rank_bandwidth(k), 0});
+    const LeafStretch stretch = leaf_stretch(x, nodes);
+    stages.push_back({&x, nodes, static_cast<double>(k), x.per_rank_bandwidth(k), 0, stretch.ring, stretch.pairwise});
   }
   double units = n;
   for (Stage& s : stages) {
@@ -108,7 +141,8 @@ Seconds ring_level(const Stage& s, core::Collective kind, double bytes, double c
   const double p = s.p;
   Stage one = s;
   one.units = p;  // steps of this ring alone: c (p - 1)
-  return ring_protocols({one}, kind, simple_base, Seconds(c * (p - 1) / p * bytes / (s.per_rank.value * s.eff(kind, bytes))),
+  return ring_protocols({one}, kind, simple_base,
+                        Seconds(c * (p - 1) / p * bytes * s.ring_stretch / (s.per_rank.value * s.eff(kind, bytes))),
                         s.alpha(kind) * (c * (p - 1)), c);
 }
 
@@ -118,7 +152,8 @@ std::optional<Seconds> tree_level(const Stage& s, double bytes) {
   if (!tree || s.p < tree->min_ranks || bytes < tree->min_bytes.value) return std::nullopt;
   const double p = s.p;
   double e = tree->efficiency.interpolate(bytes);
-  return Seconds(2 * (p - 1) / p * bytes / (s.per_rank.value * e)) + s.level->latency * (2 * std::ceil(std::log2(p)));
+  return Seconds(2 * (p - 1) / p * bytes * s.ring_stretch / (s.per_rank.value * e)) +
+         s.level->latency * (2 * std::ceil(std::log2(p)));
 }
 
 /// NVLink SHARP all-reduce (single stage): the table is an algbw fraction.
@@ -137,7 +172,7 @@ Seconds flat_ring(const std::vector<Stage>& stages, std::optional<Seconds> simpl
   Seconds latency(0);
   bool first = true;
   for (const Stage& s : stages) {
-    double offer = (single_ring ? 1.0 : s.parallel) * s.per_rank.value * s.eff(kind, bytes);
+    double offer = (single_ring ? 1.0 : s.parallel) * s.per_rank.value * s.eff(kind, bytes) / s.ring_stretch;
     bw = first ? offer : std::min(bw, offer);
     first = false;
     // NCCL tuning model: steps that cross this level pay its latency.
@@ -226,7 +261,7 @@ Result<CollectiveCost> collective_time(const Interconnect& net, core::Collective
       double inner = 1;
       for (const Stage& s : st) {
         double crossing = bytes * inner * (s.p - 1) / n;
-        slowest = std::max(slowest, Seconds(crossing / (s.per_rank.value * s.eff(kind, bytes))));
+        slowest = std::max(slowest, Seconds(crossing * s.pairwise_stretch / (s.per_rank.value * s.eff(kind, bytes))));
         alpha = std::max(alpha, s.alpha(kind));
         inner *= s.p;
       }

@@ -117,6 +117,11 @@ Result<ClusterProfile> load_profile(std::string_view name_or_path, const std::fi
 
 Result<ClusterProfile> apply_overrides(ClusterProfile p, std::optional<int> gpus_per_node,
                                        std::optional<double> inter_node_GBps) {
+  return apply_overrides(std::move(p), ProfileOverrides{gpus_per_node, inter_node_GBps, {}, {}});
+}
+
+Result<ClusterProfile> apply_overrides(ClusterProfile p, const ProfileOverrides& o) {
+  const auto& [gpus_per_node, inter_node_GBps, nodes_per_leaf, oversubscription] = o;
   std::string applied;
   if (gpus_per_node) {
     int g = *gpus_per_node;
@@ -144,6 +149,22 @@ Result<ClusterProfile> apply_overrides(ClusterProfile p, std::optional<int> gpus
     Level& x = p.interconnect.levels.back();
     x.nic_bandwidth = BytesPerSecond(v * 1e9 / x.nics_per_node);
     applied += fmt::format("{}inter_node_GBps={}", applied.empty() ? "" : ", ", v);
+  }
+  if (nodes_per_leaf.has_value() != oversubscription.has_value())
+    return make_error("override {}: give nodes_per_leaf and oversubscription together",
+                      nodes_per_leaf ? "nodes_per_leaf" : "oversubscription");
+  if (nodes_per_leaf) {
+    if (*nodes_per_leaf < 1 || *nodes_per_leaf > 1000000)
+      return make_error("override nodes_per_leaf: must be a whole number in [1, 1000000], got {}", *nodes_per_leaf);
+    const double r = *oversubscription;
+    if (!std::isfinite(r) || r < 1 || r > 1000)
+      return make_error("override oversubscription: must be in [1, 1000] (downlink over uplink bandwidth; 1 = "
+                        "non-blocking), got {}",
+                        r);
+    Level& x = p.interconnect.levels.back();
+    x.nodes_per_leaf = *nodes_per_leaf;
+    x.oversubscription = r;
+    applied += fmt::format("{}nodes_per_leaf={}, oversubscription={}", applied.empty() ? "" : ", ", *nodes_per_leaf, r);
   }
   if (!applied.empty()) {
     p.overrides += (p.overrides.empty() ? "" : ", ") + applied;

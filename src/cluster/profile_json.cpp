@@ -362,10 +362,24 @@ Result<Level> read_level(const Reader& r, const json& l, const std::string& path
     return r.fail(path, "only the last level may cross nodes (nics_per_node, nic_GBps)");
   if (level.inter_node) {
     PLANNER_TRY_STATUS(r.keys(l, path, {"name", "fabric", "nics_per_node", "nic_GBps", "latency_us", "simple_latency_us", "efficiency",
-                                        "notes"}));
+                                        "nodes_per_leaf", "oversubscription", "notes"}));
     PLANNER_TRY(level.nics_per_node, r.sourced_int(l, path, "nics_per_node"));
     PLANNER_TRY(double nic, r.sourced(l, path, "nic_GBps", Domain::positive));
     level.nic_bandwidth = BytesPerSecond(nic * kGB);
+    // A leaf/spine fabric that is not non-blocking: both keys or neither.
+    const bool leaf = l.contains("nodes_per_leaf"), over = l.contains("oversubscription");
+    if (leaf != over)
+      return r.fail(core::json_path(path, leaf ? "oversubscription" : "nodes_per_leaf"),
+                    "missing key: nodes_per_leaf and oversubscription describe the fabric together");
+    if (leaf) {
+      PLANNER_TRY(level.nodes_per_leaf, r.sourced_int(l, path, "nodes_per_leaf"));
+      PLANNER_TRY(double ratio, r.sourced(l, path, "oversubscription", Domain::positive));
+      if (ratio < 1)
+        return r.fail(core::json_path(core::json_path(path, "oversubscription"), "value"),
+                      fmt::format("must be >= 1 (downlink over uplink bandwidth; 1 = non-blocking), got {}",
+                                  fmt_number(ratio)));
+      level.oversubscription = ratio;
+    }
   } else {
     PLANNER_TRY_STATUS(r.keys(l, path, {"name", "fabric", "devices_per_group", "bandwidth_GBps", "latency_us",
                                         "simple_latency_us", "efficiency", "notes"}));

@@ -71,12 +71,19 @@ Result<PlanSettings> plan_settings(const plan::Plan& p, const std::string& path)
     try {
       if (key == "gpus_per_node") s.gpus_per_node = std::stoi(value);
       if (key == "inter_node_GBps") s.inter_node_GBps = std::stod(value);
+      if (key == "nodes_per_leaf") s.nodes_per_leaf = std::stoi(value);
+      if (key == "oversubscription") s.oversubscription = std::stod(value);
     } catch (...) {
       return make_error("{}: cluster.overrides: cannot read '{}'", path, item);
     }
-    if ((key == "gpus_per_node" && *s.gpus_per_node < 1) || (key == "inter_node_GBps" && !(*s.inter_node_GBps > 0)))
+    if ((key == "gpus_per_node" && *s.gpus_per_node < 1) || (key == "inter_node_GBps" && !(*s.inter_node_GBps > 0)) ||
+        (key == "nodes_per_leaf" && *s.nodes_per_leaf < 1))
       return make_error("{}: cluster.overrides: '{}' must be positive", path, item);
+    if (key == "oversubscription" && !(*s.oversubscription >= 1))
+      return make_error("{}: cluster.overrides: '{}' must be at least 1", path, item);
   }
+  if (s.nodes_per_leaf.has_value() != s.oversubscription.has_value())
+    return make_error("{}: cluster.overrides: nodes_per_leaf and oversubscription go together", path);
   for (const auto& [name, v] : p.model.dims) s.dims.push_back(fmt::format("{}={}", name, v));
   s.params_from_inputs = p.model.params_from_inputs;
   return s;

@@ -95,6 +95,19 @@ TEST_CASE("planning: malformed cluster overrides name the field", "[planning]") 
   s = planning::plan_settings(p, "plan.json");
   REQUIRE(!s.ok());
   CHECK(s.error().message == "plan.json: cluster.overrides: 'inter_node_GBps=0' must be positive");
+  p.cluster.overrides = "oversubscription=2";
+  s = planning::plan_settings(p, "plan.json");
+  REQUIRE(!s.ok());
+  CHECK(s.error().message == "plan.json: cluster.overrides: nodes_per_leaf and oversubscription go together");
+  p.cluster.overrides = "nodes_per_leaf=8, oversubscription=0.5";
+  s = planning::plan_settings(p, "plan.json");
+  REQUIRE(!s.ok());
+  CHECK(s.error().message == "plan.json: cluster.overrides: 'oversubscription=0.5' must be at least 1");
+  p.cluster.overrides = "gpus_per_node=4, nodes_per_leaf=8, oversubscription=2";
+  s = planning::plan_settings(p, "plan.json");
+  REQUIRE(s.ok());
+  CHECK(s->nodes_per_leaf == 8);
+  CHECK(s->oversubscription == 2.0);
 }
 
 TEST_CASE("planning: the plan's schedule and timeline are the estimate's own", "[planning]") {

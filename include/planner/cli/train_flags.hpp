@@ -20,6 +20,8 @@ struct TrainFlags {
   std::string profile = "a100-sxm4-80gb";
   int gpus_per_node = 0;        ///< 0 = the profile's
   double inter_node_GBps = 0;   ///< 0 = the profile's
+  int nodes_per_leaf = 0;       ///< 0 = the profile's
+  double oversubscription = 0;  ///< 0 = the profile's
   /// "auto" (the default) resolves from the profile's device in load():
   /// precision bf16, else fp16, else fp32 (the first the device has a GEMM
   /// peak for); attention flash where the device has a fused-attention
@@ -35,8 +37,10 @@ struct TrainFlags {
   CLI::Option* recompute_opt = nullptr;
   CLI::Option* gpus_opt = nullptr;
   CLI::Option* inter_opt = nullptr;
+  CLI::Option* leaf_opt = nullptr;
+  CLI::Option* over_opt = nullptr;
   /// Overrides set from a plan file (as if the flags were given).
-  bool force_gpus = false, force_inter = false;
+  bool force_gpus = false, force_inter = false, force_fabric = false;
 
   void add_to(CLI::App& app);
   /// The profile with its overrides applied; "auto" precision and attention
@@ -50,6 +54,11 @@ struct TrainFlags {
   Result<cost::ProfileCostModel> cost_model(cluster::ClusterProfile profile, bool fused_kernels = false,
                                             bool executor_kernels = false) const;
 };
+
+/// "; leaves of L nodes, R:1 oversubscribed" for a profile whose fabric is
+/// not non-blocking (cluster::Level::oversubscription), "" otherwise: the
+/// tail of the `cluster` line of estimate and search.
+std::string fabric_note(const cluster::ClusterProfile& profile);
 
 /// The exact op-level solver for `--exact`: a MILP solved with COIN-OR CBC
 /// (sharding_milp), one thread, proving optimality.

@@ -28,6 +28,14 @@
 /// docs/profile-format.md. All-gather and reduce-scatter are
 /// flat rings only, as NCCL runs them: (n-1) steps, so their latency grows
 /// with the rank count. Ranks are placed compactly.
+/// Oversubscribed leaf/spine fabrics (Level::nodes_per_leaf and
+/// Level::oversubscription on the inter-node level): the bytes that cross
+/// nodes take longer by the stretch of the placement (collective.cpp
+/// leaf_stretch): with m nodes, leaves of L, ratio r and g = gcd(m, L),
+/// all-to-all max(1, r (m - g)/(m - 1)), rings and trees max(1, r / g).
+/// Rings and trees barely notice (one edge per piece of g nodes leaves
+/// the leaf); an all-to-all over many leaves runs at about 1/r of the NICs.
+/// Send/recv is not stretched (the two nodes' leaves are not known).
 /// Where a level has a table of its own for a collective (Level::
 /// per_collective, written by planner calibrate), that collective reads it in
 /// place of e(S), and its latency in place of alpha, in every formula above;

@@ -195,6 +195,14 @@ struct Level {
   /// Inter-node level: NICs per node and unidirectional rate of one NIC.
   int nics_per_node = 0;
   BytesPerSecond nic_bandwidth;
+  /// Inter-node level, where the profile describes a two-tier (leaf/spine)
+  /// fabric that is not non-blocking: nodes under one leaf switch, and the
+  /// leaf's oversubscription r = its downlink over its uplink bandwidth
+  /// (r >= 1; 1 = full bisection). Traffic that leaves a leaf gets 1/r of the
+  /// NIC bandwidth when every node of the leaf sends at once (collective.hpp).
+  /// Absent: non-blocking.
+  std::optional<int> nodes_per_leaf;
+  std::optional<double> oversubscription;
   /// Per-step latency alpha (the profile's fit, small and mid messages).
   Seconds latency;
   /// Per-step latency of NCCL's Simple protocol on this kind of link (NCCL
@@ -277,6 +285,20 @@ Result<ClusterProfile> load_profile(std::string_view name_or_path,
 /// override.
 Result<ClusterProfile> apply_overrides(ClusterProfile profile, std::optional<int> gpus_per_node,
                                        std::optional<double> inter_node_GBps);
+
+/// Everything a cluster may differ from its profile by: the two above, and
+/// the fabric's leaves (Level::nodes_per_leaf, Level::oversubscription on
+/// the inter-node level; both or neither, oversubscription >= 1).
+struct ProfileOverrides {
+  std::optional<int> gpus_per_node;
+  std::optional<double> inter_node_GBps;
+  std::optional<int> nodes_per_leaf;
+  std::optional<double> oversubscription;
+  bool any() const { return gpus_per_node || inter_node_GBps || nodes_per_leaf || oversubscription; }
+};
+/// Applies `o`; profile.overrides records them as "key=value, ..." in the
+/// order above. Errors name the override.
+Result<ClusterProfile> apply_overrides(ClusterProfile profile, const ProfileOverrides& o);
 
 /// Names (file stems) of the *.json files in `dir`, sorted; empty when the
 /// folder is missing.

@@ -28,6 +28,8 @@ struct PlanSettings {
   std::string profile;
   std::optional<int> gpus_per_node;
   std::optional<double> inter_node_GBps;
+  std::optional<int> nodes_per_leaf;
+  std::optional<double> oversubscription;
   /// The model's named dims ("name=value") and binding.
   std::vector<std::string> dims;
   std::vector<std::string> params_from_inputs;
