@@ -501,6 +501,11 @@ def profile_cases():
     c.append(profile_case("profile_zero_devices", x, "interconnect.levels[0].devices_per_group.value: must be > 0"))
     x = p(); x["interconnect"]["levels"][1]["nics_per_node"] = sv(1e300)
     c.append(profile_case("profile_huge_count", x, "interconnect.levels[1].nics_per_node.value: must be a whole number"))
+    x = p(); x["interconnect"]["levels"][1]["oversubscription"] = sv(2)
+    c.append(profile_case("profile_half_fabric", x,
+                          "interconnect.levels[1].nodes_per_leaf: missing key: nodes_per_leaf and oversubscription"))
+    x = p(); x["interconnect"]["levels"][1]["oversubscription"] = sv(0.5); x["interconnect"]["levels"][1]["nodes_per_leaf"] = sv(4)
+    c.append(profile_case("profile_undersubscribed", x, "interconnect.levels[1].oversubscription.value: must be >= 1"))
     x = p(); x["device"]["hbm_GBps"] = sv(None)
     c.append(profile_case("profile_null_number", x, "device.hbm_GBps.value: expected a number"))
     x = p(); x["device"]["peak_tflops"]["bf16"] = sv(12345.678)
