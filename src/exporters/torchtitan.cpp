@@ -62,6 +62,25 @@ Result<Export> to_torchtitan(const plan::Plan& p, const Options& options) {
   detail::check_precision_by_class(p, "torchtitan", f);
   detail::check_optimizer_precision(p, "torchtitan", f);
   f.note("set [training] seq_len and the dataset, and [model] name/flavor, from the model (the plan records neither)");
+  // Tied weights (model.shared_weights): torchtitan ties a flavor's output
+  // layer to its embedding with enable_weight_tying (at v0.2.2 only Qwen3's
+  // flavors). Its pipeline split keeps tok_embeddings on the first stage and
+  // output on the last, each with its own copy, and no step sums their
+  // gradients (torchtitan/distributed/pipeline_parallel.py at v0.2.2); later
+  // versions refuse the combination ("Weight tying is not supported with
+  // Pipeline Parallel.", torchtitan/models/common/decoder.py).
+  if (p.model.shared_weights && !p.model.shared_weights->empty()) {
+    const std::string names = fmt::format("{}", fmt::join(*p.model.shared_weights, ", "));
+    if (l.pp > 1)
+      f.lost(fmt::format("tied weights ({}) across {} pipeline stages: torchtitan's pipeline split gives the embedding "
+                         "and the output layer separate copies and does not sum their gradients (later versions refuse "
+                         "weight tying with pipeline parallelism)",
+                         names, l.pp));
+    else
+      f.note(fmt::format("the model ties weights ({}): choose a [model] flavor with enable_weight_tying (at {} only "
+                         "Qwen3's)",
+                         names, version));
+  }
 
   const auto& o = t.optimizer;
   toml.section("optimizer");
