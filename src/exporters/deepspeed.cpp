@@ -9,6 +9,7 @@
 // they are notes.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "internal.hpp"
 
@@ -122,6 +123,13 @@ Result<Export> to_deepspeed(const plan::Plan& p, const Options& options) {
     else
       f.lost(fmt::format("pipeline cut {} (layers per stage): PipelineModule's partition methods cannot give explicit "
                          "stage sizes; \"uniform\" splits the layers evenly", detail::cut_text(p)));
+    // Tied weights across stages: DeepSpeed shares them through TiedLayerSpec
+    // (deepspeed/runtime/pipe/module.py) and sums the copies' gradients once
+    // a step (PipelineEngine._exec_reduce_tied_grads), as the plan prices.
+    if (p.model.shared_weights && !p.model.shared_weights->empty())
+      f.note(fmt::format("tied weights ({}): build the embedding and the output layer as deepspeed.pipe.TiedLayerSpec "
+                         "with one key, so each stage holding one keeps a copy and DeepSpeed sums their gradients",
+                         fmt::join(*p.model.shared_weights, ", ")));
     if (l.vp > 1 || l.schedule == "interleaved")
       f.lost(fmt::format("interleaved schedule ({} chunks per rank): DeepSpeed's pipeline runs one chunk per rank (1F1B), "
                          "with a larger bubble", l.vp));
