@@ -506,6 +506,8 @@ def profile_cases():
                           "interconnect.levels[1].nodes_per_leaf: missing key: nodes_per_leaf and oversubscription"))
     x = p(); x["interconnect"]["levels"][1]["oversubscription"] = sv(0.5); x["interconnect"]["levels"][1]["nodes_per_leaf"] = sv(4)
     c.append(profile_case("profile_undersubscribed", x, "interconnect.levels[1].oversubscription.value: must be >= 1"))
+    x = p(); x["interconnect"]["levels"][1]["collnet"] = {"latency_us": sv(31), "efficiency": sv(0)}
+    c.append(profile_case("profile_collnet_zero", x, "interconnect.levels[1].collnet.efficiency.value: must be in (0, 1]"))
     x = p(); x["device"]["hbm_GBps"] = sv(None)
     c.append(profile_case("profile_null_number", x, "device.hbm_GBps.value: expected a number"))
     x = p(); x["device"]["peak_tflops"]["bf16"] = sv(12345.678)

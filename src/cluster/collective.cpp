@@ -200,6 +200,29 @@ Timed hier_all_reduce(const std::vector<Stage>& st, std::size_t i, double bytes,
           outer.algorithm};
 }
 
+/// In-network all-reduce (Level::collnet): each rank reduce-scatters and
+/// all-gathers inside the node, and across nodes sends its shard up once
+/// and gets the sum back once at its NIC share. The phases stream chunk by
+/// chunk, so the slowest sets the time (NCCL's tuning model prices CollNet
+/// at the node's bandwidth, bwIntra, not the phases' sum); latency: the
+/// rings' steps inside the node and the CollNet latency. nullopt when the
+/// placement stays in one node or the fabric has no CollNet.
+std::optional<Seconds> collnet_all_reduce(const std::vector<Stage>& st, double bytes) {
+  const Stage& x = st.back();
+  if (!x.level->inter_node || !x.level->collnet) return std::nullopt;
+  Seconds inside(0), latency(0);
+  double shard = bytes;
+  for (std::size_t i = 0; i + 1 < st.size(); ++i) {
+    const Stage& s = st[i];
+    const double p = s.p;
+    inside += Seconds(2 * (p - 1) / p * shard / (s.per_rank.value * s.eff(core::Collective::all_reduce, shard)));
+    latency += s.alpha(core::Collective::all_reduce) * (2 * (p - 1));
+    shard /= p;
+  }
+  const auto& cn = *x.level->collnet;
+  return std::max(inside, Seconds(shard / (x.per_rank.value * cn.efficiency))) + latency + cn.latency;
+}
+
 }  // namespace
 
 std::string_view algorithm_name(Algorithm a) {
@@ -210,6 +233,7 @@ std::string_view algorithm_name(Algorithm a) {
     case Algorithm::nvls: return "nvls";
     case Algorithm::hierarchical_ring: return "hierarchical_ring";
     case Algorithm::hierarchical_tree: return "hierarchical_tree";
+    case Algorithm::collnet: return "collnet";
     case Algorithm::pairwise: return "pairwise";
     case Algorithm::point_to_point: return "point_to_point";
   }
@@ -241,6 +265,7 @@ Result<CollectiveCost> collective_time(const Interconnect& net, core::Collective
       CollectiveCost best{flat_ring(st, base, kind, bytes, 2, 2 * (n - 1) / n), Algorithm::ring};
       Timed h = hier_all_reduce(st, 0, bytes, base);
       if (h.time < best.time) best = {h.time, h.algorithm};
+      if (auto t = collnet_all_reduce(st, bytes); t && *t < best.time) best = {*t, Algorithm::collnet};
       return best;
     }
     case core::Collective::all_gather:

@@ -362,7 +362,7 @@ Result<Level> read_level(const Reader& r, const json& l, const std::string& path
     return r.fail(path, "only the last level may cross nodes (nics_per_node, nic_GBps)");
   if (level.inter_node) {
     PLANNER_TRY_STATUS(r.keys(l, path, {"name", "fabric", "nics_per_node", "nic_GBps", "latency_us", "simple_latency_us", "efficiency",
-                                        "nodes_per_leaf", "oversubscription", "notes"}));
+                                        "nodes_per_leaf", "oversubscription", "collnet", "notes"}));
     PLANNER_TRY(level.nics_per_node, r.sourced_int(l, path, "nics_per_node"));
     PLANNER_TRY(double nic, r.sourced(l, path, "nic_GBps", Domain::positive));
     level.nic_bandwidth = BytesPerSecond(nic * kGB);
@@ -379,6 +379,16 @@ Result<Level> read_level(const Reader& r, const json& l, const std::string& path
                       fmt::format("must be >= 1 (downlink over uplink bandwidth; 1 = non-blocking), got {}",
                                   fmt_number(ratio)));
       level.oversubscription = ratio;
+    }
+    if (auto it = l.find("collnet"); it != l.end()) {
+      const std::string cp = core::json_path(path, "collnet");
+      PLANNER_TRY_STATUS(r.object(*it, cp));
+      PLANNER_TRY_STATUS(r.keys(*it, cp, {"latency_us", "efficiency", "notes"}));
+      Level::CollNet cn;
+      PLANNER_TRY(double lat, r.sourced(*it, cp, "latency_us", Domain::non_negative));
+      cn.latency = Seconds(lat * kMicro);
+      PLANNER_TRY(cn.efficiency, r.sourced(*it, cp, "efficiency", Domain::fraction));
+      level.collnet = cn;
     }
   } else {
     PLANNER_TRY_STATUS(r.keys(l, path, {"name", "fabric", "devices_per_group", "bandwidth_GBps", "latency_us",

@@ -28,6 +28,13 @@
 /// docs/profile-format.md. All-gather and reduce-scatter are
 /// flat rings only, as NCCL runs them: (n-1) steps, so their latency grows
 /// with the rank count. Ranks are placed compactly.
+/// In-network reduction (Level::collnet; NCCL's CollNet over InfiniBand
+/// SHARP), all-reduce across nodes only: reduce-scatter and all-gather
+/// inside the node, each rank's shard S/k up to the switches and the sum
+/// back once, streamed so the slowest phase sets the time:
+///   max(2(k-1)/k S/(B_node e), S/k/(B_nic e_collnet)) + 2(k-1) alpha_node + latency
+/// whatever the node count; taken when faster than the rings and trees.
+/// Not stretched on an oversubscribed fabric (the leaf switches reduce).
 /// Oversubscribed leaf/spine fabrics (Level::nodes_per_leaf and
 /// Level::oversubscription on the inter-node level): the bytes that cross
 /// nodes take longer by the stretch of the placement (collective.cpp
@@ -63,6 +70,7 @@ enum class Algorithm : std::uint8_t {
   nvls,               ///< NVLink SHARP, single node
   hierarchical_ring,  ///< inner phases + ring at the outermost level
   hierarchical_tree,  ///< inner phases + tree at the outermost level
+  collnet,            ///< inner phases + in-network reduction across nodes (SHARP)
   pairwise,           ///< all-to-all
   point_to_point,     ///< send/recv
 };

@@ -203,6 +203,16 @@ struct Level {
   /// Absent: non-blocking.
   std::optional<int> nodes_per_leaf;
   std::optional<double> oversubscription;
+  /// Inter-node level, where the fabric reduces in its switches (InfiniBand
+  /// SHARP; NCCL's CollNet algorithms, NCCL_COLLNET_ENABLE=1): an all-reduce
+  /// across nodes sends each rank's shard up once and gets the sum back
+  /// once, at `efficiency` of the rank's NIC bandwidth, plus `latency`
+  /// (collective.hpp). Absent: the fabric has no in-network reduction.
+  struct CollNet {
+    Seconds latency;
+    double efficiency = 1;
+  };
+  std::optional<CollNet> collnet;
   /// Per-step latency alpha (the profile's fit, small and mid messages).
   Seconds latency;
   /// Per-step latency of NCCL's Simple protocol on this kind of link (NCCL

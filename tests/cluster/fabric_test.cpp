@@ -1,6 +1,7 @@
-// Oversubscribed leaf/spine fabrics (Level::nodes_per_leaf, ::oversubscription):
-// the stretch of the bytes that cross nodes, worked by hand on a DGX-like
-// interconnect, and the profile keys that describe it.
+// The fabric across nodes beyond its NICs: oversubscribed leaf/spine fabrics
+// (Level::nodes_per_leaf, ::oversubscription) and in-network reduction
+// (Level::collnet), worked by hand on a DGX-like interconnect, and the
+// profile keys that describe them.
 
 #include <cmath>
 #include <optional>
@@ -170,4 +171,59 @@ TEST_CASE("apply_overrides sets the fabric's leaves, together or not at all", "[
   zero.nodes_per_leaf = 0;
   zero.oversubscription = 2;
   CHECK_THAT(apply_overrides(p, zero).error().message, Catch::Matchers::Contains("override nodes_per_leaf"));
+}
+
+TEST_CASE("CollNet: in-network all-reduce across nodes, when the fabric has it", "[cluster][collective]") {
+  // 16 nodes x 8 = 128 ranks, 1 GB, on dgx() with CollNet at 0.9 of the NIC and 31 us.
+  Interconnect net = dgx();
+  net.levels.back().collnet = Level::CollNet{Seconds(31e-6), 0.9};
+  auto at = [&](double bytes, int ranks) {
+    auto r = collective_time(net, core::Collective::all_reduce, Bytes(bytes), Placement{ranks, 8});
+    REQUIRE(r.ok());
+    return *r;
+  };
+  // Inside the node, reduce-scatter + all-gather: 2 * 7/8 * 1e9/240e9 = 7.291667e-3,
+  //   latency 2 * 7 * 2.5 us = 35 us; across nodes each rank's 1.25e8-byte shard up and
+  //   back once at its NIC (25e9 * 0.9): 5.555556e-3. Streamed: the larger, 7.291667e-3,
+  //   + 35 us + 31 us = 7.357667e-3, against the flat ring's 2*127/128 * 1e9/192e9 + 680 us
+  //   = 11.015286e-3 (and the hierarchical variants, slower).
+  CHECK(at(1e9, 128).time.value == Approx(7.357667e-3).epsilon(1e-6));
+  CHECK(at(1e9, 128).algorithm == Algorithm::collnet);
+  CHECK(algorithm_name(Algorithm::collnet) == "collnet");
+  // One NIC per node (8 ranks share 25 GB/s): the network term 1.25e8 / (3.125e9 * 0.9)
+  //   = 44.444444e-3 sets the time: + 66 us = 44.510444e-3 (flat ring: 1.984375e9/24e9
+  //   + 680 us = 83.362e-3).
+  net.levels.back().nics_per_node = 1;
+  CHECK(at(1e9, 128).time.value == Approx(44.510444e-3).epsilon(1e-6));
+  // Small messages: the rings' latency across 16 nodes against 31 us + 35 us; a
+  //   hierarchical tree is absent here (no tree table), so CollNet wins at 64 KiB too:
+  //   max(2*7/8*65536/240e9, 8192/2.8125e9) = 2.913e-6, + 66 us = 68.913e-6.
+  CHECK(at(65536, 128).time.value == Approx(68.9128e-6).epsilon(1e-4));
+  // Inside one node CollNet does not apply; all-gather never uses it.
+  CHECK(at(1e9, 8).algorithm != Algorithm::collnet);
+  auto ag = collective_time(net, core::Collective::all_gather, Bytes(1e9), Placement{128, 8});
+  REQUIRE(ag.ok());
+  CHECK(ag->algorithm == Algorithm::ring);
+}
+
+TEST_CASE("profile key collnet on the inter-node level", "[cluster][profile]") {
+  json j = a100();
+  json& ib = j["interconnect"]["levels"].back();
+  ib["collnet"] = {{"latency_us", sourced(31)}, {"efficiency", sourced(0.9)}};
+  auto p = parse_profile(j.dump(), "test.json");
+  REQUIRE(p.ok());
+  REQUIRE(p->interconnect.inter_node().collnet);
+  CHECK(p->interconnect.inter_node().collnet->latency.value == Approx(31e-6));
+  CHECK(p->interconnect.inter_node().collnet->efficiency == 0.9);
+  const std::string at = fmt::format("interconnect.levels[{}].", j["interconnect"]["levels"].size() - 1);
+  CHECK(p->sources.count(at + "collnet.latency_us") == 1);
+  json over = j;
+  over["interconnect"]["levels"].back()["collnet"]["efficiency"] = sourced(1.5);
+  CHECK(error_of(over) == "test.json: " + at + "collnet.efficiency.value: must be in (0, 1], got 1.5");
+  json missing = j;
+  missing["interconnect"]["levels"].back()["collnet"].erase("latency_us");
+  CHECK_THAT(error_of(missing), Catch::Matchers::Contains("collnet.latency_us"));
+  json inside = j;
+  inside["interconnect"]["levels"][0]["collnet"] = ib["collnet"];
+  CHECK_THAT(error_of(inside), Catch::Matchers::Contains("collnet"));
 }
