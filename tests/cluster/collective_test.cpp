@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "cluster_helpers.hpp"
+
 #include "planner/cluster/collective.hpp"
 
 using namespace planner;
@@ -11,37 +13,10 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-CollectiveTable flat(double e) { return CollectiveTable{EfficiencyTable{{{1, e}}, "message_bytes"}, 2, Bytes(0)}; }
-
-Level intra(const char* name, int group, double GBps, double alpha_us, double e) {
-  Level l;
-  l.name = name;
-  l.devices_per_group = group;
-  l.bandwidth = BytesPerSecond(GBps * 1e9);
-  l.latency = Seconds(alpha_us * 1e-6);
-  l.ring = flat(e);
-  return l;
-}
-
-/// DGX-like: 8 GPUs at 300 GB/s (e = 0.8, so busbw 240 GB/s), alpha 2.5 us;
-/// 8 NICs of 25 GB/s (e = 0.96, tree 0.864), alpha 4 us.
-Interconnect dgx() {
-  Level x;
-  x.name = "ib";
-  x.inter_node = true;
-  x.nics_per_node = 8;
-  x.nic_bandwidth = BytesPerSecond(25e9);
-  x.latency = Seconds(4e-6);
-  x.ring = flat(0.96);
-  x.tree = flat(0.864);
-  return Interconnect{{intra("nvlink", 8, 300, 2.5, 0.8), x}};
-}
-
-double seconds(const Interconnect& net, core::Collective c, double bytes, int ranks, int per_node) {
-  auto r = collective_time(net, c, Bytes(bytes), Placement{ranks, per_node});
-  if (!r.ok()) FAIL(r.error().message);
-  return r->time.value;
-}
+using cluster_test::dgx;
+using cluster_test::flat;
+using cluster_test::intra;
+using cluster_test::seconds;
 
 Algorithm algorithm(const Interconnect& net, core::Collective c, double bytes, int ranks, int per_node) {
   auto r = collective_time(net, c, Bytes(bytes), Placement{ranks, per_node});

@@ -21,34 +21,16 @@ using nlohmann::json;
 
 namespace {
 
-CollectiveTable flat(double e) { return CollectiveTable{EfficiencyTable{{{1, e}}, "message_bytes"}, 2, Bytes(0)}; }
-
-/// 8 GPUs at 300 GB/s (e = 0.8: 240 GB/s), alpha 2.5 us; 8 NICs of 25 GB/s
-/// (e = 0.96: 24 GB/s each), alpha 4 us; leaves of `leaf` nodes at ratio r.
+/// cluster_test::dgx() (8 GPUs at 240 GB/s busbw, alpha 2.5 us; 8 NICs at
+/// 24 GB/s, alpha 4 us; tree 0.864) with leaves of `leaf` nodes at ratio r.
 Interconnect dgx(std::optional<int> leaf = std::nullopt, std::optional<double> r = std::nullopt) {
-  Level nv;
-  nv.name = "nvlink";
-  nv.devices_per_group = 8;
-  nv.bandwidth = BytesPerSecond(300e9);
-  nv.latency = Seconds(2.5e-6);
-  nv.ring = flat(0.8);
-  Level x;
-  x.name = "ib";
-  x.inter_node = true;
-  x.nics_per_node = 8;
-  x.nic_bandwidth = BytesPerSecond(25e9);
-  x.latency = Seconds(4e-6);
-  x.ring = flat(0.96);
-  x.nodes_per_leaf = leaf;
-  x.oversubscription = r;
-  return Interconnect{{nv, x}};
+  Interconnect net = cluster_test::dgx();
+  net.levels.back().nodes_per_leaf = leaf;
+  net.levels.back().oversubscription = r;
+  return net;
 }
 
-double seconds(const Interconnect& net, core::Collective c, double bytes, int ranks, int per_node) {
-  auto t = collective_time(net, c, Bytes(bytes), Placement{ranks, per_node});
-  if (!t.ok()) FAIL(t.error().message);
-  return t->time.value;
-}
+using cluster_test::seconds;
 
 json a100() {
   auto t = io::read_file(cluster_test::profiles_dir() / "a100-sxm4-80gb.json");

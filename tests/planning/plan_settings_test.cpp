@@ -87,25 +87,22 @@ TEST_CASE("planning: a plan for another model is refused naming the op", "[plann
 
 TEST_CASE("planning: malformed cluster overrides name the field", "[planning]") {
   plan::Plan p = plan_of(small_gpt(2), config_for(1, 1, 1, 2), "bf16");
-  p.cluster.overrides = "gpus_per_node=x";
-  auto s = planning::plan_settings(p, "plan.json");
-  REQUIRE(!s.ok());
-  CHECK(s.error().message == "plan.json: cluster.overrides: cannot read 'gpus_per_node=x'");
-  p.cluster.overrides = "inter_node_GBps=0";
-  s = planning::plan_settings(p, "plan.json");
-  REQUIRE(!s.ok());
-  CHECK(s.error().message == "plan.json: cluster.overrides: 'inter_node_GBps=0' must be positive");
-  p.cluster.overrides = "oversubscription=2";
-  s = planning::plan_settings(p, "plan.json");
-  REQUIRE(!s.ok());
-  CHECK(s.error().message == "plan.json: cluster.overrides: nodes_per_leaf and oversubscription go together");
-  p.cluster.overrides = "nodes_per_leaf=8, oversubscription=0.5";
-  s = planning::plan_settings(p, "plan.json");
-  REQUIRE(!s.ok());
-  CHECK(s.error().message == "plan.json: cluster.overrides: 'oversubscription=0.5' must be at least 1");
+  const std::pair<const char*, const char*> bad[] = {
+      {"gpus_per_node=x", "cannot read 'gpus_per_node=x'"},
+      {"inter_node_GBps=0", "'inter_node_GBps=0' must be positive"},
+      {"oversubscription=2", "nodes_per_leaf and oversubscription go together"},
+      {"nodes_per_leaf=8, oversubscription=0.5", "'oversubscription=0.5' must be at least 1"},
+  };
+  for (const auto& [overrides, message] : bad) {
+    p.cluster.overrides = overrides;
+    auto s = planning::plan_settings(p, "plan.json");
+    REQUIRE(!s.ok());
+    CHECK(s.error().message == std::string("plan.json: cluster.overrides: ") + message);
+  }
   p.cluster.overrides = "gpus_per_node=4, nodes_per_leaf=8, oversubscription=2";
-  s = planning::plan_settings(p, "plan.json");
+  auto s = planning::plan_settings(p, "plan.json");
   REQUIRE(s.ok());
+  CHECK(s->gpus_per_node == 4);
   CHECK(s->nodes_per_leaf == 8);
   CHECK(s->oversubscription == 2.0);
 }
