@@ -51,7 +51,8 @@ struct Stage {
 ///   all-to-all: a node of a piece of g sends (nodes - g)/(nodes - 1) of its
 ///     inter-node bytes out of the leaf: stretch max(1, r (nodes - g)/(nodes - 1));
 ///   rings and trees: one edge per ring (channel) or tree leaves each piece,
-///     one node's bandwidth per g nodes: stretch max(1, r / g).
+///     one node's bandwidth per g nodes: stretch max(1, r / g); none when
+///     the group sits inside one leaf (g = nodes: L is a multiple of it).
 /// No leaves described, or r = 1: 1.
 struct LeafStretch {
   double ring = 1;
@@ -63,6 +64,7 @@ LeafStretch leaf_stretch(const Level& x, int nodes) {
   const double r = *x.oversubscription;
   const double g = std::gcd(nodes, *x.nodes_per_leaf);
   const double m = nodes;
+  if (g >= m) return {};  // the whole group under one leaf: nothing crosses the spine
   return {std::max(1.0, r / g), std::max(1.0, r * (m - g) / (m - 1))};
 }
 

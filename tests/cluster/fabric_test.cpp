@@ -75,6 +75,9 @@ TEST_CASE("rings stretch only when a leaf holds fewer nodes than the ratio", "[c
   // Both nodes under one leaf (g = 2) at 2:1: one ring edge per 2 nodes leaves it,
   //   stretch max(1, 2/2) = 1.
   CHECK(seconds(dgx(2, 2.0), core::Collective::all_gather, 1e9, 16, 8) == Approx(4.9218125e-3).epsilon(1e-6));
+  // Even at 4:1: with the whole group under one leaf no ring edge leaves it.
+  CHECK(seconds(dgx(2, 4.0), core::Collective::all_gather, 1e9, 16, 8) == Approx(4.9218125e-3).epsilon(1e-6));
+  CHECK(seconds(dgx(4, 4.0), core::Collective::all_gather, 1e9, 16, 8) == Approx(4.9218125e-3).epsilon(1e-6));
   // One node per leaf (g = 1): every ring edge between nodes crosses the spine at
   //   half rate: 192e9 / 2 = 96e9 < 240e9: 15/16 * 1e9/96e9 + 39e-6 = 9.804625e-3.
   CHECK(seconds(dgx(1, 2.0), core::Collective::all_gather, 1e9, 16, 8) == Approx(9.804625e-3).epsilon(1e-6));

@@ -39,7 +39,8 @@
 /// Level::oversubscription on the inter-node level): the bytes that cross
 /// nodes take longer by the stretch of the placement (collective.cpp
 /// leaf_stretch): with m nodes, leaves of L, ratio r and g = gcd(m, L),
-/// all-to-all max(1, r (m - g)/(m - 1)), rings and trees max(1, r / g).
+/// all-to-all max(1, r (m - g)/(m - 1)), rings and trees max(1, r / g); a
+/// group inside one leaf (g = m) is not stretched.
 /// Rings and trees barely notice (one edge per piece of g nodes leaves
 /// the leaf); an all-to-all over many leaves runs at about 1/r of the NICs.
 /// Send/recv is not stretched (the two nodes' leaves are not known).
