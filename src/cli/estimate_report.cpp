@@ -104,6 +104,13 @@ nlohmann::json estimate_json(const estimate::Estimate& e, const ReportContext& c
                   {"devices", c.devices()},
                   {"devices_per_node", c.devices_per_node},
                   {"overrides", ctx.profile.overrides}};
+  // The fabric across nodes where the profile (or an override) describes it.
+  const auto& fabric = ctx.profile.interconnect.inter_node();
+  if (fabric.nodes_per_leaf && fabric.oversubscription) {
+    j["cluster"]["nodes_per_leaf"] = *fabric.nodes_per_leaf;
+    j["cluster"]["oversubscription"] = *fabric.oversubscription;
+  }
+  if (fabric.collnet) j["cluster"]["collnet"] = true;
   j["layout"] = {{"dp", c.dp},
                  {"tp", c.tp},
                  {"pp", c.pp},
