@@ -262,6 +262,7 @@ Result<CollectiveCost> collective_time(const Interconnect& net, core::Collective
         CollectiveCost best{ring_level(st[0], kind, bytes, 2, base), Algorithm::ring};
         if (auto t = tree_level(st[0], bytes); t && *t < best.time) best = {*t, Algorithm::tree};
         if (auto t = nvls_level(st[0], bytes); t && *t < best.time) best = {*t, Algorithm::nvls};
+        if (auto t = collnet_all_reduce(st, bytes); t && *t < best.time) best = {*t, Algorithm::collnet};
         return best;
       }
       CollectiveCost best{flat_ring(st, base, kind, bytes, 2, 2 * (n - 1) / n), Algorithm::ring};

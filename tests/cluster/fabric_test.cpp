@@ -184,6 +184,14 @@ TEST_CASE("CollNet: in-network all-reduce across nodes, when the fabric has it",
   //   hierarchical tree is absent here (no tree table), so CollNet wins at 64 KiB too:
   //   max(2*7/8*65536/240e9, 8192/2.8125e9) = 2.913e-6, + 66 us = 68.913e-6.
   CHECK(at(65536, 128).time.value == Approx(68.9128e-6).epsilon(1e-4));
+  // One rank per node (data-parallel groups of a tp = 8 layout): no phase inside the
+  //   node; the 1e9-byte buffer up and back at one NIC, 1e9 / (25e9 * 0.9) + 31 us =
+  //   44.475444e-3, against the ring's 2*15/16 * 1e9/24e9 + 2*15*4 us = 78.245e-3
+  //   and the tree's 2*15/16 * 1e9/21.6e9 + 2*4*4 us = 86.838e-3.
+  auto one = collective_time(net, core::Collective::all_reduce, Bytes(1e9), Placement{16, 1});
+  REQUIRE(one.ok());
+  CHECK(one->algorithm == Algorithm::collnet);
+  CHECK(one->time.value == Approx(44.475444e-3).epsilon(1e-6));
   // Inside one node CollNet does not apply; all-gather never uses it.
   CHECK(at(1e9, 8).algorithm != Algorithm::collnet);
   auto ag = collective_time(net, core::Collective::all_gather, Bytes(1e9), Placement{128, 8});
