@@ -11,6 +11,7 @@
 #include "planner/cli/import_flags.hpp"
 #include "planner/planning/model_source.hpp"
 #include "planner/core/dtype.hpp"
+#include "planner/cost/memory.hpp"
 #include "planner/onnx/importer.hpp"
 
 namespace planner::cli {
@@ -21,6 +22,27 @@ struct InspectArgs {
   ImportFlags import;
   bool json = false;
 };
+
+/// A parameter more than one op reads (through Cast / Identity / Transpose
+/// views): a tied weight, e.g. an LM head reading the token embedding.
+struct SharedParameter {
+  std::string name;
+  std::vector<std::string> readers;
+};
+
+std::vector<SharedParameter> shared_parameters(const graph::OpGraph& g) {
+  std::vector<SharedParameter> out;
+  for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
+    const graph::TensorId id{i};
+    const auto& t = g.tensor(id);
+    if (t.role != graph::TensorRole::parameter || !core::is_floating(t.dtype)) continue;
+    SharedParameter p{t.name, {}};
+    for (auto r : cost::parameter_readers(g, id))
+      if (const auto& op = g.op(r); op.type != "Shape" && op.type != "Size") p.readers.push_back(op.name);  // values only
+    if (p.readers.size() > 1) out.push_back(std::move(p));
+  }
+  return out;
+}
 
 nlohmann::json to_json(const onnx::ImportedModel& m) {
   const auto& g = m.graph;
@@ -55,6 +77,9 @@ nlohmann::json to_json(const onnx::ImportedModel& m) {
     att.push_back({{"ops", f.ops.size()}, {"batch", f.batch}, {"heads", f.heads}, {"seq_q", f.seq_q},
                    {"seq_k", f.seq_k}, {"head_dim", f.head_dim}, {"score_bytes", f.score_bytes.value}});
   j["attention_patterns"] = att;
+  nlohmann::json shared = nlohmann::json::array();
+  for (const auto& p : shared_parameters(g)) shared.push_back({{"parameter", p.name}, {"readers", p.readers}});
+  j["shared_parameters"] = shared;
   nlohmann::json dis = nlohmann::json::array();
   for (const auto& d : m.report.disagreements)
     dis.push_back({{"tensor", d.tensor}, {"declared", d.declared}, {"computed", d.computed}});
@@ -90,6 +115,11 @@ void print_table(const onnx::ImportedModel& m) {
                b.first_layer + b.count - 1, sig);
   }
   fmt::print("attention    {} pattern(s)\n", g.fused.size());
+  for (const auto& p : shared_parameters(g)) {
+    std::string readers;
+    for (const auto& r : p.readers) readers += (readers.empty() ? "" : ", ") + r;
+    fmt::print("shared       {} (read by {})\n", p.name, readers);
+  }
   fmt::print("\nop histogram\n");
   std::vector<std::pair<std::string, int>> hist(t.op_histogram.begin(), t.op_histogram.end());
   std::stable_sort(hist.begin(), hist.end(), [](auto& a, auto& b) { return a.second > b.second; });
