@@ -23,8 +23,8 @@ struct InspectArgs {
   bool json = false;
 };
 
-/// A parameter more than one op reads (through Cast / Identity / Transpose
-/// views): a tied weight, e.g. an LM head reading the token embedding.
+/// A parameter more than one op reads (cost::parameter_readers): a tied
+/// weight, e.g. an LM head reading the token embedding.
 struct SharedParameter {
   std::string name;
   std::vector<std::string> readers;
@@ -36,10 +36,11 @@ std::vector<SharedParameter> shared_parameters(const graph::OpGraph& g) {
     const graph::TensorId id{i};
     const auto& t = g.tensor(id);
     if (t.role != graph::TensorRole::parameter || !core::is_floating(t.dtype)) continue;
+    const auto readers = cost::parameter_readers(g, id);
+    if (readers.size() < 2) continue;
     SharedParameter p{t.name, {}};
-    for (auto r : cost::parameter_readers(g, id))
-      if (const auto& op = g.op(r); op.type != "Shape" && op.type != "Size") p.readers.push_back(op.name);  // values only
-    if (p.readers.size() > 1) out.push_back(std::move(p));
+    for (auto r : readers) p.readers.push_back(g.op(r).name);
+    out.push_back(std::move(p));
   }
   return out;
 }

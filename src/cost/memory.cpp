@@ -24,9 +24,13 @@ bool is_pass_through(const graph::Op& op) {
   return op.type == "Cast" || op.type == "CastLike" || op.type == "Identity" || op.type == "Transpose";
 }
 
+// Ops that read only a tensor's shape, not its values.
+bool reads_shape_only(const graph::Op& op) { return op.type == "Shape" || op.type == "Size"; }
+
 void readers(const graph::OpGraph& g, TensorId t, std::vector<OpId>& out, int depth) {
   for (auto c : g.tensor(t).consumers) {
     const auto& op = g.op(c);
+    if (reads_shape_only(op)) continue;
     if (depth < 4 && is_pass_through(op) && !op.outputs.empty() && op.outputs[0]) {
       readers(g, *op.outputs[0], out, depth + 1);
     } else {

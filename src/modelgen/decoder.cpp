@@ -16,6 +16,13 @@ namespace {
 /// The MLP of one layer: x [B,S,h] (already normalised) -> [B,S,h].
 using MlpFn = std::function<T(Builder&, const std::string& layer_scope, const T& x)>;
 
+/// The LM head's logits: its own [h,V] weight, or with tie_embeddings the
+/// token embedding `wte` [V,h] read transposed.
+T lm_head(Builder& b, const ModelSpec& s, const T& x, const T& wte) {
+  if (!s.tie_embeddings) return linear(b, "lm_head", x, s.hidden, s.vocab, false);
+  return b.op("lm_head", "MatMul", {x, b.op("lm_head/tied", "Transpose", {wte}, {attr("perm", Dims{1, 0})})});
+}
+
 /// Megatron GPT: learned positions, pre-LN, fused QKV, causal attention,
 /// `mlp` per layer, final LN, LM head (untied, or reading the token
 /// embedding transposed with tie_embeddings), cross-entropy.
@@ -46,10 +53,7 @@ void gpt_stack(Builder& b, const ModelSpec& s, const MlpFn& mlp) {
     x = b.op(L + "/mlp_residual", "Add", {x, mlp(b, L, h2)});
   }
   x = layer_norm(b, "final_ln", x, h, 1e-5f);
-  T logits = s.tie_embeddings
-                 ? b.op("lm_head", "MatMul", {x, b.op("lm_head/tied", "Transpose", {wte}, {attr("perm", Dims{1, 0})})})
-                 : linear(b, "lm_head", x, h, V, false);                                  // [B,S,V]
-  lm_loss(b, logits, labels, B, S, V, std::nullopt);
+  lm_loss(b, lm_head(b, s, x, wte), labels, B, S, V, std::nullopt);  // logits [B,S,V]
 }
 
 /// Rotary tables cos, sin [S, d] (rotate-half convention, base 10000),
@@ -173,10 +177,7 @@ void llama_stack(Builder& b, const ModelSpec& s, const MlpFn& mlp) {
     x = b.op(L + "/mlp_residual", "Add", {x, mlp(b, L, h2)});
   }
   x = rms_norm(b, "final_norm", x, h, kEps);
-  T logits = s.tie_embeddings
-                 ? b.op("lm_head", "MatMul", {x, b.op("lm_head/tied", "Transpose", {wte}, {attr("perm", Dims{1, 0})})})
-                 : linear(b, "lm_head", x, h, V, false);
-  lm_loss(b, logits, labels, B, S, V, std::nullopt);
+  lm_loss(b, lm_head(b, s, x, wte), labels, B, S, V, std::nullopt);
 }
 
 /// SwiGLU: down(silu(gate(x)) * up(x)), no biases.

@@ -129,8 +129,9 @@ struct ParamCounts {
   double total() const { return low_precision + fp32; }
 };
 
-/// The ops reading parameter `t`, through Cast / CastLike / Identity /
-/// Transpose chains (up to 4 deep), in consumer order.
+/// The ops reading parameter `t`'s values, through Cast / CastLike /
+/// Identity / Transpose chains (up to 4 deep), in consumer order; Shape and
+/// Size, which read only its shape, do not count.
 std::vector<graph::OpId> parameter_readers(const graph::OpGraph& g, graph::TensorId t);
 
 /// True when parameter `t` is stored in fp32: an op reading it (through
