@@ -63,6 +63,7 @@ Status load_plan(EstimateArgs& a) {
   a.train.precision = s.precision;
   a.train.attention = s.attention;
   a.train.recompute = s.recompute;
+  a.train.recompute_modules = s.recompute_modules;
   a.train.memory_format = s.memory_format;
   if (a.model.empty()) a.model = s.model_path;
   if (a.train.profile_opt == nullptr || a.train.profile_opt->count() == 0) {
@@ -144,6 +145,8 @@ int run_estimate(EstimateArgs& a, const CLI::App& sub) {
   if (!a.plan)
     if (auto st = parse_training_flags(a, c); !st) return fail("estimate", st.error().message);
 
+  if (auto st = a.train.check_recompute_modules(cost::parse_recompute(a.train.recompute)); !st)
+    return fail_layout(st.error().message);
   auto profile = a.train.load();
   if (!profile) return fail("estimate", profile.error().message);
   c.devices_per_node = profile->devices_per_node;
@@ -200,6 +203,7 @@ int run_estimate(EstimateArgs& a, const CLI::App& sub) {
     const planning::ProfileRef ref{profile->name, profile->content_hash, profile->overrides};
     planning::PlanSources src{"estimate", a.model, *sha, *opts, ref, a.train.precision, a.train.recompute, a.train.attention};
     src.memory_format = a.train.memory_format;
+    src.recompute_modules = a.train.modules_text();
     auto p = planning::build_plan(*e, src);
     if (!p) return fail("estimate", p.error().message);
     if (auto st = plan::validate(*p); !st) return fail("estimate", "internal: the plan does not validate: " + st.error().message);

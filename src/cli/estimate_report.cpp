@@ -35,8 +35,9 @@ void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
   fmt::print("cluster      {} x {} ({} per node{}){}\n", c.devices(), ctx.profile.name, c.devices_per_node,
              fabric_note(ctx.profile), ctx.profile.overrides.empty() ? "" : fmt::format(" [{}]", ctx.profile.overrides));
   fmt::print("layout       {}\n", estimate::describe(c));
-  fmt::print("training     {}, attention {}, recompute {}, framework {}\n", ctx.train.precision, ctx.train.attention,
-             ctx.train.recompute, estimate::framework_name(c.framework));
+  const std::string modules = ctx.train.recompute == "selective" ? ctx.train.modules_text() : "";
+  fmt::print("training     {}, attention {}, recompute {}{}, framework {}\n", ctx.train.precision, ctx.train.attention,
+             ctx.train.recompute, modules.empty() ? "" : " (" + modules + ")", estimate::framework_name(c.framework));
   if (!ctx.train.defaults_note.empty()) fmt::print("defaults     {}\n", ctx.train.defaults_note);
   fmt::print("\nstep time    {}", ms(e.step_time));
   if (e.straggler.value > 0)
@@ -127,6 +128,8 @@ nlohmann::json estimate_json(const estimate::Estimate& e, const ReportContext& c
                  {"optimizer", std::string(cost::optimizer_name(c.optimizer))},
                  {"framework", std::string(estimate::framework_name(c.framework))}};
   j["training"] = {{"precision", ctx.train.precision}, {"attention", ctx.train.attention}, {"recompute", ctx.train.recompute}};
+  if (ctx.train.recompute == "selective" && !ctx.train.modules_text().empty())
+    j["training"]["recompute_modules"] = ctx.train.modules_text();
   if (!ctx.train.defaults_note.empty()) j["training"]["defaults_note"] = ctx.train.defaults_note;
   j["step_time_s"] = e.step_time.value;
   j["step_time_p50_s"] = e.step_time_p50.value;

@@ -69,6 +69,7 @@ Result<SearchSetup> prepare_search(SearchFlags& a) {
     if (!r) return Error{"--recompute: " + r.error().message};
     fixed.recompute = r->recompute;
   }
+  if (auto st = a.train.check_recompute_modules(fixed.recompute); !st) return st.error();
   PLANNER_TRY(cluster::ClusterProfile profile, a.train.load());
   PLANNER_TRY(onnx::ImportOptions opts, a.import.options());
   return SearchSetup{*fw, std::move(fixed), std::move(profile), std::move(opts)};
@@ -129,6 +130,7 @@ Result<planning::SearchFound> search_best_plan(const SearchFlags& a, const Searc
   req.precision = a.train.precision;
   req.attention = a.train.attention;
   req.memory_format = a.train.memory_format;
+  req.recompute_modules = a.train.modules_text();
   req.status = [&progress](const std::string& s) { progress.set(s); };
   return planning::search_plan(std::move(req));
 }

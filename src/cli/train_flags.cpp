@@ -27,6 +27,9 @@ void TrainFlags::add_to(CLI::App& app) {
                  "16-bit or fp8)")
       ->capture_default_str();
   recompute_opt = app.add_option("--recompute", recompute, "none | selective | full")->capture_default_str();
+  app.add_option("--recompute-modules", recompute_modules,
+                 "What selective recompute recomputes, Megatron-Core's --recompute-modules: core_attn (the "
+                 "default), layernorm, moe_act, comma-separated");
   app.add_option("--memory-format", memory_format,
                  "Convolution activations: nchw (PyTorch's default; tensor-core convolutions pay layout "
                  "transposes) | nhwc (channels_last)")
@@ -157,7 +160,29 @@ Result<cost::ProfileCostModel> TrainFlags::cost_model(cluster::ClusterProfile p,
   PLANNER_TRY(auto model,
               cost::ProfileCostModel::create(std::move(p), std::move(policy), att, rc, fused_kernels, channels_last));
   model.set_executor_kernels(executor_kernels);
+  if (!recompute_modules.empty()) {
+    auto m = cost::RecomputeModules::parse(recompute_modules);
+    if (!m) return Error{"--recompute-modules: " + m.error().message};
+    model.set_recompute_modules(*m);
+  }
   return model;
+}
+
+std::string TrainFlags::modules_text() const {
+  if (recompute_modules.empty()) return "";
+  auto m = cost::RecomputeModules::parse(recompute_modules);
+  return m && !m->is_default() ? m->text() : "";
+}
+
+Status TrainFlags::check_recompute_modules(std::optional<cost::RecomputePolicy> pinned) const {
+  if (recompute_modules.empty()) return {};
+  auto m = cost::RecomputeModules::parse(recompute_modules);
+  if (!m) return Error{"--recompute-modules: " + m.error().message};
+  if (pinned && *pinned != cost::RecomputePolicy::selective)
+    return Error{fmt::format("--recompute-modules needs selective recompute (recompute is {}): the modules are what "
+                             "selective recompute recomputes",
+                             cost::recompute_name(*pinned))};
+  return {};
 }
 
 }  // namespace planner::cli

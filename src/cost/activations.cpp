@@ -131,6 +131,31 @@ void flash_items(const graph::FusedPattern& p, const graph::OpGraph& g, const op
   out.push_back({{SavedKind::logsumexp, context.outputs.empty() ? std::nullopt : context.outputs[0], lse}, first});
 }
 
+// Keeps, of each layernorm / moe_act unit the options recompute, only its
+// inputs from outside: what the unit's ops save, and what anyone saves of
+// the unit's outputs (or of a view of them), is rematerialised before the
+// reader's backward.
+void drop_units(const graph::OpGraph& g, const ActivationOptions& o, std::vector<Entry>& entries) {
+  const auto unit = [&](std::optional<OpId> id) {
+    return id ? ops::output_dropping_group(g.op(*id), o.recompute, o.modules) : std::nullopt;
+  };
+  std::erase_if(entries, [&](const Entry& e) {
+    return unit(e.saver) || (e.raw.tensor && unit(g.tensor(alias_root(g, *e.raw.tensor)).producer));
+  });
+  for (std::uint32_t i = 0; i < g.num_ops(); ++i) {
+    const auto group = unit(OpId{i});
+    if (!group) continue;
+    for (const auto& in : g.op(OpId{i}).inputs) {
+      if (!in) continue;
+      const auto& t = g.tensor(*in);
+      if (t.role != graph::TensorRole::activation && t.role != graph::TensorRole::input) continue;
+      if (unit(t.producer) == group) continue;
+      entries.push_back({{SavedKind::tensor, in, Bytes(0)}, OpId{i}});
+    }
+  }
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.saver < b.saver; });
+}
+
 std::vector<Entry> collect(const graph::OpGraph& g, const ActivationOptions& o, const ops::GradMask& grad,
                            RecomputePolicy policy) {
   const bool flash = o.attention == AttentionMode::flash;
@@ -163,7 +188,12 @@ std::vector<Entry> collect(const graph::OpGraph& g, const ActivationOptions& o, 
     entries = std::move(fused);
   }
 
-  if (policy == RecomputePolicy::selective && !flash) {
+  if (policy == RecomputePolicy::selective && !o.modules.is_default()) {
+    ActivationOptions units = o;
+    units.recompute = policy;
+    drop_units(g, units, entries);
+  }
+  if (policy == RecomputePolicy::selective && !flash && o.modules.has(RecomputeModules::kCoreAttn)) {
     std::erase_if(entries, [&](const Entry& e) {
       const auto* p = pattern_of(g.op(e.saver), g);
       if (!p) return false;
@@ -268,6 +298,7 @@ struct SavedKey {
   PrecisionPolicy precision;
   AttentionMode attention;
   RecomputePolicy recompute;
+  RecomputeModules modules;
   bool fuse_elementwise;
   friend bool operator==(const SavedKey&, const SavedKey&) = default;
 };
@@ -276,7 +307,7 @@ struct SavedKey {
 
 std::shared_ptr<const ActivationReport> shared_saved_activations(const graph::OpGraph& g,
                                                                  const ActivationOptions& options) {
-  const SavedKey key{options.precision, options.attention, options.recompute, options.fuse_elementwise};
+  const SavedKey key{options.precision, options.attention, options.recompute, options.modules, options.fuse_elementwise};
   return g.derived<SavedKey, ActivationReport>(key, [&] { return compute_saved_activations(g, options); });
 }
 

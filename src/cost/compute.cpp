@@ -330,7 +330,7 @@ OpTime time_of(const graph::Op& op, const graph::OpGraph& g, const OpScaling& sc
   } else {
     t = detail::single_op_time(op, g, scaling, ctx);
   }
-  if (recomputed(op, ctx.recompute())) t.recompute = t.forward;
+  if (recomputed(op, ctx.recompute(), ctx.recompute_modules())) t.recompute = t.forward;
   return t;
 }
 

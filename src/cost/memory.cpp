@@ -344,6 +344,7 @@ MemoryBreakdown memory(const graph::OpGraph& g, const ComputeContext& ctx, const
   ao.precision = ctx.precision();
   ao.attention = ctx.attention();
   ao.recompute = ctx.recompute();
+  ao.modules = ctx.recompute_modules();
   ao.fuse_elementwise = setup.fuse_elementwise;
   m.per_micro_batch = saved_activations(g, ao);
   const double in_flight = std::max(1, setup.in_flight_micro_batches);

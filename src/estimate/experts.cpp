@@ -11,28 +11,6 @@
 #include "planner/cost/memory.hpp"
 
 namespace planner::estimate {
-namespace {
-
-bool is_separator(char ch) { return ch == '/' || ch == '.' || ch == '_'; }
-
-}  // namespace
-
-std::optional<int> expert_index(std::string_view name) {
-  constexpr std::string_view kWord = "experts";
-  for (std::size_t at = name.find(kWord); at != std::string_view::npos; at = name.find(kWord, at + 1)) {
-    if (at > 0 && name[at - 1] != '/' && name[at - 1] != '.') continue;
-    std::size_t p = at + kWord.size();
-    if (p >= name.size() || !is_separator(name[p])) continue;
-    ++p;
-    std::size_t q = p;
-    long long n = 0;
-    while (q < name.size() && name[q] >= '0' && name[q] <= '9' && q - p < 6) n = n * 10 + (name[q++] - '0');
-    if (q == p || (q < name.size() && name[q] != '/' && name[q] != '.' && name[q] != '_')) continue;
-    return static_cast<int>(n);
-  }
-  return std::nullopt;
-}
-
 namespace detail {
 
 std::optional<graph::OpId> param_reader(const graph::OpGraph& g, graph::TensorId t, int depth) {

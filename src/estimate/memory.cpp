@@ -23,6 +23,7 @@ cost::ActivationOptions activation_options(const cost::CostModel& model, cost::R
   ao.precision = model.context().precision();
   ao.attention = model.context().attention();
   ao.recompute = recompute;
+  ao.modules = model.context().recompute_modules();
   return ao;
 }
 

@@ -12,6 +12,7 @@
 #include "planner/graph/analysis.hpp"
 #include "planner/layout/mesh.hpp"
 #include "planner/layout/tensor_layout.hpp"
+#include "planner/ops/recompute.hpp"
 
 namespace planner::executor {
 
@@ -336,6 +337,12 @@ class Deriver {
     std::set<std::uint32_t> param_seen;
     const bool full = p_.training.recompute == "full";
     const bool selective = p_.training.recompute == "selective";
+    ops::RecomputeModules modules;
+    if (selective && !p_.training.recompute_modules.empty()) {
+      auto m = ops::RecomputeModules::parse(p_.training.recompute_modules);
+      if (!m) return Error{"training.recompute_modules: " + m.error().message};
+      modules = *m;
+    }
     for (const auto& name : ch.ops) {
       const auto id = *g_.find_op(name);
       const auto& op = g_.op(id);
@@ -359,7 +366,10 @@ class Deriver {
         if (t.read_bytes + t.write_bytes > 0) bwd.push_back(t);
         prog_.max_memory_bytes = std::max(prog_.max_memory_bytes, std::max(t.read_bytes, t.write_bytes));
       }
-      if (full || (selective && s && s->family == "attention"))
+      // Selective: the attention strategies (core_attn), and the norms and
+      // experts' activations --recompute-modules names.
+      if (full || (selective && s && s->family == "attention" && modules.has(ops::RecomputeModules::kCoreAttn)) ||
+          (selective && ops::output_dropping_group(op, ops::RecomputePolicy::selective, modules)))
         recompute.insert(recompute.end(), fwd.begin() + static_cast<std::ptrdiff_t>(fwd_before), fwd.end());
       // Parameters, sharded by the layout of the port that reads them.
       for (std::size_t i = 0; i < op.inputs.size(); ++i) {

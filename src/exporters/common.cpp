@@ -187,7 +187,9 @@ std::string layout_summary(const plan::Plan& p) {
   const auto& t = p.training;
   return fmt::format("dp={} tp={} pp={} vp={} cp={} ep={} zero={}{}{} {} recompute={} {}; micro-batch {} x {}, global batch {}",
                      l.dp, l.tp, l.pp, l.vp, l.cp, l.ep, l.zero, l.distributed_optimizer ? " distributed-optimizer" : "",
-                     l.sequence_parallel ? " sequence-parallel" : "", l.schedule, t.recompute, t.precision, t.micro_batch,
+                     l.sequence_parallel ? " sequence-parallel" : "", l.schedule,
+                     t.recompute_modules.empty() ? t.recompute : t.recompute + "(" + t.recompute_modules + ")", t.precision,
+                     t.micro_batch,
                      t.micro_batches, t.global_batch);
 }
 

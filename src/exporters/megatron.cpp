@@ -129,6 +129,19 @@ Result<Export> to_megatron(const plan::Plan& p, const Options& options) {
     a.opt("recompute-num-layers", 1);
   } else if (t.recompute == "selective") {
     a.opt("recompute-granularity", "selective");
+    if (!t.recompute_modules.empty()) {
+      // Megatron-Core's list (nargs '*'); it refuses moe_act without grouped
+      // GEMMs and, in fp8, layernorm / moe_act under delayed scaling
+      // (TransformerConfig.__post_init__).
+      std::string list = t.recompute_modules;
+      std::replace(list.begin(), list.end(), ',', ' ');
+      a.opt("recompute-modules", list);
+      if (list.find("moe_act") != std::string::npos) {
+        a.flag("moe-grouped-gemm");
+        f.note("recompute module moe_act: Megatron-Core recomputes the experts' activation with grouped GEMMs only "
+               "(--moe-grouped-gemm)");
+      }
+    }
   }
 
   // Precision.
@@ -137,7 +150,15 @@ Result<Export> to_megatron(const plan::Plan& p, const Options& options) {
   else if (t.precision == "tf32") {
     f.note("tf32: Megatron has no flag; TF32 GEMMs follow torch.backends.cuda.matmul.allow_tf32");
   }
-  if (detail::fp8_matmuls(p)) a.opt("fp8-format", "hybrid");
+  if (detail::fp8_matmuls(p)) {
+    a.opt("fp8-format", "hybrid");
+    if (t.recompute == "selective" && (t.recompute_modules.find("layernorm") != std::string::npos ||
+                                       t.recompute_modules.find("moe_act") != std::string::npos)) {
+      a.opt("fp8-recipe", "tensorwise");
+      f.note("fp8 with layernorm / moe_act recompute: Megatron-Core refuses delayed scaling for them; current "
+             "scaling (--fp8-recipe tensorwise, Transformer Engine >= 2.6)");
+    }
+  }
   detail::check_precision_by_class(p, "Megatron", f);
   if (t.grad_reduce_bytes == 4) a.flag("accumulate-allreduce-grads-in-fp32");
   else if (t.grad_reduce_bytes == 2) {

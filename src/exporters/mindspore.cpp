@@ -90,7 +90,12 @@ Result<Export> to_mindspore(const plan::Plan& p, const Options& options) {
     f.note(fmt::format("precision {}: cast the network with mindspore.amp (e.g. amp_level \"O2\" in {})",
                        t.precision == "fp16" ? "fp16" : "bf16", t.precision == "fp16" ? "float16" : "bfloat16"));
   if (t.recompute == "full") f.note("recompute full: call .recompute() on every transformer layer cell");
-  else if (t.recompute == "selective") f.note("recompute selective: call .recompute() on the attention core of every layer");
+  else if (t.recompute == "selective" && t.recompute_modules.empty())
+    f.note("recompute selective: call .recompute() on the attention core of every layer");
+  else if (t.recompute == "selective")
+    f.note(fmt::format("recompute selective ({}): call .recompute() on those parts of every layer (attention core, "
+                       "norms, experts' activation)",
+                       t.recompute_modules));
   if (l.tp_comm_overlap) f.note("tp_comm_overlap: MindSpore overlaps communication on its own (no setting)");
 
   std::string py = "import mindspore as ms\nfrom mindspore import nn\n\n";

@@ -150,6 +150,11 @@ Result<Export> to_torchtitan(const plan::Plan& p, const Options& options) {
   toml.section("activation_checkpoint");
   toml.str("mode", t.recompute == "full" ? "full" : t.recompute == "selective" ? "selective" : "none");
   if (t.recompute == "selective") toml.str("selective_ac_option", "op");
+  if (t.recompute == "selective" && !t.recompute_modules.empty())
+    f.lost(fmt::format("recompute modules {}: torchtitan's selective checkpointing picks ops by its own policy "
+                       "(selective_ac_option \"op\" keeps matmul outputs), not Megatron's modules (other activation "
+                       "memory than planned)",
+                       t.recompute_modules));
 
   toml.section("debug");
   toml.num("seed", t.seed);

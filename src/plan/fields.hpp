@@ -79,6 +79,7 @@ void fields(V& v, S& t) {
   v.req("precision", t.precision);
   v.opt("precision_by_class", t.precision_by_class);
   v.req("recompute", t.recompute);
+  v.opt("recompute_modules", t.recompute_modules, !t.recompute_modules.empty());
   v.req("attention", t.attention);
   v.req("framework", t.framework);
   v.req("seed", t.seed);

@@ -13,6 +13,8 @@ namespace planner::plan::detail {
 // The enumerations validate() enforces (docs/plan-format.md lists the same).
 inline constexpr std::array<std::string_view, 5> kPrecisions{"bf16", "fp16", "fp8", "tf32", "fp32"};
 inline constexpr std::array<std::string_view, 3> kRecompute{"none", "selective", "full"};
+/// training.recompute_modules items, in their canonical order (ops::RecomputeModules).
+inline constexpr std::array<std::string_view, 3> kRecomputeModules{"core_attn", "layernorm", "moe_act"};
 inline constexpr std::array<std::string_view, 2> kAttention{"flash", "unfused"};
 inline constexpr std::array<std::string_view, 2> kMemoryFormat{"nchw", "nhwc"};
 inline constexpr std::array<std::string_view, 3> kSchedules{"1f1b", "gpipe", "interleaved"};

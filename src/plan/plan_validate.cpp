@@ -2,6 +2,7 @@
 // rules"). Each error is one line "<json path>: <problem>"; from_json puts
 // the source in front.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -102,6 +103,34 @@ Status check_cluster(const Cluster& c) {
   return at_least("cluster.devices_per_node", c.devices_per_node, 1);
 }
 
+/// training.recompute_modules: "" or the canonical list of a selective
+/// recompute beyond core_attn alone (known names, in order, once each).
+Status check_recompute_modules(const Training& t) {
+  if (t.recompute_modules.empty()) return {};
+  const char* field = "training.recompute_modules";
+  if (t.recompute != "selective")
+    return make_error("{}: set with training.recompute '{}' (modules are what selective recompute recomputes)", field,
+                      t.recompute);
+  std::size_t next = 0;
+  for (std::string_view rest = t.recompute_modules;;) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    const auto* at = std::find(detail::kRecomputeModules.begin(), detail::kRecomputeModules.end(), item);
+    if (at == detail::kRecomputeModules.end())
+      return make_error("{}: '{}' is not one of core_attn, layernorm, moe_act", field, item);
+    const auto index = static_cast<std::size_t>(at - detail::kRecomputeModules.begin());
+    if (index < next)
+      return make_error("{}: '{}' is out of order or repeated (canonical order: core_attn,layernorm,moe_act)", field,
+                        t.recompute_modules);
+    next = index + 1;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (t.recompute_modules == "core_attn")
+    return make_error("{}: 'core_attn' alone is the default, written as no field", field);
+  return {};
+}
+
 Status check_training(const Training& t, const Layout& l) {
   PLANNER_TRY_STATUS(at_least("training.global_batch", t.global_batch, 1));
   PLANNER_TRY_STATUS(at_least("training.micro_batch", t.micro_batch, 1));
@@ -128,6 +157,7 @@ Status check_training(const Training& t, const Layout& l) {
     PLANNER_TRY_STATUS(one_of("training.precision_by_class." + cls, prec, detail::kPrecisions));
   }
   PLANNER_TRY_STATUS(one_of("training.recompute", t.recompute, detail::kRecompute));
+  PLANNER_TRY_STATUS(check_recompute_modules(t));
   PLANNER_TRY_STATUS(one_of("training.attention", t.attention, detail::kAttention));
   PLANNER_TRY_STATUS(one_of("training.memory_format", t.memory_format, detail::kMemoryFormat));
   if (t.grad_reduce_bytes != 0 && t.grad_reduce_bytes != 2 && t.grad_reduce_bytes != 4)

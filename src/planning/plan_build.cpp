@@ -45,6 +45,7 @@ Result<plan::Plan> build_plan(const estimate::Estimate& e, const PlanSources& sr
     t.precision_by_class = {{"embedding", "fp32"}, {"loss", "fp32"}, {"matmul", "fp8"}};
   }
   t.recompute = src.recompute;
+  if (src.recompute == "selective") t.recompute_modules = src.recompute_modules;
   t.attention = src.attention;
   t.framework = std::string(estimate::framework_name(c.framework));
   t.seed = src.seed;

@@ -56,6 +56,7 @@ Result<PlanSettings> plan_settings(const plan::Plan& p, const std::string& path)
   s.precision = fp8 != t.precision_by_class.end() && fp8->second == "fp8" ? "fp8" : t.precision;
   s.attention = t.attention;
   s.recompute = t.recompute;
+  s.recompute_modules = t.recompute_modules;
   s.memory_format = t.memory_format;
   s.model_path = p.model.path;
   s.profile = p.cluster.profile;

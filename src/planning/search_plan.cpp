@@ -98,6 +98,7 @@ Result<SearchFound> search_plan(SearchRequest req) {
   PlanSources src{"search", req.model, sha, req.import, req.profile, req.precision,
                   std::string(cost::recompute_name(best.candidate.recompute)), req.attention};
   src.memory_format = req.memory_format;
+  src.recompute_modules = req.recompute_modules;
   // No wall-clock time in the plan: the same inputs give the same bytes.
   src.search_time_s = 0;
   src.layouts_scored = static_cast<std::int64_t>(r.scored);

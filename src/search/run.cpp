@@ -51,10 +51,12 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
       PLANNER_TRY(const cost::CostModel* m, models(c.recompute));
       cm[c.recompute] = m;
     }
-  // Selective recompute only drops the s x s attention tensors a flash
-  // kernel never keeps: under flash it is the same layout as no recompute.
+  // Selective recompute of core attention only drops the s x s attention
+  // tensors a flash kernel never keeps: under flash it is the same layout as
+  // no recompute (other modules, --recompute-modules, drop more).
   if (cm.count(cost::RecomputePolicy::selective) && cm.count(cost::RecomputePolicy::none) &&
-      cm.at(cost::RecomputePolicy::selective)->context().attention() == cost::AttentionMode::flash)
+      cm.at(cost::RecomputePolicy::selective)->context().attention() == cost::AttentionMode::flash &&
+      cm.at(cost::RecomputePolicy::selective)->context().recompute_modules().is_default())
     std::erase_if(candidates, [](const Candidate& c) { return c.recompute == cost::RecomputePolicy::selective; });
   r.enumerated = candidates.size();
   r.space = space_ranges(candidates);

@@ -65,6 +65,79 @@ TEST_CASE("selective recompute drops the s x s attention tensors: 34 sbh", "[cos
   CHECK(f.recompute_working_set.value == 0);
 }
 
+TEST_CASE("selective recompute of layernorm drops the norms' outputs and statistics: 30 sbh", "[cost][activations]") {
+  GptShape m;
+  const auto g = build_gpt(m);
+  auto o = bf16(AttentionMode::unfused, RecomputePolicy::selective);
+  o.modules = *cost::RecomputeModules::parse("core_attn,layernorm");
+  const auto r = cost::saved_activations(g, o);
+  // Of the 34 sbh + 16 sb of selective core_attn: the QKV input (LN1's
+  // output, 2 sbh) and the FC1 input (LN2's output, 2 sbh) go, and so do both
+  // norms' f32 statistics (16 sb); each norm's input stays (the recompute
+  // reads it): 30 sbh = 1,966,080 B per layer.
+  for (const auto& [layer, bytes] : r.per_layer) CHECK(bytes.value == 30 * m.sbh());
+  CHECK(r.per_layer.at(0).value == 1966080);
+  // Outside the layers, the final norm's statistics (8 sb) and output (the
+  // LM-head input, 2 sbh) go: ids 8 sb + final-norm input 2 sbh + labels 8 sb.
+  CHECK(r.outside_layers.value == 2 * m.sbh() + 16 * m.sb());
+  // A layer's backward rematerialises what none keeps and this does not:
+  // 34 sbh + 5 as^2 b + 16 sb - 30 sbh = 262,144 + 655,360 + 4,096 = 921,600 B.
+  CHECK(r.recompute_working_set.value == 921600);
+  // layernorm alone keeps the s x s tensors core_attn drops (5 as^2 b).
+  o.modules = *cost::RecomputeModules::parse("layernorm");
+  CHECK(cost::saved_activations(g, o).per_layer.at(1).value == 30 * m.sbh() + 5 * m.as2b());
+  // Under full recompute the modules are not read.
+  auto f = bf16(AttentionMode::unfused, RecomputePolicy::full);
+  const double full = cost::saved_activations(g, f).total.value;
+  f.modules = o.modules;
+  CHECK(cost::saved_activations(g, f).total.value == full);
+}
+
+TEST_CASE("selective recompute of moe_act drops what an expert's SwiGLU keeps beyond its GEMMs' outputs",
+          "[cost][activations]") {
+  // One expert on T = 8 tokens, h = 4, f = 16, 2 classes, bf16 (2 B):
+  //   x -> gate MatMul -> g ┬─ Sigmoid -> Mul(g, .) ─┐
+  //                         └──────────────────────────┴ Mul(., u) -> p -> down MatMul -> y -> head -> loss
+  //   x -> up MatMul -> u ─────────────────────────────┘
+  Builder B;
+  const std::int64_t T = 8, h = 4, f = 16, C = 2;
+  B.input("x", {T, h});
+  B.input("labels", {T}, DType::i64);
+  B.param("wg", {h, f});
+  B.param("wu", {h, f});
+  B.param("wd", {f, h});
+  B.param("wh", {h, C});
+  for (const char* n : {"moe/experts.0/g", "moe/experts.0/u", "moe/experts.0/act/sig", "moe/experts.0/act/silu",
+                        "moe/experts.0/p"})
+    B.act(n, {T, f});
+  B.act("moe/experts.0/y", {T, h});
+  B.act("logits", {T, C});
+  B.act("loss", {});
+  B.op("MatMul", {"x", "wg"}, {"moe/experts.0/g"});
+  B.op("MatMul", {"x", "wu"}, {"moe/experts.0/u"});
+  B.op("Sigmoid", {"moe/experts.0/g"}, {"moe/experts.0/act/sig"});
+  B.op("Mul", {"moe/experts.0/g", "moe/experts.0/act/sig"}, {"moe/experts.0/act/silu"});
+  B.op("Mul", {"moe/experts.0/act/silu", "moe/experts.0/u"}, {"moe/experts.0/p"});
+  B.op("MatMul", {"moe/experts.0/p", "wd"}, {"moe/experts.0/y"});
+  B.op("MatMul", {"moe/experts.0/y", "wh"}, {"logits"});
+  B.op("SoftmaxCrossEntropyLoss", {"logits", "labels"}, {"loss"}, {{"reduction", std::string("mean")}});
+  B.g.graph_inputs = {*B.g.find_tensor("x"), *B.g.find_tensor("labels")};
+  B.g.graph_outputs = {*B.g.find_tensor("loss")};
+  auto g = B.finish();
+  graph::find_recompute_modules(g);
+  // No recompute: x (T h = 64 B), the fused SwiGLU's inputs g and u (T f =
+  // 256 B each), the down GEMM's input p (256 B), the head's input y (64 B)
+  // and the labels (8 x int64 = 64 B): 960 B.
+  const auto none = cost::saved_activations(g, bf16());
+  CHECK(none.total.value == 960);
+  // moe_act: p goes; g and u stay, the recompute reads them: 704 B.
+  auto o = bf16(AttentionMode::unfused, RecomputePolicy::selective);
+  o.modules = *cost::RecomputeModules::parse("moe_act");
+  CHECK(cost::saved_activations(g, o).total.value == 704);
+  // core_attn alone (the default) finds no attention here: 960 B.
+  CHECK(cost::saved_activations(g, bf16(AttentionMode::unfused, RecomputePolicy::selective)).total.value == 960);
+}
+
 TEST_CASE("full recompute keeps each layer's input: 2 sbh", "[cost][activations]") {
   GptShape m;
   const auto g = build_gpt(m);

@@ -224,6 +224,7 @@ inline graph::OpGraph build_gpt(const GptShape& m) {
   B.g.graph_outputs = {*B.g.find_tensor("loss")};
   graph::OpGraph g = B.finish();
   for (auto [id, l] : layer_ops) g.op(id).layer = l;
+  graph::find_recompute_modules(g);
   return g;
 }
 

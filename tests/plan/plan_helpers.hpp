@@ -56,6 +56,7 @@ inline Plan sample_plan() {
   p.training.precision = "bf16";
   p.training.precision_by_class = {{"loss", "fp32"}, {"embedding", "fp32"}};
   p.training.recompute = "selective";
+  p.training.recompute_modules = "layernorm,moe_act";
   p.training.attention = "flash";
   p.training.framework = "megatron";
   p.training.seed = 1234;

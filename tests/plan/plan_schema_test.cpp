@@ -112,7 +112,10 @@ TEST_CASE("schema: enumerations are what validate() accepts", "[plan][schema]") 
       {d.at("precision").at("enum"), [](Plan& p, const std::string& v) { p.training.precision = v; }},
       {d.at("precision").at("enum"), [](Plan& p, const std::string& v) { p.training.precision_by_class["x"] = v; }},
       {d.at("training").at("properties").at("recompute").at("enum"),
-       [](Plan& p, const std::string& v) { p.training.recompute = v; }},
+       [](Plan& p, const std::string& v) {
+         p.training.recompute = v;
+         if (v != "selective") p.training.recompute_modules.clear();  // modules need selective
+       }},
       {d.at("training").at("properties").at("attention").at("enum"),
        [](Plan& p, const std::string& v) { p.training.attention = v; }},
       {d.at("training").at("properties").at("framework").at("enum"),

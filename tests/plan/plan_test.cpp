@@ -145,6 +145,20 @@ TEST_CASE("training.memory_format nhwc round-trips", "[plan]") {
   CHECK(*back == p);
 }
 
+TEST_CASE("training.recompute_modules round-trips, and is absent for the default", "[plan]") {
+  Plan p = plan_test::sample_plan();
+  p.training.recompute = "selective";
+  p.training.recompute_modules = "";
+  CHECK_THAT(to_json(p), !Contains("recompute_modules"));
+  p.training.recompute_modules = "core_attn,layernorm,moe_act";
+  const std::string text = to_json(p);
+  CHECK_THAT(text, Contains("    \"recompute_modules\": \"core_attn,layernorm,moe_act\",\n"));
+  auto back = from_json(text);
+  REQUIRE(back.ok());
+  CHECK(back->training.recompute_modules == "core_attn,layernorm,moe_act");
+  CHECK(*back == p);
+}
+
 TEST_CASE("extreme doubles round-trip exactly", "[plan]") {
   Plan p = plan_test::sample_plan();
   p.prediction.breakdown_s = {{"a", 1e-300}, {"b", 1.7976931348623157e308}, {"c", 4.9406564584124654e-324},

@@ -32,6 +32,9 @@ struct TrainFlags {
   /// V100 profile); empty otherwise. Printed beside the training settings.
   std::string defaults_note;
   std::string recompute = "none";
+  /// --recompute-modules: what selective recompute recomputes
+  /// (ops::RecomputeModules::parse); "" = core_attn.
+  std::string recompute_modules;
   std::string memory_format = "nchw";  ///< convolution activations: nchw | nhwc (channels_last)
   CLI::Option* profile_opt = nullptr;
   CLI::Option* recompute_opt = nullptr;
@@ -51,6 +54,13 @@ struct TrainFlags {
   /// recompute flags; `fused_kernels`: the framework fuses elementwise chains.
   /// `executor_kernels`: cost::ComputeContext::set_executor_kernels
   /// (estimate::runs_executor_kernels).
+  /// --recompute-modules checked and in canonical text; "" when it is the
+  /// default (core_attn) or not given. Requires check_recompute_modules().
+  std::string modules_text() const;
+  /// Errors when --recompute-modules names an unknown module, or is given
+  /// while the recompute policy is `pinned` to none or full (estimate's
+  /// --recompute; search's --recompute or --fix recompute=).
+  Status check_recompute_modules(std::optional<cost::RecomputePolicy> pinned) const;
   Result<cost::ProfileCostModel> cost_model(cluster::ClusterProfile profile, bool fused_kernels = false,
                                             bool executor_kernels = false) const;
 };

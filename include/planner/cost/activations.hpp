@@ -82,6 +82,8 @@ struct ActivationOptions {
   PrecisionPolicy precision;
   AttentionMode attention = AttentionMode::flash;
   RecomputePolicy recompute = RecomputePolicy::none;
+  /// What selective recompute drops (only read under selective).
+  RecomputeModules modules;
   /// Treat connected elementwise ops as one fused kernel (see above).
   bool fuse_elementwise = true;
 };

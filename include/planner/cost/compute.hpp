@@ -53,6 +53,8 @@ using ops::RecomputePolicy;
 std::string_view attention_mode_name(AttentionMode m);
 /// "none", "selective" or "full".
 using ops::recompute_name;
+using ops::parse_recompute;
+using ops::RecomputeModules;
 
 /// Local shape of a GEMM for the efficiency lookup: [m, k] x [k, n], with
 /// batch dimensions folded into m.
@@ -164,6 +166,10 @@ class ComputeContext {
   AttentionMode attention() const { return attention_; }
   /// Which forwards are executed again in backward.
   RecomputePolicy recompute() const { return recompute_; }
+  /// What selective recompute recomputes (ops::RecomputeModules; default
+  /// core attention). Only read under RecomputePolicy::selective.
+  void set_recompute_modules(RecomputeModules m) { recompute_modules_ = m; }
+  RecomputeModules recompute_modules() const { return recompute_modules_; }
   /// Chains of elementwise ops run as one kernel (frameworks with fused
   /// kernels: Megatron/Transformer Engine's bias-GeLU, SwiGLU, RMSNorm,
   /// rotary; compilers): tensors inside a chain are neither written nor read
@@ -182,6 +188,7 @@ class ComputeContext {
   PrecisionPolicy precision_;
   AttentionMode attention_ = AttentionMode::flash;
   RecomputePolicy recompute_ = RecomputePolicy::none;
+  RecomputeModules recompute_modules_;
   bool fuse_elementwise_ = false;
   bool channels_last_ = false;
   bool executor_kernels_ = false;

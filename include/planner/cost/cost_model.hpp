@@ -107,6 +107,8 @@ class ProfileCostModel final : public CostModel {
 
   /// ComputeContext::set_executor_kernels.
   void set_executor_kernels(bool on) { ctx_.set_executor_kernels(on); }
+  /// ComputeContext::set_recompute_modules.
+  void set_recompute_modules(RecomputeModules m) { ctx_.set_recompute_modules(m); }
   /// The profile it answers from.
   const cluster::ClusterProfile& profile() const { return profile_; }
   /// Device, precision, attention mode and recompute policy.

@@ -21,12 +21,13 @@
 #include <optional>
 #include <string_view>
 
+#include "planner/graph/analysis.hpp"
 #include "planner/graph/graph.hpp"
 
 namespace planner::estimate {
 
 /// The expert index in an op name (`experts.<n>` segment), or nullopt.
-std::optional<int> expert_index(std::string_view op_name);
+using graph::expert_index;
 
 struct ExpertCount {
   /// Experts per MoE layer: the largest expert index + 1 (0: no experts).

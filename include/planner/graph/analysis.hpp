@@ -5,7 +5,12 @@
 ///    entries so the cost model can price them as one FlashAttention-style
 ///    kernel or as separate ops;
 ///  - repeated blocks: structurally identical consecutive subgraphs (the 96
-///    layers of a GPT, the blocks of a ResNet stage) get layer numbers.
+///    layers of a GPT, the blocks of a ResNet stage) get layer numbers;
+///  - recompute modules: normalisations and experts' activations, the units
+///    Megatron-Core's selective recompute can drop (`--recompute-modules`).
+
+#include <optional>
+#include <string_view>
 
 #include "planner/graph/graph.hpp"
 
@@ -18,6 +23,24 @@ void find_attention(OpGraph& g);
 /// Requires: ops are in topological order.
 void find_repeated_blocks(OpGraph& g);
 
+/// The expert index in an op name, or nullopt: the path segment
+/// `experts.<n>` (or `experts/<n>`, `experts_<n>`), as `planner model moe`
+/// names them (`layers.3/moe/experts.5/fc1/MatMul`) and as the PyTorch
+/// exporters of Switch, Mixtral and DeepSeek-MoE do (`...experts.5.w1...`).
+std::optional<int> expert_index(std::string_view op_name);
+
+/// Fills each op's norm_unit and expert_act_unit (graph.hpp):
+///  - a norm unit is one op of class normalization, or a decomposed norm: a
+///    ReduceMean over the last axis (keeping it) with the elementwise ops and
+///    ReduceMeans that read, directly or through one another, only the
+///    norm's input x and parameters or constants (x*x or (x-mean)^2, the
+///    mean, + eps, sqrt, the division, the weight and bias);
+///  - an expert activation unit is, per layer and expert, the elementwise ops
+///    of that expert (expert_index) outside attention patterns that read only
+///    the outputs of the expert's GEMMs, of one another, and parameters or
+///    constants, and whose output reaches one of the expert's GEMMs.
+void find_recompute_modules(OpGraph& g);
+
 /// True when a framework that fuses elementwise chains (Megatron's and
 /// DeepSpeed's fused kernels) keeps tensor `t` in registers: its producer
 /// and its only consumer are elementwise ops outside any fused pattern, `t`
@@ -25,11 +48,12 @@ void find_repeated_blocks(OpGraph& g);
 /// The cost model and the replay executor drop such tensors' traffic.
 bool fusible_elementwise_edge(const Tensor& t, const OpGraph& g);
 
-/// Both of the above.
+/// All of the above.
 inline void analyze(OpGraph& g) {
   g.drop_derived();
   find_attention(g);
   find_repeated_blocks(g);
+  find_recompute_modules(g);
 }
 
 }  // namespace planner::graph

@@ -144,6 +144,14 @@ struct Op {
   bool outside_layers = false;
   /// Id of the fused pattern (e.g. one attention) this op belongs to, if any.
   std::optional<int> fused_group;
+  /// Id of the normalisation this op belongs to (a norm op, or the ops of a
+  /// decomposed RMSNorm / LayerNorm), if any: the unit of Megatron-Core's
+  /// `layernorm` recompute module. Set by find_recompute_modules.
+  std::optional<int> norm_unit;
+  /// Id of the expert activation this op belongs to (the elementwise ops
+  /// between one expert's GEMMs: bias and GeLU, or SwiGLU), if any: the unit
+  /// of Megatron-Core's `moe_act` recompute module.
+  std::optional<int> expert_act_unit;
 
   /// Attribute accessors; std::nullopt when absent or of another type.
   std::optional<std::int64_t> attr_int(std::string_view n) const;

@@ -73,6 +73,10 @@ struct Training {
   /// Per op class overrides, e.g. {"embedding": "fp32", "loss": "fp32"}.
   std::map<std::string, std::string> precision_by_class;
   std::string recompute = "none";  ///< none | selective | full
+  /// What selective recompute recomputes, Megatron-Core's recompute_modules
+  /// as canonical text (ops::RecomputeModules::text, e.g.
+  /// "core_attn,layernorm,moe_act"); "" = core_attn only. Optional ("").
+  std::string recompute_modules;
   std::string attention = "flash"; ///< flash | unfused
   std::string framework = "megatron";
   std::uint64_t seed = 1234;       ///< weights and synthetic data

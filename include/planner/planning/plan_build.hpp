@@ -26,6 +26,8 @@ struct PlanSources {
   onnx::ImportOptions import;
   ProfileRef profile;
   std::string precision, recompute, attention;
+  /// ops::RecomputeModules::text of selective recompute; "" = core_attn.
+  std::string recompute_modules{};
   std::string memory_format = "nchw";  ///< nchw | nhwc (--memory-format)
   std::uint64_t seed = 1234;
   double search_time_s = 0;

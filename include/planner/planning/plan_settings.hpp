@@ -23,6 +23,8 @@ struct PlanSettings {
   /// Cost-model settings as the plan records them: precision (fp8 when the
   /// plan runs its matmuls in fp8), attention, recompute, memory format.
   std::string precision, attention, recompute, memory_format;
+  /// training.recompute_modules ("" = core_attn).
+  std::string recompute_modules;
   std::string model_path;
   /// The plan's cluster profile and the overrides it recorded.
   std::string profile;

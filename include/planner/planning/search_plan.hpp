@@ -55,6 +55,8 @@ struct SearchRequest {
   CostModels::Factory cost_model;
   /// Recorded in the plan: precision, attention, memory format as given.
   std::string precision, attention, memory_format = "nchw";
+  /// ops::RecomputeModules::text of selective recompute ("" = core_attn).
+  std::string recompute_modules;
   /// Also the plans of the first this many distinct layouts of the search
   /// (distinct_layouts, candidates.hpp), the winner's first; 0: none.
   std::size_t candidate_plans = 0;
