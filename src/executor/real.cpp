@@ -51,9 +51,6 @@ Status real_supported(const plan::Plan& p, const graph::OpGraph& g) {
                       *p.model.batch, p.training.micro_batch);
   if (!ops::parse_recompute(p.training.recompute))
     return make_error("training.recompute '{}' is none of none, selective, full", p.training.recompute);
-  if (!p.training.recompute_modules.empty())
-    return no(fmt::format("selective recompute of {} (training.recompute_modules; it recomputes core attention only)",
-                          p.training.recompute_modules));
   for (const auto& op : g.ops())
     if (auto st = runtime_cpu::check_supported(op); !st)
       return make_error("the real mode cannot run {}; --replay can time this plan", st.error().message);

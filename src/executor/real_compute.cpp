@@ -22,7 +22,7 @@ Status Runner::init_graph() {
     for (const auto& name : c.ops) ops.push_back(*g_.find_op(name));
     chunk_ops_.push_back(std::move(ops));
   }
-  PLANNER_TRY(rc_, plan_recompute(g_, p_.training.recompute, chunk_ops_));
+  PLANNER_TRY(rc_, plan_recompute(g_, p_.training.recompute, p_.training.recompute_modules, chunk_ops_));
   weights_.assign(g_.num_tensors(), std::nullopt);
   // Tensors that need a gradient: downstream of a parameter.
   needs_grad_.assign(g_.num_tensors(), false);
@@ -126,9 +126,9 @@ Status Runner::forward(const plan::ScheduleStep& st, double& loss_sum) {
   for (std::size_t j = 0; j < ops.size(); ++j) {
     PLANNER_TRY_STATUS(run_op(ops[j], st.micro_batch));
     note_held();
-    // Recompute: a group's inner tensors go once its last op has run.
-    const int gi = rc_.group_of[ops[j].value];
-    if (gi >= 0 && (j + 1 == ops.size() || rc_.group_of[ops[j + 1].value] != gi)) drop_group(gi, st.micro_batch);
+    // Recompute: a group's dropped tensors go once its last op (or their
+    // last reader) has run.
+    for (const int gi : rc_.drops_after[ops[j].value]) drop_group(gi, st.micro_batch);
   }
   if (chunk_of_[g_.tensor(*loss_).producer->value] == st.chunk) {
     const Tensor* x = runtime_cpu::as_float(v[loss_->value] ? &*v[loss_->value] : nullptr);
@@ -231,16 +231,26 @@ Status Runner::backward(const plan::ScheduleStep& st) {
     gr[loss_->value] = std::move(one);
   }
   const auto& ops = chunk_ops_[static_cast<std::size_t>(st.chunk)];
-  int live = -1;  // the recomputed group whose inner tensors are held
+  std::vector<int> live;  // recomputed groups whose dropped tensors are held again
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-    if (const int gi = rc_.group_of[it->value]; gi != live) {
-      if (live >= 0) drop_group(live, st.micro_batch);
-      live = gi;
-      if (gi >= 0) PLANNER_TRY_STATUS(recompute_group(gi, st.micro_batch));
-    }
+    // Before the op's backward: its own group, and the groups whose dropped
+    // outputs it reads (a norm's or expert activation's reader).
+    std::vector<int> need = rc_.reads_dropped[it->value];
+    if (const int gi = rc_.group_of[it->value]; gi >= 0) need.push_back(gi);
+    for (const int gi : need)
+      if (std::find(live.begin(), live.end(), gi) == live.end()) {
+        PLANNER_TRY_STATUS(recompute_group(gi, st.micro_batch));
+        live.push_back(gi);
+      }
     PLANNER_TRY_STATUS(backward_op(*it, st.micro_batch));
+    // Past a group's first op, nothing reads what it dropped.
+    if (const int gi = rc_.group_of[it->value];
+        gi >= 0 && rc_.groups[static_cast<std::size_t>(gi)].ops.front() == *it) {
+      drop_group(gi, st.micro_batch);
+      std::erase(live, gi);
+    }
   }
-  if (live >= 0) drop_group(live, st.micro_batch);
+  for (const int gi : live) drop_group(gi, st.micro_batch);
   return accumulate_parameter_grads(st.micro_batch);
 }
 

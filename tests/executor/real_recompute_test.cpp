@@ -38,7 +38,7 @@ TEST_CASE("recompute groups of the tiny GPT", "[executor][real][recompute]") {
   // Add; residual Add). They make 33 tensors (Split makes 3); all but the
   // layer's output (the second residual Add's, read by the next layer) are
   // read inside the layer only: 32 dropped.
-  auto full = real_detail::plan_recompute(g, "full", chunks);
+  auto full = real_detail::plan_recompute(g, "full", "", chunks);
   REQUIRE(full.ok());
   REQUIRE(full->groups.size() == 4);
   for (const auto& grp : full->groups) {
@@ -51,7 +51,7 @@ TEST_CASE("recompute groups of the tiny GPT", "[executor][real][recompute]") {
   // selective: the attention pattern's 5 ops (scores MatMul, scale Mul, mask
   // Add, Softmax, context MatMul); dropped: the four [2,4,32,32] tensors the
   // first four make (the context is read by the Transpose outside).
-  auto sel = real_detail::plan_recompute(g, "selective", chunks);
+  auto sel = real_detail::plan_recompute(g, "selective", "", chunks);
   REQUIRE(sel.ok());
   REQUIRE(sel->groups.size() == 4);
   for (const auto& grp : sel->groups) {
@@ -61,10 +61,31 @@ TEST_CASE("recompute groups of the tiny GPT", "[executor][real][recompute]") {
   }
   CHECK(sel->group_of[g.find_op("layers.0/attn/Softmax")->value] >= 0);
   CHECK(sel->group_of[g.find_op("layers.0/ln1/LayerNormalization")->value] == -1);
-  auto none = real_detail::plan_recompute(g, "none", chunks);
+  // selective layernorm: each LayerNorm op is a group of its own, its output
+  // (read by the qkv or fc1 MatMul, outside it) dropped after that reader's
+  // forward and made again before that reader's backward; core attention as
+  // above. 4 layers x (2 norms + 1 pattern) + the final norm = 13 groups.
+  auto ln = real_detail::plan_recompute(g, "selective", "core_attn,layernorm", chunks);
+  REQUIRE(ln.ok());
+  CHECK(ln->groups.size() == 13);
+  const auto ln1 = g.find_op("layers.1/ln1/LayerNormalization");
+  const int gi = ln->group_of[ln1->value];
+  REQUIRE(gi >= 0);
+  const auto& grp = ln->groups[static_cast<std::size_t>(gi)];
+  CHECK(grp.ops == std::vector<graph::OpId>{*ln1});
+  REQUIRE(grp.dropped.size() == 1);
+  CHECK(grp.dropped[0] == *g.op(*ln1).outputs[0]);
+  const auto reader = g.tensor(grp.dropped[0]).consumers;
+  REQUIRE(reader.size() == 1);
+  CHECK(grp.drop_after == reader[0]);
+  CHECK(ln->reads_dropped[reader[0].value] == std::vector<int>{gi});
+  const auto bad_module = real_detail::plan_recompute(g, "selective", "mlp", chunks);
+  REQUIRE_FALSE(bad_module.ok());
+  CHECK_THAT(bad_module.error().message, Catch::Contains("training.recompute_modules: recompute module 'mlp'"));
+  auto none = real_detail::plan_recompute(g, "none", "", chunks);
   REQUIRE(none.ok());
   CHECK_FALSE(none->any());
-  const auto bad = real_detail::plan_recompute(g, "most", chunks);
+  const auto bad = real_detail::plan_recompute(g, "most", "", chunks);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message == "training.recompute 'most' is none of none, selective, full");
 }
