@@ -104,7 +104,8 @@ Result<SearchFound> search_plan(SearchRequest req) {
   src.layouts_scored = static_cast<std::int64_t>(r.scored);
   src.lower_bound_s = r.lower_bound.value;
   for (std::size_t i = 1; i < r.best.size(); ++i)
-    src.alternatives.push_back({search::describe(r.best[i].candidate), r.best[i].estimate.step_time.value,
+    src.alternatives.push_back({search::describe(r.best[i].candidate, req.recompute_modules),
+                                r.best[i].estimate.step_time.value,
                                 r.best[i].estimate.fits, why_lost(r.best[i], best)});
   src.import.batch = best.candidate.config.micro_batch;
   // A scored layout scored once more, with its timeline: a plan's

@@ -86,8 +86,10 @@ Result<Fixed> parse_fixed(std::string_view text) {
   return f;
 }
 
-std::string describe(const Candidate& c) {
-  return fmt::format("{} recompute={}", estimate::describe(c.config), cost::recompute_name(c.recompute));
+std::string describe(const Candidate& c, std::string_view modules) {
+  const bool listed = c.recompute == cost::RecomputePolicy::selective && !modules.empty();
+  return fmt::format("{} recompute={}{}", estimate::describe(c.config), cost::recompute_name(c.recompute),
+                     listed ? fmt::format("({})", modules) : "");
 }
 
 ModelFacts facts_of(const graph::OpGraph& g, std::int64_t batch) {

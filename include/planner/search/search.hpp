@@ -108,8 +108,10 @@ struct Candidate {
   Seconds bound;
 };
 
-/// `dp=8 tp=8 pp=16 vp=2 sp mb=1 interleaved zero1 recompute=full`.
-std::string describe(const Candidate& c);
+/// `dp=8 tp=8 pp=16 vp=2 sp mb=1 interleaved zero1 recompute=full`;
+/// `modules` (ops::RecomputeModules::text, "" = core_attn) follows a
+/// selective recompute: `recompute=selective(layernorm,moe_act)`.
+std::string describe(const Candidate& c, std::string_view modules = {});
 
 /// FLOPs per sample by the rate the cost model charges them at (the compute
 /// part of `layout_bound`); `fwd_layer` is the forward of ops in repeated
