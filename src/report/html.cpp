@@ -115,7 +115,9 @@ void section_layout(const plan::Plan& p, std::string& h) {
                    l.dp, l.tp, l.pp, l.cp, l.ep, l.vp, p.training.micro_batch, p.training.micro_batches,
                    p.training.global_batch, esc(l.schedule), l.zero,
                    l.distributed_optimizer ? " (distributed optimizer)" : "", l.sequence_parallel ? "yes" : "no",
-                   esc(p.training.recompute), esc(p.training.framework));
+                   esc(p.training.recompute_modules.empty() ? p.training.recompute
+                                                             : p.training.recompute + " (" + p.training.recompute_modules + ")"),
+                   esc(p.training.framework));
   std::string mesh;
   for (const auto& a : l.mesh)
     mesh += fmt::format("{}{}={} <small>(stride {})</small>", mesh.empty() ? "" : " &times; ", esc(a.name), a.size,

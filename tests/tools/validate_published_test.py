@@ -354,6 +354,18 @@ class RowMapping(unittest.TestCase):
                         parallelism={"tp": 8, "pp": 8, "dp": 8, "cp": 2, "virtual_pipeline_stages": 8}), REPO)
         self.assertTrue(flag(m, "--split-embedding-loss"))
         self.assertIsNone(flag(m, "--master-weights"))
+        # Its GPT-OSS 120B H100 configs recompute the norms and the experts'
+        # activation (selective with modules), unless the row says otherwise.
+        oss = dict(**src("megatron_bridge_h100"), model={"type": "MoE decoder", "name": "GPT-OSS-120B",
+                                                         "seq_len": 4096},
+                   training={"global_batch_size": 512, "micro_batch_size": 1}, precision="BF16",
+                   hardware={"gpu": "H100 SXM 80GB", "num_gpus": 64},
+                   parallelism={"tp": 1, "pp": 4, "dp": 16, "ep": 8})
+        m = map_row(row(recompute=None, **oss), REPO)
+        self.assertEqual((flag(m, "--recompute"), flag(m, "--recompute-modules")), ("selective", "layernorm,moe_act"))
+        self.assertIn("rc-selective(layernorm,moe_act)", m.plan)
+        m = map_row(row(recompute="full", **oss), REPO)
+        self.assertEqual((flag(m, "--recompute"), flag(m, "--recompute-modules")), ("full", None))
 
     def test_bridge_llama_and_moe(self):
         base = dict(**src("megatron_bridge_h100"), hardware={"gpu": "H100 SXM 80GB", "num_gpus": 64},

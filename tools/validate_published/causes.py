@@ -46,10 +46,12 @@ TIME_CAUSES = [
 
 MEMORY_CAUSES = [
     (r"^megatron-bridge-25\.11-GPT-OSS-120B-64gpu-h100$",
-     "the H100 recipe recomputes the layernorms and the experts' activation (Megatron-Bridge "
-     "scripts/performance/configs/gpt_oss/workload_base_configs.py at cb62f8620, 2025-11-21: "
-     "recompute_modules=['layernorm', 'moe_act']); planner's recompute policies (none, selective attention "
-     "core, full) have no such module list, so the row is estimated without recompute."),
+     "estimated with the H100 recipe's recompute of the norms and the experts' activation (--recompute-modules "
+     "layernorm,moe_act), the first of 4 pipeline stages still holds 4 micro-batches of 9 MoE layers at the "
+     "table's micro-batch 4: 75.6 GiB of activations, 131 GiB allocated. The recipe itself runs micro-batch 1 "
+     "(Megatron-Bridge scripts/performance/configs/gpt_oss/workload_base_configs.py at cb62f8620, 2025-11-21: "
+     "BASE_GPT_OSS_120B_CONFIG micro_batch_size=1), at which planner predicts 80.9 GiB reserved, 69.2 GiB "
+     "allocated (at risk). Which micro-batch the table ran is not resolved."),
     (r"^megatron-bridge-25\.11-Qwen3-30B-A3B-16gpu-h100$",
      "the table's layout (micro-batch 2, vp 24) keeps 48 one-layer chunks of 2 micro-batches in flight (44 GiB "
      "of activations); the repository's H100 fp8 recipe a week later (scripts/performance/configs/qwen3/"

@@ -571,7 +571,13 @@ def map_row(row, repo_root):
     if recipe and "recompute" in recipe[0] and row.get("recompute") is None:
         recompute = recipe[0]["recompute"]
         rnote = f"recompute not stated: {recompute}, from {recipe[1]}"
-    recipe_flags = {k: v for k, v in (recipe[0] if recipe else {}).items() if k != "recompute"}
+    modules = None
+    if recipe and "recompute" in recipe[0] and row.get("recompute") is None:
+        modules = recipe[0].get("recompute_modules")
+        if modules:
+            rnote = f"recompute not stated: {recompute} ({modules}), from {recipe[1]}"
+    recipe_flags = {k: v for k, v in (recipe[0] if recipe else {}).items()
+                    if k not in ("recompute", "recompute_modules")}
     notes += [x for x in (rnote, pnote) if x]
     notes += fnotes
 
@@ -668,7 +674,9 @@ def map_row(row, repo_root):
         eargs += ["--master-weights", master]
         plan.append(f"master-{master}")
     eargs += ["--recompute", recompute, "--precision", precision]
-    plan += [f"rc-{recompute}", precision]
+    plan += [f"rc-{recompute}" + (f"({modules})" if modules else ""), precision]
+    if modules:
+        eargs += ["--recompute-modules", modules]
     if arch == "resnet" and "deeplearningexamples" in " ".join(era.source_texts(row)).lower():
         fmt = resnet_memory_format(row, precision, notes)
         eargs += ["--memory-format", fmt]

@@ -34,7 +34,7 @@ LAYOUT_BARE_FLAGS = ("--sp", "--distributed-optimizer", "--split-embedding-loss"
 # Estimate flags passed on unchanged: model, cluster, batch, numerics, framework.
 KEPT_VALUE_FLAGS = ("--profile", "--devices", "--global-batch", "--precision", "--attention", "--gpus-per-node",
                     "--framework", "--grad-reduce-bytes", "--memory-format", "--optimizer-state-dtype",
-                    "--master-weights")
+                    "--master-weights", "--recompute-modules")
 KEPT_BARE_FLAGS = ("--tp-comm-overlap", "--fused-loss")
 
 

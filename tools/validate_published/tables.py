@@ -63,15 +63,20 @@ MASTER_REMAINDER_STACKS = {
 }
 
 # Settings of one model's public recipe in one software stack, applied to
-# the row's null fields only (recompute) or as flags the row has no field for
-# (optimizer state dtype, master weights, pipeline split). Keyed on
-# (stack, KNOWN_CONFIGS key).
+# the row's null fields only (recompute, and with it its modules) or as flags
+# the row has no field for (optimizer state dtype, master weights, pipeline
+# split). Keyed on (stack, KNOWN_CONFIGS key).
 RECIPE_SETTINGS = [
     ("nemo", "NEMOTRON340B",
      dict(recompute="selective", optimizer_state_dtype="bf16", master_weights="none"),
      "NeMo-Framework-Launcher 24.07 conf/training/nemotron/nemotron_340b.yaml: activations_checkpoint_granularity "
      "selective; optim distributed_fused_adam with dtype bf16, so (NeMo r2.0.0rc1 megatron_base_model.py) optimizer "
      "dtype = model dtype and store_params False: bf16 Adam states, no master copy"),
+    ("megatron-bridge", "GPTOSS120B", dict(recompute="selective", recompute_modules="layernorm,moe_act"),
+     "Megatron-Bridge scripts/performance/configs/gpt_oss, the H100 BF16 configs of GBS 512 and 1280 "
+     "(workload_base_configs.py at cb62f8620, 2025-11-21; gpt_oss_workload_base_configs.py V1 and V2 at "
+     "b19588a05, 2026-02-05): recompute_modules=['layernorm', 'moe_act'] (selective recompute of the norms and "
+     "the experts' activation)"),
     ("megatron-bridge", "LLAMA31405B", dict(split_embedding_loss=True),
      "Megatron-Bridge recipes/llama/llama3.py llama31_405b_pretrain_config: "
      "account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split True"),
