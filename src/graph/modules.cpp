@@ -44,7 +44,7 @@ bool row_mean(const OpGraph& g, const Op& op) {
          in->shape.back() > 1;
 }
 
-// The ops reached from `seeds` through consumers that `joins` accepts and
+// The ops reached from `seeds` through consumers that `joins(id, op)` accepts and
 // whose run-time inputs are all seeds or outputs of ops already reached.
 template <class Joins>
 std::vector<OpId> closure(const OpGraph& g, std::vector<TensorId> seeds, Joins&& joins) {
@@ -55,7 +55,7 @@ std::vector<OpId> closure(const OpGraph& g, std::vector<TensorId> seeds, Joins&&
   for (std::size_t k = 0; k < seeds.size(); ++k) {
     for (OpId c : g.tensor(seeds[k]).consumers) {
       const Op& op = g.op(c);
-      if (in_unit.count(c.value) || !joins(op)) continue;
+      if (in_unit.count(c.value) || !joins(c, op)) continue;
       const auto ins = runtime_inputs(g, op);
       if (!std::all_of(ins.begin(), ins.end(), [&](TensorId t) { return have.count(t.value) > 0; })) continue;
       in_unit.insert(c.value);
@@ -68,13 +68,54 @@ std::vector<OpId> closure(const OpGraph& g, std::vector<TensorId> seeds, Joins&&
   return ops;
 }
 
+// Views a norm's output may pass through on its way to a linear layer.
+bool is_view(const Op& op) {
+  return op.domain.empty() && (op.type == "Reshape" || op.type == "Flatten" || op.type == "Squeeze" ||
+                               op.type == "Unsqueeze" || op.type == "Identity");
+}
+
+// Every op past views that reads the unit's outputs is a GEMM: Transformer
+// Engine fuses such a norm into the linear layer (LayerNormLinear).
+bool read_by_gemms_only(const OpGraph& g, const std::vector<OpId>& unit) {
+  std::vector<TensorId> outs;
+  for (OpId o : unit)
+    for (const auto& t : g.op(o).outputs)
+      if (t) outs.push_back(*t);
+  bool any = false;
+  for (std::size_t k = 0; k < outs.size(); ++k)
+    for (OpId c : g.tensor(outs[k]).consumers) {
+      if (std::find(unit.begin(), unit.end(), c) != unit.end()) continue;
+      const Op& op = g.op(c);
+      if (is_view(op)) {
+        for (const auto& t : op.outputs)
+          if (t) outs.push_back(*t);
+        continue;
+      }
+      if (op.op_class != OpClass::matmul) return false;
+      any = true;
+    }
+  return any;
+}
+
+// A norm Megatron-Core's `layernorm` module recomputes: one inside a
+// transformer layer (not the final norm) that Transformer Engine leaves
+// separate, i.e. not read by linear layers alone (the pre-MLP norm of a MoE
+// layer, which the router and the dispatch read; gpt_layer_specs.py:
+// input_layernorm fused into linear_qkv, pre_mlp_layernorm a separate
+// TENorm only with experts).
+bool recomputable_norm(const OpGraph& g, const std::vector<OpId>& unit) {
+  return !g.op(unit.front()).outside_layers && !read_by_gemms_only(g, unit);
+}
+
 void find_norms(OpGraph& g) {
   int next = 0;
-  for (auto& op : g.mutable_ops())
-    if (op.op_class == OpClass::normalization) op.norm_unit = next++;
+  for (std::uint32_t i = 0; i < g.num_ops(); ++i)
+    if (g.op(OpId{i}).op_class == OpClass::normalization && recomputable_norm(g, {OpId{i}}))
+      g.op(OpId{i}).norm_unit = next++;
+  std::set<std::uint32_t> seen;
   for (std::uint32_t i = 0; i < g.num_ops(); ++i) {
     const Op& r = g.op(OpId{i});
-    if (r.norm_unit || r.fused_group || !row_mean(g, r) || !r.inputs[0]) continue;
+    if (seen.count(i) || r.fused_group || !row_mean(g, r) || !r.inputs[0]) continue;
     // The norm's input: back from the mean through elementwise ops of one
     // run-time input (x*x, x^2), at most a few.
     TensorId x = *r.inputs[0];
@@ -86,11 +127,13 @@ void find_norms(OpGraph& g) {
       if (p.op_class != OpClass::elementwise || p.fused_group || ins.size() != 1) break;
       x = ins[0];
     }
-    const auto ops = closure(g, {x}, [&](const Op& op) {
-      return !op.fused_group && !op.norm_unit && op.layer == r.layer &&
+    const auto ops = closure(g, {x}, [&](OpId id, const Op& op) {
+      return !seen.count(id.value) && !op.fused_group && !op.norm_unit && op.layer == r.layer &&
              (op.op_class == OpClass::elementwise || row_mean(g, op));
     });
     if (std::find(ops.begin(), ops.end(), OpId{i}) == ops.end()) continue;
+    for (OpId o : ops) seen.insert(o.value);  // one norm, whichever of its means is met first
+    if (!recomputable_norm(g, ops)) continue;
     const int id = next++;
     for (OpId o : ops) g.op(o).norm_unit = id;
   }
@@ -111,7 +154,7 @@ void find_expert_activations(OpGraph& g) {
     for (OpId m : mms)
       for (const auto& out : g.op(m).outputs)
         if (out) seeds.push_back(*out);
-    auto ops = closure(g, seeds, [&, layer = layer, expert = expert](const Op& op) {
+    auto ops = closure(g, seeds, [&, layer = layer, expert = expert](OpId, const Op& op) {
       return op.op_class == OpClass::elementwise && !op.fused_group && op.layer.value_or(-1) == layer &&
              expert_index(op.name) == expert;
     });

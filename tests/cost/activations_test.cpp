@@ -65,27 +65,19 @@ TEST_CASE("selective recompute drops the s x s attention tensors: 34 sbh", "[cos
   CHECK(f.recompute_working_set.value == 0);
 }
 
-TEST_CASE("selective recompute of layernorm drops the norms' outputs and statistics: 30 sbh", "[cost][activations]") {
+TEST_CASE("selective recompute of layernorm on a dense layer: Transformer Engine's fused norms, nothing more",
+          "[cost][activations]") {
   GptShape m;
   const auto g = build_gpt(m);
   auto o = bf16(AttentionMode::unfused, RecomputePolicy::selective);
   o.modules = *cost::RecomputeModules::parse("core_attn,layernorm");
   const auto r = cost::saved_activations(g, o);
-  // Of the 34 sbh + 16 sb of selective core_attn: the QKV input (LN1's
-  // output, 2 sbh) and the FC1 input (LN2's output, 2 sbh) go, and so do both
-  // norms' f32 statistics (16 sb); each norm's input stays (the recompute
-  // reads it): 30 sbh = 1,966,080 B per layer.
-  for (const auto& [layer, bytes] : r.per_layer) CHECK(bytes.value == 30 * m.sbh());
-  CHECK(r.per_layer.at(0).value == 1966080);
-  // Outside the layers, the final norm's statistics (8 sb) and output (the
-  // LM-head input, 2 sbh) go: ids 8 sb + final-norm input 2 sbh + labels 8 sb.
-  CHECK(r.outside_layers.value == 2 * m.sbh() + 16 * m.sb());
-  // A layer's backward rematerialises what none keeps and this does not:
-  // 34 sbh + 5 as^2 b + 16 sb - 30 sbh = 262,144 + 655,360 + 4,096 = 921,600 B.
-  CHECK(r.recompute_working_set.value == 921600);
-  // layernorm alone keeps the s x s tensors core_attn drops (5 as^2 b).
-  o.modules = *cost::RecomputeModules::parse("layernorm");
-  CHECK(cost::saved_activations(g, o).per_layer.at(1).value == 30 * m.sbh() + 5 * m.as2b());
+  // LN1 feeds the QKV GEMM alone and LN2 the FC1 GEMM alone: Transformer
+  // Engine fuses each into its linear layer, which Megatron-Core's layernorm
+  // module leaves alone, and the final norm is no layer's. So: selective
+  // core_attn's 34 sbh + 16 sb per layer.
+  for (const auto& [layer, bytes] : r.per_layer) CHECK(bytes.value == 34 * m.sbh() + 16 * m.sb());
+  CHECK(r.outside_layers.value == 4 * m.sbh() + 24 * m.sb());
   // Under full recompute the modules are not read.
   auto f = bf16(AttentionMode::unfused, RecomputePolicy::full);
   const double full = cost::saved_activations(g, f).total.value;
@@ -93,49 +85,65 @@ TEST_CASE("selective recompute of layernorm drops the norms' outputs and statist
   CHECK(cost::saved_activations(g, f).total.value == full);
 }
 
-TEST_CASE("selective recompute of moe_act drops what an expert's SwiGLU keeps beyond its GEMMs' outputs",
+TEST_CASE("selective recompute of moe_act and layernorm on a MoE layer's expert and pre-MLP norm",
           "[cost][activations]") {
   // One expert on T = 8 tokens, h = 4, f = 16, 2 classes, bf16 (2 B):
-  //   x -> gate MatMul -> g ┬─ Sigmoid -> Mul(g, .) ─┐
-  //                         └──────────────────────────┴ Mul(., u) -> p -> down MatMul -> y -> head -> loss
-  //   x -> up MatMul -> u ─────────────────────────────┘
+  //   x -> LayerNorm -> y -+- router MatMul -> rl ----------------------------------------+
+  //                        +- Gather (dispatch) -> xe -+- gate MatMul -> g: SiLU(g) = g * Sigmoid(g) -+
+  //                                                    +- up MatMul -> u ---------- Mul(SiLU, u) = p -+
+  //   p -> down MatMul -> d -> head MatMul -> logits -> Add(., rl) -> loss
   Builder B;
   const std::int64_t T = 8, h = 4, f = 16, C = 2;
   B.input("x", {T, h});
   B.input("labels", {T}, DType::i64);
+  B.constant("idx", {T}, DType::i64);
+  for (const char* n : {"ln.g", "ln.b"}) B.param(n, {h});
+  B.param("wr", {h, C});
   B.param("wg", {h, f});
   B.param("wu", {h, f});
   B.param("wd", {f, h});
   B.param("wh", {h, C});
+  for (const char* n : {"y", "moe/xe", "moe/experts.0/d"}) B.act(n, {T, h});
   for (const char* n : {"moe/experts.0/g", "moe/experts.0/u", "moe/experts.0/act/sig", "moe/experts.0/act/silu",
                         "moe/experts.0/p"})
     B.act(n, {T, f});
-  B.act("moe/experts.0/y", {T, h});
-  B.act("logits", {T, C});
+  for (const char* n : {"rl", "logits", "logits2"}) B.act(n, {T, C});
   B.act("loss", {});
-  B.op("MatMul", {"x", "wg"}, {"moe/experts.0/g"});
-  B.op("MatMul", {"x", "wu"}, {"moe/experts.0/u"});
+  B.op("LayerNormalization", {"x", "ln.g", "ln.b"}, {"y"}, {{"axis", std::int64_t{-1}}});
+  B.op("MatMul", {"y", "wr"}, {"rl"});
+  B.op("Gather", {"y", "idx"}, {"moe/xe"}, {{"axis", std::int64_t{0}}});
+  B.op("MatMul", {"moe/xe", "wg"}, {"moe/experts.0/g"});
+  B.op("MatMul", {"moe/xe", "wu"}, {"moe/experts.0/u"});
   B.op("Sigmoid", {"moe/experts.0/g"}, {"moe/experts.0/act/sig"});
   B.op("Mul", {"moe/experts.0/g", "moe/experts.0/act/sig"}, {"moe/experts.0/act/silu"});
   B.op("Mul", {"moe/experts.0/act/silu", "moe/experts.0/u"}, {"moe/experts.0/p"});
-  B.op("MatMul", {"moe/experts.0/p", "wd"}, {"moe/experts.0/y"});
-  B.op("MatMul", {"moe/experts.0/y", "wh"}, {"logits"});
-  B.op("SoftmaxCrossEntropyLoss", {"logits", "labels"}, {"loss"}, {{"reduction", std::string("mean")}});
+  B.op("MatMul", {"moe/experts.0/p", "wd"}, {"moe/experts.0/d"});
+  B.op("MatMul", {"moe/experts.0/d", "wh"}, {"logits"});
+  B.op("Add", {"logits", "rl"}, {"logits2"});
+  B.op("SoftmaxCrossEntropyLoss", {"logits2", "labels"}, {"loss"}, {{"reduction", std::string("mean")}});
   B.g.graph_inputs = {*B.g.find_tensor("x"), *B.g.find_tensor("labels")};
   B.g.graph_outputs = {*B.g.find_tensor("loss")};
   auto g = B.finish();
   graph::find_recompute_modules(g);
-  // No recompute: x (T h = 64 B), the fused SwiGLU's inputs g and u (T f =
-  // 256 B each), the down GEMM's input p (256 B), the head's input y (64 B)
-  // and the labels (8 x int64 = 64 B): 960 B.
+  // No recompute: the norm's input x (T h = 64 B) and statistics (T rows x
+  // 8 B = 64 B), the router's input y (64 B), the experts' input xe (64 B),
+  // the fused SwiGLU's inputs g and u (T f = 256 B each), the down GEMM's
+  // input p (256 B), the head's input d (64 B), the labels (8 x int64 =
+  // 64 B): 1,152 B.
   const auto none = cost::saved_activations(g, bf16());
-  CHECK(none.total.value == 960);
-  // moe_act: p goes; g and u stay, the recompute reads them: 704 B.
-  auto o = bf16(AttentionMode::unfused, RecomputePolicy::selective);
-  o.modules = *cost::RecomputeModules::parse("moe_act");
-  CHECK(cost::saved_activations(g, o).total.value == 704);
-  // core_attn alone (the default) finds no attention here: 960 B.
-  CHECK(cost::saved_activations(g, bf16(AttentionMode::unfused, RecomputePolicy::selective)).total.value == 960);
+  CHECK(none.total.value == 1152);
+  auto with = [&](const char* modules) {
+    auto o = bf16(AttentionMode::unfused, RecomputePolicy::selective);
+    o.modules = *cost::RecomputeModules::parse(modules);
+    return cost::saved_activations(g, o).total.value;
+  };
+  // moe_act: p goes; g and u stay (the recompute reads them): 896 B.
+  CHECK(with("moe_act") == 896);
+  // layernorm: the statistics and the output y go, x stays: 1,024 B.
+  CHECK(with("layernorm") == 1024);
+  CHECK(with("layernorm,moe_act") == 768);
+  // core_attn alone (the default) finds no attention here: 1,152 B.
+  CHECK(with("core_attn") == 1152);
 }
 
 TEST_CASE("full recompute keeps each layer's input: 2 sbh", "[cost][activations]") {

@@ -61,24 +61,12 @@ TEST_CASE("recompute groups of the tiny GPT", "[executor][real][recompute]") {
   }
   CHECK(sel->group_of[g.find_op("layers.0/attn/Softmax")->value] >= 0);
   CHECK(sel->group_of[g.find_op("layers.0/ln1/LayerNormalization")->value] == -1);
-  // selective layernorm: each LayerNorm op is a group of its own, its output
-  // (read by the qkv or fc1 MatMul, outside it) dropped after that reader's
-  // forward and made again before that reader's backward; core attention as
-  // above. 4 layers x (2 norms + 1 pattern) + the final norm = 13 groups.
-  auto ln = real_detail::plan_recompute(g, "selective", "core_attn,layernorm", chunks);
-  REQUIRE(ln.ok());
-  CHECK(ln->groups.size() == 13);
-  const auto ln1 = g.find_op("layers.1/ln1/LayerNormalization");
-  const int gi = ln->group_of[ln1->value];
-  REQUIRE(gi >= 0);
-  const auto& grp = ln->groups[static_cast<std::size_t>(gi)];
-  CHECK(grp.ops == std::vector<graph::OpId>{*ln1});
-  REQUIRE(grp.dropped.size() == 1);
-  CHECK(grp.dropped[0] == *g.op(*ln1).outputs[0]);
-  const auto reader = g.tensor(grp.dropped[0]).consumers;
-  REQUIRE(reader.size() == 1);
-  CHECK(grp.drop_after == reader[0]);
-  CHECK(ln->reads_dropped[reader[0].value] == std::vector<int>{gi});
+  // selective layernorm on the GPT: its norms feed one GEMM each (qkv, fc1;
+  // the final norm is no layer's), so Transformer Engine fuses them and
+  // Megatron's layernorm module has none: the 4 attention groups only.
+  auto gpt_ln = real_detail::plan_recompute(g, "selective", "core_attn,layernorm", chunks);
+  REQUIRE(gpt_ln.ok());
+  CHECK(gpt_ln->groups.size() == 4);
   const auto bad_module = real_detail::plan_recompute(g, "selective", "mlp", chunks);
   REQUIRE_FALSE(bad_module.ok());
   CHECK_THAT(bad_module.error().message, Catch::Contains("training.recompute_modules: recompute module 'mlp'"));
@@ -88,6 +76,41 @@ TEST_CASE("recompute groups of the tiny GPT", "[executor][real][recompute]") {
   const auto bad = real_detail::plan_recompute(g, "most", "", chunks);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message == "training.recompute 'most' is none of none, selective, full");
+}
+
+TEST_CASE("recompute groups of a BERT's norms: dropped outputs, their readers", "[executor][real][recompute]") {
+  // Post-LN BERT, 4 layers: each norm's output feeds a GEMM and a residual
+  // Add, so each is Megatron's layernorm module, but the last layer's second
+  // norm, which feeds the MLM head's GEMM alone (fused): 7 norm groups, and
+  // the 4 attention patterns.
+  modelgen::ModelSpec s;
+  s.arch = modelgen::Arch::bert;
+  s.layers = 4;
+  s.hidden = 32;
+  s.heads = 2;
+  s.seq = 8;
+  s.vocab = 64;
+  const auto g = testing::build_graph(s, "tiny_bert.onnx");
+  const auto chunks = one_chunk(g);
+  auto ln = real_detail::plan_recompute(g, "selective", "core_attn,layernorm", chunks);
+  REQUIRE(ln.ok());
+  CHECK(ln->groups.size() == 11);
+  const auto norm = g.find_op("layers.1/attn_ln/LayerNormalization");
+  REQUIRE(norm);
+  const int gi = ln->group_of[norm->value];
+  REQUIRE(gi >= 0);
+  const auto& grp = ln->groups[static_cast<std::size_t>(gi)];
+  CHECK(grp.ops == std::vector<graph::OpId>{*norm});
+  // Its output, read outside the group by two ops, is dropped after the
+  // later of them and made again before either's backward.
+  REQUIRE(grp.dropped.size() == 1);
+  CHECK(grp.dropped[0] == *g.op(*norm).outputs[0]);
+  const auto& readers = g.tensor(grp.dropped[0]).consumers;
+  REQUIRE(readers.size() == 2);
+  for (auto r : readers) CHECK(ln->reads_dropped[r.value] == std::vector<int>{gi});
+  CHECK((grp.drop_after == readers[0] || grp.drop_after == readers[1]));
+  CHECK(ln->drops_after[grp.drop_after.value] == std::vector<int>{gi});
+  CHECK(ln->group_of[g.find_op("layers.3/mlp_ln/LayerNormalization")->value] == -1);
 }
 
 TEST_CASE("real mode: recomputation passes --check, counts its work and holds less", "[executor][real][recompute]") {

@@ -117,13 +117,14 @@ est gpt gpt_tp2_meg_full --devices 2 --tp 2 --global-batch 8 --hints "$meg" --re
 est gpt gpt_tp2_sp_sel --devices 2 --tp 2 --global-batch 8 --hints "$meg" --sp --recompute selective
 est gpt gpt_tp2_pp2_sel --devices 4 --tp 2 --pp 2 --global-batch 8 --hints "$meg" --recompute selective
 est llama llama_tp2_full --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints --recompute full
-# Megatron's recompute modules (--recompute-modules): each RMSNorm's output is
-# dropped after its reader's forward and made again before that reader's
-# backward (layernorm), with and without the attention core, with tp and SP.
-est llama llama_pp2_sel --devices 2 --pp 2 --global-batch 8 --recompute selective
-est llama llama_pp2_ln --devices 2 --pp 2 --global-batch 8 --recompute selective --recompute-modules core_attn,layernorm
-est llama llama_tp2_sp_ln --devices 2 --tp 2 --global-batch 8 --hints llama_tp.hints --sp --recompute selective \
-  --recompute-modules layernorm
+# Megatron's recompute modules (--recompute-modules): each norm's output is
+# dropped after its last reader's forward and made again before that reader's
+# backward (layernorm), with and without the attention core. BERT's post-LN
+# norms feed the next attention and the residual (a norm read by GEMMs alone,
+# as in the llama, is fused into them and not recomputed).
+est bert bert_pp2_sel --devices 2 --pp 2 --global-batch 8 --recompute selective
+est bert bert_pp2_ln --devices 2 --pp 2 --global-batch 8 --recompute selective --recompute-modules core_attn,layernorm
+est bert bert_dp2_ln --devices 2 --global-batch 8 --recompute selective --recompute-modules layernorm
 # RMSNorm's mean over the hidden dim split over tp (--tp-any): a partial
 # sum (each rank's mean of its half / tp), reduce-scattered to the batch
 # split its reader takes (refused by the real mode until 2026-12).
@@ -221,7 +222,7 @@ for c in "2 mlp_dp2" "2 mlp_dp2_z1" "2 mlp_dp2_z2" "2 mlp_dp2_z3" "2 mlp_pp2" "2
          "2 gpt_tp2_head" "2 gpt_tp2_vocab" "4 gpt_tp2_dp2" "4 gpt_tp2_pp2" "4 gpt_tp2_pp2_gpipe" "4 gpt_tp2_dp2_z1" "4 mlp_tp2_dp2_do" "2 gpt_tp2_sp" "4 gpt_tp2_pp2_sp" "4 gpt_tp2_pp2_vp2_sp" \
          "2 llama_tp2" "2 llama_tp2_sp" "2 gpt_pp2_full" "2 gpt_pp2_sel" "2 gpt_dp2_z3_full" "2 gpt_pp2_vp2_full" \
          "4 gpt_dp2_pp2_full" "2 gpt_tp2_meg_full" "2 gpt_tp2_sp_sel" "4 gpt_tp2_pp2_sel" "2 llama_tp2_full" "2 llama_tpany_mean" \
-         "2 llama_pp2_sel" "2 llama_pp2_ln" "2 llama_tp2_sp_ln" \
+         "2 bert_pp2_sel" "2 bert_pp2_ln" "2 bert_dp2_ln" \
          "4 gpt_tp4_meg" "4 gpt_tp4_vocab_sp" "4 llama_kv4_tp4" "2 llama_kv2_tp2" "8 gpt_tp4_dp2_full" "8 gpt_tp4_pp2_sel" \
          "2 wd_row" "2 wd_col" "4 wd_col_dp2" "4 wd_row_tp4" "2 wd_tp2" \
          "2 gpt_cp2" "2 llama_cp2" "4 gpt_cp2_dp2_z1" "4 gpt_cp2_pp2" "4 gpt_cp4_full" \
@@ -289,15 +290,15 @@ grep -qxF "recomputed per step (selective): 80 ops, 319488 forward FLOPs" out_gp
   { echo "FAIL gpt_tp4_pp2_sel: recomputed"; cat out_gpt_tp4_pp2_sel.txt; failures=$((failures + 1)); }
 grep -qE '^recomputed per step \(full\): 832 ops, [0-9]+ forward FLOPs$' out_llama_tp2_full.txt ||
   { echo "FAIL llama_tp2_full: recomputed ops"; cat out_llama_tp2_full.txt; failures=$((failures + 1)); }
-# llama's recompute modules: an RMSNorm is 6 ops (Mul, ReduceMean, Add,
-# Sqrt, Div, Mul) of 512 + (512 + 16) + 16 + 16 + 512 + 512 = 2096 FLOPs (T
-# = 16 tokens, h 32); 9 norms (2 a layer and the final one) x 4
-# micro-batches = 216 ops, 75456 FLOPs; with core_attn the 4 layers'
-# attention (5 ops, 18176 FLOPs) x 4 more: 296 ops, 366272 FLOPs.
-grep -qxF "recomputed per step (selective): 216 ops, 75456 forward FLOPs" out_llama_tp2_sp_ln.txt ||
-  { echo "FAIL llama_tp2_sp_ln: recomputed"; cat out_llama_tp2_sp_ln.txt; failures=$((failures + 1)); }
-grep -qxF "recomputed per step (selective): 296 ops, 366272 forward FLOPs" out_llama_pp2_ln.txt ||
-  { echo "FAIL llama_pp2_ln: recomputed"; cat out_llama_pp2_ln.txt; failures=$((failures + 1)); }
+# bert's recompute modules: a LayerNorm op of 7 x 512 = 3584 FLOPs (T = 16
+# tokens, h 32); 7 of a micro-batch's 8 (the last layer's second norm feeds
+# the MLM head's GEMM alone: fused) x 4 micro-batches = 28 ops, 100352 FLOPs;
+# with core_attn the 4 layers' attention (4 ops: no mask; 17920 FLOPs) x 4
+# more: 92 ops, 387072 FLOPs.
+grep -qxF "recomputed per step (selective): 28 ops, 100352 forward FLOPs" out_bert_dp2_ln.txt ||
+  { echo "FAIL bert_dp2_ln: recomputed"; cat out_bert_dp2_ln.txt; failures=$((failures + 1)); }
+grep -qxF "recomputed per step (selective): 92 ops, 387072 forward FLOPs" out_bert_pp2_ln.txt ||
+  { echo "FAIL bert_pp2_ln: recomputed"; cat out_bert_pp2_ln.txt; failures=$((failures + 1)); }
 # Without recompute nothing is counted; the activations held at peak fall
 # on every rank (gpt, pp 2, 1F1B, 4 micro-batches).
 expect "no recompute" 0 mpi 2 run gpt_pp2_none.json --steps 1 --warmup 0 && cp out.txt out_gpt_pp2_none.txt
@@ -314,7 +315,7 @@ none, full, sel = held("gpt_pp2_none"), held("gpt_pp2_full"), held("gpt_pp2_sel"
 assert all(f < n for f, n in zip(full, none)) and 3 * full[0] < none[0], (none, full)
 assert all(s < n for s, n in zip(sel, none)), (none, sel)
 # Dropping the norms' outputs too holds less on both pipeline ranks.
-sel_l, ln_l = held("llama_pp2_sel"), held("llama_pp2_ln")
+sel_l, ln_l = held("bert_pp2_sel"), held("bert_pp2_ln")
 assert all(l < s for l, s in zip(ln_l, sel_l)), (sel_l, ln_l)
 print(f"peak activations: none {none}, full {full}, selective {sel}")
 PY

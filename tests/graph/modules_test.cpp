@@ -26,7 +26,8 @@ struct Net {
 
 TEST_CASE("recompute modules: a decomposed RMSNorm is one unit, the residual add is not", "[graph][modules]") {
   // x ─┬─ Mul(x,x) ─ ReduceMean ─ Add eps ─ Sqrt ─┐
-  //    ├────────────────────────────────────────── Div ─ Mul w ─ y ─ MatMul ─ a
+  //    ├────────────────────────────────────────── Div ─ Mul w ─ y ─┬─ MatMul ─ a
+  //    │                                                  (later) └─ Reshape ─ Gather (a MoE's dispatch)
   //    └─ Add(x, a): the residual also reads the MatMul's output
   Net n;
   auto& b = n.b;
@@ -47,6 +48,15 @@ TEST_CASE("recompute modules: a decomposed RMSNorm is one unit, the residual add
   };
   const auto mm = n.op("q/MatMul", "MatMul", OpClass::matmul, {y, wq}, {a});
   const auto residual = n.op("residual", "Add", OpClass::elementwise, {x, a}, {out});
+  // Read by a GEMM alone, Transformer Engine fuses the norm into it: no unit.
+  graph::find_recompute_modules(b.g);
+  for (auto o : norm) CHECK_FALSE(b.g.op(o).norm_unit);
+  // Read through a view by a token gather as well (a MoE layer's pre-MLP
+  // norm): a unit, Megatron's `layernorm` module.
+  const auto idx = b.tensor("idx", {4}, TensorRole::constant, core::DType::i64);
+  const auto flat = t("flat", {16, 16}), picked = t("picked", {4, 16});
+  n.op("dispatch/Reshape", "Reshape", OpClass::data_movement, {y}, {flat});
+  n.op("dispatch/Gather", "Gather", OpClass::data_movement, {flat, idx}, {picked});
   graph::find_recompute_modules(b.g);
   for (auto o : norm) {
     REQUIRE(b.g.op(o).norm_unit);
@@ -71,6 +81,11 @@ TEST_CASE("recompute modules: a norm op is its own unit, a mean over another axi
   REQUIRE(b.g.op(ln2).norm_unit);
   CHECK(*b.g.op(ln).norm_unit != *b.g.op(ln2).norm_unit);
   CHECK_FALSE(b.g.op(pool).norm_unit);  // over the sequence axis: pooling, not a norm
+  // The final norm (outside the layers) is no layer's module.
+  b.g.op(ln2).outside_layers = true;
+  graph::find_recompute_modules(b.g);
+  CHECK(b.g.op(ln).norm_unit);
+  CHECK_FALSE(b.g.op(ln2).norm_unit);
 }
 
 TEST_CASE("recompute modules: an expert's SwiGLU, not its output bias nor a dense activation", "[graph][modules]") {

@@ -48,9 +48,9 @@ MEMORY_CAUSES = [
     (r"^megatron-bridge-25\.11-GPT-OSS-120B-64gpu-h100$",
      "estimated with the H100 recipe's recompute of the norms and the experts' activation (--recompute-modules "
      "layernorm,moe_act), the first of 4 pipeline stages still holds 4 micro-batches of 9 MoE layers at the "
-     "table's micro-batch 4: 75.6 GiB of activations, 131 GiB allocated. The recipe itself runs micro-batch 1 "
+     "table's micro-batch 4: 78.8 GiB of activations, 134 GiB allocated. The recipe itself runs micro-batch 1 "
      "(Megatron-Bridge scripts/performance/configs/gpt_oss/workload_base_configs.py at cb62f8620, 2025-11-21: "
-     "BASE_GPT_OSS_120B_CONFIG micro_batch_size=1), at which planner predicts 80.9 GiB reserved, 69.2 GiB "
+     "BASE_GPT_OSS_120B_CONFIG micro_batch_size=1), at which planner predicts 81.8 GiB reserved, 69.9 GiB "
      "allocated (at risk). Which micro-batch the table ran is not resolved."),
     (r"^megatron-bridge-25\.11-Qwen3-30B-A3B-16gpu-h100$",
      "the table's layout (micro-batch 2, vp 24) keeps 48 one-layer chunks of 2 micro-batches in flight (44 GiB "

@@ -34,7 +34,15 @@ std::optional<int> expert_index(std::string_view op_name);
 ///    ReduceMean over the last axis (keeping it) with the elementwise ops and
 ///    ReduceMeans that read, directly or through one another, only the
 ///    norm's input x and parameters or constants (x*x or (x-mean)^2, the
-///    mean, + eps, sqrt, the division, the weight and bias);
+///    mean, + eps, sqrt, the division, the weight and bias); of those, the
+///    ones Megatron-Core's `layernorm` module recomputes: inside a layer (not
+///    outside_layers: the final norm is no layer's), and not read, past
+///    views, by GEMMs alone. Transformer Engine fuses such a norm into the
+///    linear layer (TELayerNormColumnParallelLinear: a layer's input norm
+///    into its QKV projection, a dense layer's pre-MLP norm into fc1), which
+///    keeps the norm's output as before; a MoE layer's pre-MLP norm, read by
+///    the router and the token dispatch, stays a module
+///    (megatron/core/models/gpt/gpt_layer_specs.py);
 ///  - an expert activation unit is, per layer and expert, the elementwise ops
 ///    of that expert (expert_index) outside attention patterns that read only
 ///    the outputs of the expert's GEMMs, of one another, and parameters or
