@@ -28,16 +28,7 @@ inline plan::Plan load_plan(const std::string& name) {
 }
 
 inline const graph::OpGraph& tiny_gpt() {
-  static const graph::OpGraph g = [] {
-    modelgen::ModelSpec s;
-    s.arch = modelgen::Arch::gpt;
-    s.layers = 4;
-    s.hidden = 64;
-    s.heads = 4;
-    s.seq = 32;
-    s.vocab = 128;
-    return build_graph(s, "tiny.onnx");
-  }();
+  static const graph::OpGraph g = build_graph(spec(modelgen::Arch::gpt, 4, 64, 4, 32, 128), "tiny.onnx");
   return g;
 }
 

@@ -14,6 +14,20 @@
 
 namespace planner::executor::testing {
 
+// A transformer's shape for modelgen (kv_heads 0 = heads).
+inline modelgen::ModelSpec spec(modelgen::Arch arch, int layers, std::int64_t hidden, std::int64_t heads,
+                                std::int64_t seq, std::int64_t vocab, int kv_heads = 0) {
+  modelgen::ModelSpec s;
+  s.arch = arch;
+  s.layers = layers;
+  s.hidden = hidden;
+  s.heads = heads;
+  s.kv_heads = kv_heads;
+  s.seq = seq;
+  s.vocab = vocab;
+  return s;
+}
+
 // Imports a modelgen model of batch 2 (shape-only: weights declared external).
 inline graph::OpGraph build_graph(modelgen::ModelSpec s, const std::string& name) {
   s.batch = 2;

@@ -83,14 +83,7 @@ TEST_CASE("recompute groups of a BERT's norms: dropped outputs, their readers", 
   // Add, so each is Megatron's layernorm module, but the last layer's second
   // norm, which feeds the MLM head's GEMM alone (fused): 7 norm groups, and
   // the 4 attention patterns.
-  modelgen::ModelSpec s;
-  s.arch = modelgen::Arch::bert;
-  s.layers = 4;
-  s.hidden = 32;
-  s.heads = 2;
-  s.seq = 8;
-  s.vocab = 64;
-  const auto g = testing::build_graph(s, "tiny_bert.onnx");
+  const auto g = testing::build_graph(testing::spec(modelgen::Arch::bert, 4, 32, 2, 8, 64), "tiny_bert.onnx");
   const auto chunks = one_chunk(g);
   auto ln = real_detail::plan_recompute(g, "selective", "core_attn,layernorm", chunks);
   REQUIRE(ln.ok());
@@ -162,17 +155,8 @@ TEST_CASE("tp output views: Expand, a batch-split loss, a row-parallel Gemm with
   // llama, 4 heads on 2 kv heads: k_repeat/Expand [2,2,1,32,16] ->
   // [2,2,2,32,16]. Split along the kv heads (dim 1, not broadcast): the
   // output is split there too; along dim 2 (1 broadcast to 2): refused.
-  static const graph::OpGraph llama = [] {
-    modelgen::ModelSpec s;
-    s.arch = modelgen::Arch::llama;
-    s.layers = 1;
-    s.hidden = 64;
-    s.heads = 4;
-    s.kv_heads = 2;
-    s.seq = 32;
-    s.vocab = 128;
-    return testing::build_graph(s, "llama_gqa.onnx");
-  }();
+  static const graph::OpGraph llama =
+      testing::build_graph(testing::spec(modelgen::Arch::llama, 1, 64, 4, 32, 128, 2), "llama_gqa.onnx");
   const auto& ex = llama.op(*llama.find_op("layers.0/attn/k_repeat/Expand"));
   auto kv = real_detail::derive_outputs(ex, llama, {TpView::split_at(1), TpView::rep()}, {}, 2);
   REQUIRE(kv.ok());

@@ -290,16 +290,7 @@ TEST_CASE("tp output views of single ops", "[executor][real][tp]") {
 
 TEST_CASE("tp output views of reductions (llama's RMSNorm mean over the hidden dim)", "[executor][real][tp]") {
   using real_detail::TpView;
-  static const graph::OpGraph g = [] {
-    modelgen::ModelSpec s;
-    s.arch = modelgen::Arch::llama;
-    s.layers = 1;
-    s.hidden = 64;
-    s.heads = 4;
-    s.seq = 32;
-    s.vocab = 128;
-    return testing::build_graph(s, "llama.onnx");
-  }();
+  static const graph::OpGraph g = testing::build_graph(testing::spec(modelgen::Arch::llama, 1, 64, 4, 32, 128), "llama.onnx");
   const auto id = g.find_op("layers.0/attn_norm/ReduceMean");
   REQUIRE(id);
   // x[2,32,64], mean over axis -1 with keepdims: [2,32,1]. Split by sequence
