@@ -58,7 +58,7 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
     nlohmann::json j;
     j["format"] = "planner.search/v1";
     j["plan_file"] = out.string();
-    j["layout"] = search::describe(best.candidate, a.search.train.modules_text());
+    j["layout"] = search::describe(best.candidate, found->plan.training.recompute_modules);
     j["training"] = {{"precision", a.search.train.precision}, {"attention", a.search.train.attention}};
     if (!a.search.train.defaults_note.empty()) j["training"]["defaults_note"] = a.search.train.defaults_note;
     j["step_time_s"] = e.step_time.value;
@@ -113,7 +113,7 @@ int run_search(SearchArgs& a, const CLI::App& sub) {
   fmt::print("model        {} ({:.4g} B parameters)\n", a.model, static_cast<double>(e.parameters) / 1e9);
   fmt::print("cluster      {} x {} ({} per node{}), global batch {}\n", a.search.devices, setup->profile.name,
              found->devices_per_node, fabric_note(setup->profile), found->global_batch);
-  fmt::print("best layout  {}\n", search::describe(best.candidate, a.search.train.modules_text()));
+  fmt::print("best layout  {}\n", search::describe(best.candidate, found->plan.training.recompute_modules));
   if (!a.search.train.defaults_note.empty()) fmt::print("defaults     {}\n", a.search.train.defaults_note);
   fmt::print("step time    {:.4g} s, {:.1f} model TFLOP/s per device, MFU {:.1f} %\n", e.step_time.value,
              e.model_tflops_per_device, 100 * e.mfu);

@@ -131,6 +131,7 @@ Result<planning::SearchFound> search_best_plan(const SearchFlags& a, const Searc
   req.attention = a.train.attention;
   req.memory_format = a.train.memory_format;
   req.recompute_modules = a.train.modules_text();
+  req.recompute_modules_given = !a.train.recompute_modules.empty();
   req.status = [&progress](const std::string& s) { progress.set(s); };
   return planning::search_plan(std::move(req));
 }

@@ -80,7 +80,25 @@ Result<SearchFound> search_plan(SearchRequest req) {
   PLANNER_TRY_STATUS(bind_batches(req, source, space));
 
   auto graph_at = [&](int mb) { return source.graph_at(mb); };
-  CostModels models(req.cost_model);
+  CostModels::Factory make = req.cost_model;
+  std::string modules_note;
+  if (!req.recompute_modules_given) {
+    PLANNER_TRY(const graph::OpGraph* g, source.graph_at(space.fixed.micro_batch.value_or(1)));
+    const auto ops = g->ops();
+    if (std::any_of(ops.begin(), ops.end(), [](const graph::Op& op) { return op.expert_act_unit.has_value(); })) {
+      req.recompute_modules = req.attention == "unfused" ? "core_attn,layernorm,moe_act" : "layernorm,moe_act";
+      const auto mods = ops::RecomputeModules::parse(req.recompute_modules);
+      make = [inner = req.cost_model, m = *mods](cost::RecomputePolicy rc) -> Result<cost::ProfileCostModel> {
+        PLANNER_TRY(cost::ProfileCostModel model, inner(rc));
+        model.set_recompute_modules(m);
+        return model;
+      };
+      modules_note = fmt::format("selective recompute here is Megatron's {} modules (the model has experts, as "
+                                 "NVIDIA's MoE recipes set recompute_modules); --recompute-modules chooses others",
+                                 req.recompute_modules);
+    }
+  }
+  CostModels models(make);
   auto model_for = [&](cost::RecomputePolicy rc) { return models.at(rc); };
   search::Options so = req.options;
   if (req.solver) so.solver = &req.solver;
@@ -93,6 +111,7 @@ Result<SearchFound> search_plan(SearchRequest req) {
   const auto& best = r.best.front();
   std::vector<std::string> notes =
       source.notes_at(best.candidate.config.micro_batch, req.global_batch > 0, space.devices);
+  if (!modules_note.empty()) notes.push_back(modules_note);
 
   PLANNER_TRY(std::string sha, sha256_file(req.model));
   PlanSources src{"search", req.model, sha, req.import, req.profile, req.precision,

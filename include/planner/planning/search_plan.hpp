@@ -57,6 +57,12 @@ struct SearchRequest {
   std::string precision, attention, memory_format = "nchw";
   /// ops::RecomputeModules::text of selective recompute ("" = core_attn).
   std::string recompute_modules;
+  /// The user chose the modules (--recompute-modules). When not, and the
+  /// model has experts' activations (graph::find_recompute_modules), the
+  /// search's selective recompute is Megatron's MoE modules, layernorm and
+  /// moe_act (with core_attn under unfused attention), as NVIDIA's MoE
+  /// recipes set them, and a note says so.
+  bool recompute_modules_given = false;
   /// Also the plans of the first this many distinct layouts of the search
   /// (distinct_layouts, candidates.hpp), the winner's first; 0: none.
   std::size_t candidate_plans = 0;
