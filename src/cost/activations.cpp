@@ -131,13 +131,13 @@ void flash_items(const graph::FusedPattern& p, const graph::OpGraph& g, const op
   out.push_back({{SavedKind::logsumexp, context.outputs.empty() ? std::nullopt : context.outputs[0], lse}, first});
 }
 
-// Keeps, of each layernorm / moe_act unit the options recompute, only its
+// Keeps, of each layernorm / moe_act unit `modules` recomputes, only its
 // inputs from outside: what the unit's ops save, and what anyone saves of
 // the unit's outputs (or of a view of them), is rematerialised before the
 // reader's backward.
-void drop_units(const graph::OpGraph& g, const ActivationOptions& o, std::vector<Entry>& entries) {
+void drop_units(const graph::OpGraph& g, RecomputeModules modules, std::vector<Entry>& entries) {
   const auto unit = [&](std::optional<OpId> id) {
-    return id ? ops::output_dropping_group(g.op(*id), o.recompute, o.modules) : std::nullopt;
+    return id ? ops::output_dropping_group(g.op(*id), RecomputePolicy::selective, modules) : std::nullopt;
   };
   std::erase_if(entries, [&](const Entry& e) {
     return unit(e.saver) || (e.raw.tensor && unit(g.tensor(alias_root(g, *e.raw.tensor)).producer));
@@ -188,11 +188,7 @@ std::vector<Entry> collect(const graph::OpGraph& g, const ActivationOptions& o, 
     entries = std::move(fused);
   }
 
-  if (policy == RecomputePolicy::selective && !o.modules.is_default()) {
-    ActivationOptions units = o;
-    units.recompute = policy;
-    drop_units(g, units, entries);
-  }
+  if (policy == RecomputePolicy::selective && !o.modules.is_default()) drop_units(g, o.modules, entries);
   if (policy == RecomputePolicy::selective && !flash && o.modules.has(RecomputeModules::kCoreAttn)) {
     std::erase_if(entries, [&](const Entry& e) {
       const auto* p = pattern_of(g.op(e.saver), g);
