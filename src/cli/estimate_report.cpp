@@ -2,6 +2,7 @@
 
 #include "planner/cli/estimate_report.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "planner/cli/flag_names.hpp"
@@ -88,8 +89,10 @@ void print_estimate(const estimate::Estimate& e, const ReportContext& ctx) {
     fmt::print("\nDOES NOT FIT: {} needed on stage {} (allocated, without the allocator's fragmentation), {} available.\n",
                human_bytes(worst.allocated()), worst.stage, human_bytes(e.capacity));
     if (e.advice.empty()) fmt::print("no single change found that shrinks it\n");
+    std::size_t width = 28;
+    for (const auto& a : e.advice) width = std::max(width, with_flags(a.change).size());
     for (const auto& a : e.advice)
-      fmt::print("  {:<28} saves {:>12}{}\n", with_flags(a.change), human_bytes(a.saves), a.fits ? "  -> fits" : "");
+      fmt::print("  {:<{}} saves {:>12}{}\n", with_flags(a.change), width, human_bytes(a.saves), a.fits ? "  -> fits" : "");
   }
   for (const auto& n : e.notes) fmt::print("note: {}\n", with_flags(n));
   for (const auto& n : ctx.import_notes) fmt::print("note: {}\n", n);

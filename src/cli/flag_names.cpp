@@ -10,7 +10,7 @@ namespace {
 
 // Config field (estimate::ParallelConfig, search::Space, onnx::ImportOptions,
 // cost settings) -> the flag that sets it.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 20> kFlags{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 21> kFlags{{
     {"dp", "--dp"},
     {"tp", "--tp"},
     {"pp", "--pp"},
@@ -27,6 +27,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 20> kFlags{{
     {"schedule", "--schedule"},
     {"grad_reduce_bytes", "--grad-reduce-bytes"},
     {"recompute", "--recompute"},
+    {"recompute_modules", "--recompute-modules"},
     {"fix", "--fix"},
     {"batch", "--batch"},
     {"precision", "--precision"},

@@ -188,15 +188,19 @@ Result<std::vector<int>> embedding_loss_chunk_sizes(int layers, int chunks);
 /// (1 when the tensor has no layout: replicated).
 double local_fraction(const Layout& L, const graph::OpGraph& g, graph::TensorId t);
 
-/// Per-pipeline-rank memory; `recompute` overrides the model's policy (for
-/// advice). Per rank r: `in_flight[r]` micro-batches (reported) and
-/// `peak_activation[r]` bytes of activations held at its peak (simulated).
+/// Per-pipeline-rank memory; `recompute` (and `modules`, for selective)
+/// override the model's (for advice). Per rank r: `in_flight[r]`
+/// micro-batches (reported) and `peak_activation[r]` bytes of activations
+/// held at its peak (simulated).
 std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
                                       const Layout& L, cost::RecomputePolicy recompute,
-                                      const std::vector<double>& in_flight, const std::vector<Bytes>& peak_activation);
+                                      const std::vector<double>& in_flight, const std::vector<Bytes>& peak_activation,
+                                      std::optional<cost::RecomputeModules> modules = std::nullopt);
 
-/// Activation bytes of one micro-batch per chunk under `recompute`.
+/// Activation bytes of one micro-batch per chunk under `recompute` (and
+/// `modules`; default the model's).
 std::vector<Bytes> chunk_activations(const graph::OpGraph& g, const cost::CostModel& model, const Layout& L,
-                                     cost::RecomputePolicy recompute);
+                                     cost::RecomputePolicy recompute,
+                                     std::optional<cost::RecomputeModules> modules = std::nullopt);
 
 }  // namespace planner::estimate::detail

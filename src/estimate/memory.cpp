@@ -18,12 +18,13 @@ namespace {
 using graph::OpId;
 using graph::TensorId;
 
-cost::ActivationOptions activation_options(const cost::CostModel& model, cost::RecomputePolicy recompute) {
+cost::ActivationOptions activation_options(const cost::CostModel& model, cost::RecomputePolicy recompute,
+                                           std::optional<cost::RecomputeModules> modules = std::nullopt) {
   cost::ActivationOptions ao;
   ao.precision = model.context().precision();
   ao.attention = model.context().attention();
   ao.recompute = recompute;
-  ao.modules = model.context().recompute_modules();
+  ao.modules = modules.value_or(model.context().recompute_modules());
   return ao;
 }
 
@@ -82,9 +83,9 @@ std::shared_ptr<const std::vector<ParamInfo>> params_of(const graph::OpGraph& g,
 }  // namespace
 
 std::vector<Bytes> chunk_activations(const graph::OpGraph& g, const cost::CostModel& model, const Layout& L,
-                                     cost::RecomputePolicy recompute) {
+                                     cost::RecomputePolicy recompute, std::optional<cost::RecomputeModules> modules) {
   std::vector<Bytes> per(static_cast<std::size_t>(L.chunks));
-  const auto rep = cost::shared_saved_activations(g, activation_options(model, recompute));
+  const auto rep = cost::shared_saved_activations(g, activation_options(model, recompute, modules));
   for (const auto& item : rep->items)
     per[static_cast<std::size_t>(L.chunk_of_op[item.saver.value])] += item.bytes * item_fraction(L, g, item);
   return per;
@@ -92,7 +93,8 @@ std::vector<Bytes> chunk_activations(const graph::OpGraph& g, const cost::CostMo
 
 std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostModel& model, const ParallelConfig& c,
                                       const Layout& L, cost::RecomputePolicy recompute,
-                                      const std::vector<double>& in_flight, const std::vector<Bytes>& peak_activation) {
+                                      const std::vector<double>& in_flight, const std::vector<Bytes>& peak_activation,
+                                      std::optional<cost::RecomputeModules> modules) {
   const auto& policy = model.context().precision();
   const int pp = c.pp;
   std::vector<StageMemory> out(static_cast<std::size_t>(pp));
@@ -128,7 +130,7 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
 
   // Activations of one micro-batch per chunk, and the reserves the cost
   // model computes for the whole graph (context, communicator, temporary).
-  const auto rep_memo = cost::shared_saved_activations(g, activation_options(model, recompute));
+  const auto rep_memo = cost::shared_saved_activations(g, activation_options(model, recompute, modules));
   const auto& rep = *rep_memo;
   const auto rep_none = recompute == cost::RecomputePolicy::none
                             ? rep_memo

@@ -180,20 +180,39 @@ void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& mod
     consider(fmt::format("`zero` {}", z.zero),
              detail::stage_memory(g, model, z, L, model.context().recompute(), in_flight, peak_act));
   }
-  if (model.context().recompute() != cost::RecomputePolicy::full) {
-    // Activations scale with the per-chunk bytes under full recompute.
+  // Another recompute: activations held at the peak scale with the
+  // per-chunk bytes of one micro-batch.
+  auto consider_recompute = [&](std::string change, cost::RecomputePolicy policy,
+                                std::optional<cost::RecomputeModules> modules) {
     const auto now = detail::chunk_activations(g, model, L, model.context().recompute());
-    const auto full = detail::chunk_activations(g, model, L, cost::RecomputePolicy::full);
+    const auto then = detail::chunk_activations(g, model, L, policy, modules);
     std::vector<Bytes> peak = peak_act;
     for (int r = 0; r < c.pp; ++r) {
       Bytes a, b;
       for (int ch = r; ch < L.chunks; ch += c.pp) {
         a += now[static_cast<std::size_t>(ch)];
-        b += full[static_cast<std::size_t>(ch)];
+        b += then[static_cast<std::size_t>(ch)];
       }
       if (a.value > 0) peak[static_cast<std::size_t>(r)] = peak_act[static_cast<std::size_t>(r)] * (b.value / a.value);
     }
-    consider("`recompute` full", detail::stage_memory(g, model, c, L, cost::RecomputePolicy::full, in_flight, peak));
+    consider(std::move(change), detail::stage_memory(g, model, c, L, policy, in_flight, peak, modules));
+  };
+  if (model.context().recompute() != cost::RecomputePolicy::full)
+    consider_recompute("`recompute` full", cost::RecomputePolicy::full, std::nullopt);
+  // A model with experts: Megatron's MoE modules (selective recompute of
+  // the experts' activation and the pre-MLP norms), where not already on.
+  const auto ops = g.ops();
+  const bool experts =
+      std::any_of(ops.begin(), ops.end(), [](const graph::Op& op) { return op.expert_act_unit.has_value(); });
+  const auto moe = *cost::RecomputeModules::parse("layernorm,moe_act");
+  const auto ctx_modules = model.context().recompute_modules();
+  if (experts && model.context().recompute() != cost::RecomputePolicy::full &&
+      !(model.context().recompute() == cost::RecomputePolicy::selective &&
+        ctx_modules.has(cost::RecomputeModules::kMoeAct) && ctx_modules.has(cost::RecomputeModules::kLayernorm))) {
+    cost::RecomputeModules with = moe;
+    if (model.context().recompute() == cost::RecomputePolicy::selective) with.bits |= ctx_modules.bits;
+    consider_recompute(fmt::format("`recompute` selective `recompute_modules` {}", with.text()),
+                       cost::RecomputePolicy::selective, with);
   }
   auto try_layout = [&](ParallelConfig alt, const std::string& change) {
     if (!validate(alt).ok()) return;
