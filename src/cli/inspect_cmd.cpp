@@ -30,6 +30,17 @@ struct SharedParameter {
   std::vector<std::string> readers;
 };
 
+// Megatron recompute-module units (graph::find_recompute_modules): norms
+// (layernorm) and experts' activations (moe_act).
+std::pair<std::size_t, std::size_t> module_units(const graph::OpGraph& g) {
+  std::set<int> norms, acts;
+  for (const auto& op : g.ops()) {
+    if (op.norm_unit) norms.insert(*op.norm_unit);
+    if (op.expert_act_unit) acts.insert(*op.expert_act_unit);
+  }
+  return {norms.size(), acts.size()};
+}
+
 std::vector<SharedParameter> shared_parameters(const graph::OpGraph& g) {
   std::vector<SharedParameter> out;
   for (std::uint32_t i = 0; i < g.num_tensors(); ++i) {
@@ -81,6 +92,8 @@ nlohmann::json to_json(const onnx::ImportedModel& m) {
   nlohmann::json shared = nlohmann::json::array();
   for (const auto& p : shared_parameters(g)) shared.push_back({{"parameter", p.name}, {"readers", p.readers}});
   j["shared_parameters"] = shared;
+  const auto [norms, acts] = module_units(g);
+  j["recompute_modules"] = {{"layernorm", norms}, {"moe_act", acts}};
   nlohmann::json dis = nlohmann::json::array();
   for (const auto& d : m.report.disagreements)
     dis.push_back({{"tensor", d.tensor}, {"declared", d.declared}, {"computed", d.computed}});
@@ -116,6 +129,9 @@ void print_table(const onnx::ImportedModel& m) {
                b.first_layer + b.count - 1, sig);
   }
   fmt::print("attention    {} pattern(s)\n", g.fused.size());
+  if (const auto [norms, acts] = module_units(g); norms + acts > 0)
+    fmt::print("recompute    --recompute-modules units: layernorm {} norm(s), moe_act {} expert activation(s)\n", norms,
+               acts);
   for (const auto& p : shared_parameters(g)) {
     std::string readers;
     for (const auto& r : p.readers) readers += (readers.empty() ? "" : ", ") + r;

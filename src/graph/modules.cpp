@@ -74,8 +74,9 @@ bool is_view(const Op& op) {
                                op.type == "Unsqueeze" || op.type == "Identity");
 }
 
-// Every op past views that reads the unit's outputs is a GEMM: Transformer
-// Engine fuses such a norm into the linear layer (LayerNormLinear).
+// Every op past views that reads the unit's outputs' values (Shape and Size
+// read none) is a GEMM: Transformer Engine fuses such a norm into the linear
+// layer (LayerNormLinear).
 bool read_by_gemms_only(const OpGraph& g, const std::vector<OpId>& unit) {
   std::vector<TensorId> outs;
   for (OpId o : unit)
@@ -86,6 +87,7 @@ bool read_by_gemms_only(const OpGraph& g, const std::vector<OpId>& unit) {
     for (OpId c : g.tensor(outs[k]).consumers) {
       if (std::find(unit.begin(), unit.end(), c) != unit.end()) continue;
       const Op& op = g.op(c);
+      if (op.domain.empty() && (op.type == "Shape" || op.type == "Size")) continue;  // read no values
       if (is_view(op)) {
         for (const auto& t : op.outputs)
           if (t) outs.push_back(*t);

@@ -48,7 +48,10 @@ TEST_CASE("recompute modules: a decomposed RMSNorm is one unit, the residual add
   };
   const auto mm = n.op("q/MatMul", "MatMul", OpClass::matmul, {y, wq}, {a});
   const auto residual = n.op("residual", "Add", OpClass::elementwise, {x, a}, {out});
-  // Read by a GEMM alone, Transformer Engine fuses the norm into it: no unit.
+  // Read by a GEMM alone (a Shape reads no values), Transformer Engine fuses
+  // the norm into it: no unit.
+  const auto dims = b.tensor("dims", {3}, TensorRole::activation, core::DType::i64);
+  n.op("dims/Shape", "Shape", OpClass::data_movement, {y}, {dims});
   graph::find_recompute_modules(b.g);
   for (auto o : norm) CHECK_FALSE(b.g.op(o).norm_unit);
   // Read through a view by a token gather as well (a MoE layer's pre-MLP
