@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "planner/estimate/estimate.hpp"
+#include "planner/graph/analysis.hpp"
 #include "planner/estimate/optimizer_bytes.hpp"
 #include "step_work.hpp"
 
@@ -201,16 +202,12 @@ void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& mod
     consider_recompute("`recompute` full", cost::RecomputePolicy::full, std::nullopt);
   // A model with experts: Megatron's MoE modules (selective recompute of
   // the experts' activation and the pre-MLP norms), where not already on.
-  const auto ops = g.ops();
-  const bool experts =
-      std::any_of(ops.begin(), ops.end(), [](const graph::Op& op) { return op.expert_act_unit.has_value(); });
-  const auto moe = *cost::RecomputeModules::parse("layernorm,moe_act");
-  const auto ctx_modules = model.context().recompute_modules();
-  if (experts && model.context().recompute() != cost::RecomputePolicy::full &&
-      !(model.context().recompute() == cost::RecomputePolicy::selective &&
-        ctx_modules.has(cost::RecomputeModules::kMoeAct) && ctx_modules.has(cost::RecomputeModules::kLayernorm))) {
-    cost::RecomputeModules with = moe;
-    if (model.context().recompute() == cost::RecomputePolicy::selective) with.bits |= ctx_modules.bits;
+  const auto rc = model.context().recompute();
+  const auto now = model.context().recompute_modules();
+  cost::RecomputeModules with = cost::RecomputeModules::moe(false);
+  if (rc == cost::RecomputePolicy::selective) with.bits = static_cast<std::uint8_t>(with.bits | now.bits);
+  if (graph::has_expert_activations(g) && rc != cost::RecomputePolicy::full &&
+      !(rc == cost::RecomputePolicy::selective && with == now)) {
     consider_recompute(fmt::format("`recompute` selective `recompute_modules` {}", with.text()),
                        cost::RecomputePolicy::selective, with);
   }

@@ -196,6 +196,11 @@ std::optional<int> expert_index(std::string_view name) {
   return std::nullopt;
 }
 
+bool has_expert_activations(const OpGraph& g) {
+  const auto ops = g.ops();
+  return std::any_of(ops.begin(), ops.end(), [](const Op& op) { return op.expert_act_unit.has_value(); });
+}
+
 void find_recompute_modules(OpGraph& g) {
   for (auto& op : g.mutable_ops()) {
     op.norm_unit.reset();

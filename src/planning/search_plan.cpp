@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "planner/core/sha256.hpp"
+#include "planner/graph/analysis.hpp"
 #include "planner/planning/candidates.hpp"
 #include "planner/planning/model_source.hpp"
 #include "planner/planning/plan_build.hpp"
@@ -84,11 +85,10 @@ Result<SearchFound> search_plan(SearchRequest req) {
   std::string modules_note;
   if (!req.recompute_modules_given) {
     PLANNER_TRY(const graph::OpGraph* g, source.graph_at(space.fixed.micro_batch.value_or(1)));
-    const auto ops = g->ops();
-    if (std::any_of(ops.begin(), ops.end(), [](const graph::Op& op) { return op.expert_act_unit.has_value(); })) {
-      req.recompute_modules = req.attention == "unfused" ? "core_attn,layernorm,moe_act" : "layernorm,moe_act";
-      const auto mods = ops::RecomputeModules::parse(req.recompute_modules);
-      make = [inner = req.cost_model, m = *mods](cost::RecomputePolicy rc) -> Result<cost::ProfileCostModel> {
+    if (graph::has_expert_activations(*g)) {
+      const auto mods = ops::RecomputeModules::moe(req.attention == "unfused");
+      req.recompute_modules = mods.text();
+      make = [inner = req.cost_model, m = mods](cost::RecomputePolicy rc) -> Result<cost::ProfileCostModel> {
         PLANNER_TRY(cost::ProfileCostModel model, inner(rc));
         model.set_recompute_modules(m);
         return model;

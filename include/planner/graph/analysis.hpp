@@ -49,6 +49,9 @@ std::optional<int> expert_index(std::string_view op_name);
 ///    constants, and whose output reaches one of the expert's GEMMs.
 void find_recompute_modules(OpGraph& g);
 
+/// Some op of `g` is in an expert activation unit (find_recompute_modules).
+bool has_expert_activations(const OpGraph& g);
+
 /// True when a framework that fuses elementwise chains (Megatron's and
 /// DeepSpeed's fused kernels) keeps tensor `t` in registers: its producer
 /// and its only consumer are elementwise ops outside any fused pattern, `t`

@@ -59,6 +59,11 @@ struct RecomputeModules {
   /// Parses a ','-separated list (spaces ignored; repeats allowed). Errors
   /// name the unknown module and the known ones; an empty list is an error.
   static Result<RecomputeModules> parse(std::string_view list);
+  /// Megatron's modules for a model with experts, as NVIDIA's MoE recipes
+  /// set them: layernorm and moe_act, with core_attn when `core_attn`.
+  static RecomputeModules moe(bool core_attn) {
+    return {static_cast<std::uint8_t>(kLayernorm | kMoeAct | (core_attn ? kCoreAttn : 0))};
+  }
   friend bool operator==(const RecomputeModules&, const RecomputeModules&) = default;
   friend auto operator<=>(const RecomputeModules&, const RecomputeModules&) = default;
 };
