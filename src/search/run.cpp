@@ -89,8 +89,9 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   for (const auto& c : candidates) orders = std::max(orders, c.order + 1);
   std::vector<bool> memory_pruned(orders, false);
   // Activations of one micro-batch per (micro-batch, policy), whole
-  // (estimate::saved_activation_bytes; not for models with experts, whose
-  // routed tokens estimate shares out otherwise).
+  // (estimate::saved_activation_bytes). A model's experts hold theirs whole
+  // on every rank too: a rank's E/ep experts take the tokens routed to them
+  // from its ep group, ep x (1/ep) of one micro-batch's.
   std::map<std::pair<int, cost::RecomputePolicy>, double> activations;
   std::map<cost::RecomputePolicy, Bytes> reserve;  // CUDA context + communicator per model
   std::map<cost::RecomputePolicy, BoundMemo> bound_memo;
@@ -102,29 +103,26 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     bounds[c.order] = layout_bound(c, facts, *cm.at(c.recompute), mem == memory.end() ? nullptr : &mem->second,
                                    &bound_memo[c.recompute]);
     c.bound = bounds[c.order].total;
-    Bytes floor = memory_floor(c, facts);
-    smallest_state = std::min(smallest_state, floor);
-    if (facts.experts == 0) {
-      // The ranks also hold their micro-batches' activations in flight, the
-      // allocator's fragmentation and the context and communicator reserve
-      // (stage_memory_floor): a layout whose fullest rank overflows the
-      // device cannot fit.
-      const auto key = std::make_pair(c.config.micro_batch, c.recompute);
-      auto it = activations.find(key);
-      if (it == activations.end()) {
-        PLANNER_TRY(const graph::OpGraph* gm, graphs(c.config.micro_batch));
-        it = activations.emplace(key, estimate::saved_activation_bytes(*gm, *cm.at(c.recompute), c.recompute).value).first;
-      }
-      auto rv = reserve.find(c.recompute);
-      if (rv == reserve.end()) {
-        const cost::MemoryBreakdown base = cm.at(c.recompute)->memory(*g1, cost::MemorySetup{});
-        rv = reserve.emplace(c.recompute, base.cuda_context + base.communicator).first;
-      }
-      const auto training = cm.at(c.recompute)->context().precision().default_precision();
-      floor = stage_memory_floor(c, facts, Bytes(it->second), rv->second,
-                                 reserved_limit ? cm.at(c.recompute)->fragmentation() : 0.0,
-                                 estimate::framework_gradient_bytes(c.config, training));
+    smallest_state = std::min(smallest_state, memory_floor(c, facts));
+    // The ranks also hold their micro-batches' activations in flight, the
+    // allocator's fragmentation and the context and communicator reserve
+    // (stage_memory_floor): a layout whose fullest rank overflows the
+    // device cannot fit.
+    const auto key = std::make_pair(c.config.micro_batch, c.recompute);
+    auto it = activations.find(key);
+    if (it == activations.end()) {
+      PLANNER_TRY(const graph::OpGraph* gm, graphs(c.config.micro_batch));
+      it = activations.emplace(key, estimate::saved_activation_bytes(*gm, *cm.at(c.recompute), c.recompute).value).first;
     }
+    auto rv = reserve.find(c.recompute);
+    if (rv == reserve.end()) {
+      const cost::MemoryBreakdown base = cm.at(c.recompute)->memory(*g1, cost::MemorySetup{});
+      rv = reserve.emplace(c.recompute, base.cuda_context + base.communicator).first;
+    }
+    const auto training = cm.at(c.recompute)->context().precision().default_precision();
+    const Bytes floor = stage_memory_floor(c, facts, Bytes(it->second), rv->second,
+                                           reserved_limit ? cm.at(c.recompute)->fragmentation() : 0.0,
+                                           estimate::framework_gradient_bytes(c.config, training));
     smallest_floor = std::min(smallest_floor, floor);
     if (floor > capacity) {
       // Its model state (and activations) overflow the device: no estimate

@@ -388,8 +388,11 @@ Bytes memory_floor(const Candidate& c, const ModelFacts& facts) {
 Bytes stage_memory_floor(const Candidate& c, const ModelFacts& facts, Bytes activations, Bytes reserve,
                          double fragmentation, double gradient_bytes) {
   const auto& k = c.config;
-  const double state = memory_floor(c, facts).value +
-                       gradient_bytes * facts.parameters / (static_cast<double>(k.tp) * k.pp);
+  // The framework's gradient buffers per local parameter: experts split
+  // over ep too (memory_floor).
+  const double expert = facts.experts > 0 && k.ep > 1 ? facts.expert_parameters : 0.0;
+  const double local = (facts.parameters - expert + expert / k.ep) / (static_cast<double>(k.tp) * k.pp);
+  const double state = memory_floor(c, facts).value + gradient_bytes * local;
   const double a = activations.value / (static_cast<double>(k.tp) * k.cp);
   const auto m = static_cast<double>(k.micro_batches());
   double h = 0, most = 1;

@@ -409,11 +409,11 @@ std::size_t check_space(const std::function<graph::OpGraph(int)>& make, std::int
     CHECK(b.optimizer.value <= opt / c.config.pp * (1 + 1e-12));
     if (e->fits) best = std::min(best, e->step_time.value);
     // The search's memory floor (search::stage_memory_floor: model state and
-    // the activations the schedule holds in flight, for models without
-    // experts, plus fragmentation and the reserve) is at most the fullest
+    // the activations the schedule holds in flight, experts' too, plus
+    // fragmentation and the reserve) is at most the fullest
     // stage's memory; where it binds (pp > 1) it is above the mean stage's
     // state and one micro-batch, the floor it replaced.
-    if (facts.experts == 0) {
+    {
       const auto base = model.memory(graph_at(1), cost::MemorySetup{});
       const Bytes acts = estimate::saved_activation_bytes(graph_at(c.config.micro_batch), model, c.recompute);
       const double floor =
