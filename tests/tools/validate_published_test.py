@@ -376,6 +376,16 @@ class RowMapping(unittest.TestCase):
         self.assertEqual(m.arch, "llama")
         self.assertIsNone(flag(m, "--ep"))
         self.assertNotIn("--tie-embeddings", m.model_args)  # Llama keeps its own lm_head
+        # Megatron-Bridge's performance configs reduce gradients in bf16
+        # (grad_reduce_in_fp32 = False), for fp8 and bf16 rows, not fp32.
+        self.assertEqual(flag(m, "--grad-reduce-bytes"), "2")
+        self.assertIn("grad-bf16", m.plan)
+        self.assertTrue(any("grad_reduce_in_fp32 = False" in n for n in m.notes))
+        m32 = map_row(row(model={"type": "Llama 3 decoder (GQA, SwiGLU)", "name": "LLAMA3_70B", "layers": 80,
+                                 "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "seq_len": 8192,
+                                 "vocab": 128000}, parallelism={"tp": 4, "pp": 8, "dp": 2, "ep": 1},
+                          **dict(base, precision="FP32")), REPO)
+        self.assertIsNone(flag(m32, "--grad-reduce-bytes"))
         # A MoE row naming a public config: llama-moe with its head size,
         # experts and top-k from the config, ep passed on.
         m = map_row(row(model={"type": "MoE decoder", "name": "Qwen3-30B-A3B", "seq_len": 4096},

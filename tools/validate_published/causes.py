@@ -34,7 +34,12 @@ TIME_CAUSES = [
      "host) are small kernels and host work; NVIDIA's MoE guide (Megatron-Bridge docs, 'The Three Walls') names "
      "'small expert GEMMs + host overhead' as the compute-efficiency wall. With the layout of the repository's "
      "recipe a week later (micro-batch 1, vp 12; scripts/performance/configs/qwen3/workload_base_configs.py at "
-     "21397b5c2), which fits, the prediction is 13.9 s (-44 %). Not modelled: no sourced per-op magnitude."),
+     "21397b5c2), which fits, the prediction is 13.9 s (-44 %). The same software on the same hardware ran "
+     "1.77x faster three months later: the archive's 26.02 row (pp2 vp12 ep8, micro-batch 1, GBS 1024) has "
+     "5113 tokens/s/GPU, its 26.02.01 row with the same columns 9058, after the H100 configs moved from the "
+     "alltoall dispatcher to the flex dispatcher with HybridEP (4a6450755, 2026-02-23; "
+     "docs/performance-summary-archive.md). The prediction here, 10,325 tokens/s/GPU, prices a dispatcher of "
+     "the later kind. Not modelled: no sourced per-op magnitude of the alltoall dispatcher's host work."),
     (r"^dle-resnet50-.*-8gpu$",
      "ResNet-50 on 8 GPUs: the source's scaling efficiency (0.84 DGX A100 AMP, 0.87 DGX-1 AMP, 0.97 FP32) "
      "loses more per step than the overlapped DDP all-reduce the planner models (the fastest runs lose "

@@ -52,6 +52,10 @@ GRAD_REDUCE_BF16_STACKS = {
     "nemo": "NeMo-Framework-Launcher H100 performance scripts (examples/training/*/h100/*_fp8*.sh: "
             "+training.model.optim.grad_sync_dtype=bf16; conf/training/nemotron/nemotron_340b.yaml: "
             "optim.grad_sync_dtype bf16)",
+    "megatron-bridge": "Megatron-Bridge performance configs, every model family (scripts/performance/configs/*/"
+                       "*_llm_pretrain.py: cfg.mixed_precision.grad_reduce_in_fp32 = False, "
+                       "cfg.ddp.grad_reduce_in_fp32 = False; at 5a7e66e21, 2025-11, and 5c86b2b1d, 2026-02), "
+                       "overriding MixedPrecisionConfig's grad_reduce_in_fp32=True",
 }
 
 # Stacks whose optimizer keeps only the low 16 bits of the fp32 master
