@@ -221,8 +221,9 @@ std::vector<StageMemory> stage_memory(const graph::OpGraph& g, const cost::CostM
 
 namespace planner::estimate {
 
-Bytes saved_activation_bytes(const graph::OpGraph& g, const cost::CostModel& model, cost::RecomputePolicy recompute) {
-  return cost::shared_saved_activations(g, detail::activation_options(model, recompute))->total;
+SavedBytes saved_bytes(const graph::OpGraph& g, const cost::CostModel& model, cost::RecomputePolicy recompute) {
+  const auto rep = cost::shared_saved_activations(g, detail::activation_options(model, recompute));
+  return SavedBytes{rep->total, rep->loss_buffer};
 }
 
 }  // namespace planner::estimate

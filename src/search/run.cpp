@@ -88,11 +88,12 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   std::size_t orders = 0;
   for (const auto& c : candidates) orders = std::max(orders, c.order + 1);
   std::vector<bool> memory_pruned(orders, false);
-  // Activations of one micro-batch per (micro-batch, policy), whole
-  // (estimate::saved_activation_bytes). A model's experts hold theirs whole
-  // on every rank too: a rank's E/ep experts take the tokens routed to them
-  // from its ep group, ep x (1/ep) of one micro-batch's.
-  std::map<std::pair<int, cost::RecomputePolicy>, double> activations;
+  // Activations and loss buffer of one micro-batch per (micro-batch,
+  // policy), whole (estimate::saved_bytes). A model's experts hold their
+  // activations whole on every rank too: a rank's E/ep experts take the
+  // tokens routed to them from its ep group, ep x (1/ep) of one
+  // micro-batch's.
+  std::map<std::pair<int, cost::RecomputePolicy>, estimate::SavedBytes> saved;
   std::map<cost::RecomputePolicy, Bytes> reserve;  // CUDA context + communicator per model
   std::map<cost::RecomputePolicy, BoundMemo> bound_memo;
   // Each layout's bound in parts, by order (with_model_parallel_floor
@@ -105,14 +106,14 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     c.bound = bounds[c.order].total;
     smallest_state = std::min(smallest_state, memory_floor(c, facts));
     // The ranks also hold their micro-batches' activations in flight, the
-    // allocator's fragmentation and the context and communicator reserve
+    // last one the loss buffer, the allocator's fragmentation and the context and communicator reserve
     // (stage_memory_floor): a layout whose fullest rank overflows the
     // device cannot fit.
     const auto key = std::make_pair(c.config.micro_batch, c.recompute);
-    auto it = activations.find(key);
-    if (it == activations.end()) {
+    auto it = saved.find(key);
+    if (it == saved.end()) {
       PLANNER_TRY(const graph::OpGraph* gm, graphs(c.config.micro_batch));
-      it = activations.emplace(key, estimate::saved_activation_bytes(*gm, *cm.at(c.recompute), c.recompute).value).first;
+      it = saved.emplace(key, estimate::saved_bytes(*gm, *cm.at(c.recompute), c.recompute)).first;
     }
     auto rv = reserve.find(c.recompute);
     if (rv == reserve.end()) {
@@ -120,7 +121,7 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
       rv = reserve.emplace(c.recompute, base.cuda_context + base.communicator).first;
     }
     const auto training = cm.at(c.recompute)->context().precision().default_precision();
-    const Bytes floor = stage_memory_floor(c, facts, Bytes(it->second), rv->second,
+    const Bytes floor = stage_memory_floor(c, facts, it->second, rv->second,
                                            reserved_limit ? cm.at(c.recompute)->fragmentation() : 0.0,
                                            estimate::framework_gradient_bytes(c.config, training));
     smallest_floor = std::min(smallest_floor, floor);

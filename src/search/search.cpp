@@ -374,18 +374,21 @@ Bytes memory_floor(const Candidate& c, const ModelFacts& facts) {
 }
 
 // Why it is at most the fullest stage's peak (src/estimate/memory.cpp):
-// rank r's peak is at least S_r + A_r f_r + reserve + fragmentation x its
-// allocated bytes, S_r its model state (with the framework's gradient
-// buffers per local parameter), A_r one micro-batch's activations of
-// its chunks, f_r the micro-batches it holds at its peak; the S_r sum to at
-// least pp x memory_floor, the A_r to at least the whole micro-batch's
-// activations / (tp cp) (each item split over tp x cp at most). The
-// schedule holds f_r >= min(m, pp - r) under 1F1B and interleaved 1F1B (the
-// warm-up forwards of rank r before its first backward) and m under GPipe.
-// The maximum over ranks is at least any weighted mean: weights 1 give
-// S + A / pp (f_r >= 1), weights 1 / f_r give (sum S_r / f_r + A) / H with
-// H = sum 1 / f_r and sum S_r / f_r >= pp S / max f.
-Bytes stage_memory_floor(const Candidate& c, const ModelFacts& facts, Bytes activations, Bytes reserve,
+// rank r's peak is at least S_r + A_r f_r (+ L f_L on the last rank) +
+// reserve + fragmentation x its allocated bytes, S_r its model state (with
+// the framework's gradient buffers per local parameter), A_r one
+// micro-batch's activations of its chunks, f_r the micro-batches it holds
+// at its peak, L the loss buffer's local share (at least the whole / (tp
+// cp), halved when fused) and f_L the times it is held (m under GPipe,
+// else 1: f_L >= f_(pp-1) below); the S_r sum to at least pp x
+// memory_floor, the A_r to at least the whole micro-batch's activations /
+// (tp cp) (each item split over tp x cp at most). The schedule holds f_r >=
+// min(m, pp - r) under 1F1B and interleaved 1F1B (the warm-up forwards of
+// rank r before its first backward) and m under GPipe. The maximum over
+// ranks is at least any weighted mean: weights 1 give S + (A + L) / pp
+// (f_r >= 1), weights 1 / f_r give (sum S_r / f_r + A + L) / H with H =
+// sum 1 / f_r and sum S_r / f_r >= pp S / max f.
+Bytes stage_memory_floor(const Candidate& c, const ModelFacts& facts, const estimate::SavedBytes& saved, Bytes reserve,
                          double fragmentation, double gradient_bytes) {
   const auto& k = c.config;
   // The framework's gradient buffers per local parameter: experts split
@@ -393,7 +396,8 @@ Bytes stage_memory_floor(const Candidate& c, const ModelFacts& facts, Bytes acti
   const double expert = facts.experts > 0 && k.ep > 1 ? facts.expert_parameters : 0.0;
   const double local = (facts.parameters - expert + expert / k.ep) / (static_cast<double>(k.tp) * k.pp);
   const double state = memory_floor(c, facts).value + gradient_bytes * local;
-  const double a = activations.value / (static_cast<double>(k.tp) * k.cp);
+  const double a = saved.activations.value / (static_cast<double>(k.tp) * k.cp);
+  const double loss = saved.loss_buffer.value / (static_cast<double>(k.tp) * k.cp) * (k.fused_loss ? 0.5 : 1.0);
   const auto m = static_cast<double>(k.micro_batches());
   double h = 0, most = 1;
   for (int r = 0; r < k.pp; ++r) {
@@ -401,7 +405,7 @@ Bytes stage_memory_floor(const Candidate& c, const ModelFacts& facts, Bytes acti
     h += 1.0 / f;
     most = std::max(most, f);
   }
-  const double held = std::max(state + a / k.pp, (state * k.pp / most + a) / h);
+  const double held = std::max(state + (a + loss) / k.pp, (state * k.pp / most + a + loss) / h);
   return Bytes(held * (1.0 + fragmentation)) + reserve;
 }
 

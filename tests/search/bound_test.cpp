@@ -408,23 +408,23 @@ std::size_t check_space(const std::function<graph::OpGraph(int)>& make, std::int
       if (sp.kind == estimate::SpanKind::optimizer) opt += (sp.end - sp.start).value;
     CHECK(b.optimizer.value <= opt / c.config.pp * (1 + 1e-12));
     if (e->fits) best = std::min(best, e->step_time.value);
-    // The search's memory floor (search::stage_memory_floor: model state and
-    // the activations the schedule holds in flight, experts' too, plus
-    // fragmentation and the reserve) is at most the fullest
+    // The search's memory floor (search::stage_memory_floor: model state,
+    // the activations the schedule holds in flight, experts' too, the last
+    // rank's loss buffer, plus fragmentation and the reserve) is at most the fullest
     // stage's memory; where it binds (pp > 1) it is above the mean stage's
     // state and one micro-batch, the floor it replaced.
     {
       const auto base = model.memory(graph_at(1), cost::MemorySetup{});
-      const Bytes acts = estimate::saved_activation_bytes(graph_at(c.config.micro_batch), model, c.recompute);
+      const auto saved = estimate::saved_bytes(graph_at(c.config.micro_batch), model, c.recompute);
       const double floor =
-          search::stage_memory_floor(c, facts, acts, base.cuda_context + base.communicator,
+          search::stage_memory_floor(c, facts, saved, base.cuda_context + base.communicator,
                                      model.fragmentation(),
                                      estimate::framework_gradient_bytes(c.config, model.context().precision().default_precision()))
               .value;
       INFO("memory floor " << floor << " peak " << e->peak_stage().peak().value);
       CHECK(floor <= e->peak_stage().peak().value * (1 + 1e-12));
       const double before = search::memory_floor(c, facts).value +
-                            acts.value / (static_cast<double>(c.config.tp) * c.config.cp * c.config.pp);
+                            saved.activations.value / (static_cast<double>(c.config.tp) * c.config.cp * c.config.pp);
       CHECK(floor >= before);
       if (c.config.pp > 1 && c.config.micro_batches() > 1 && floor > 1.2 * before) ++stronger;
     }

@@ -388,11 +388,11 @@ TEST_CASE("search ep: experts that fit only split over ep, memory pruning stays 
   // experts' activations held whole, the allocator's fragmentation; the
   // fake has no reserve) above the device less the profile's margin.
   const auto facts = search::facts_of(g, 64);
-  const Bytes acts = estimate::saved_activation_bytes(g, p.model, cost::RecomputePolicy::none);
+  const auto saved = estimate::saved_bytes(g, p.model, cost::RecomputePolicy::none);
   std::size_t pruned = 0;
   for (const auto& c : search::enumerate_layouts(space, facts)) {
     const auto training = p.model.context().precision().default_precision();
-    const Bytes floor = search::stage_memory_floor(c, facts, acts, Bytes(0), p.model.fragmentation(),
+    const Bytes floor = search::stage_memory_floor(c, facts, saved, Bytes(0), p.model.fragmentation(),
                                                    estimate::framework_gradient_bytes(c.config, training));
     CHECK(floor >= search::memory_floor(c, facts));
     if (floor <= p.model.capacity * (1 - p.model.memory_margin())) continue;

@@ -273,11 +273,18 @@ Result<Estimate> estimate(const graph::OpGraph& g, const cost::CostModel& model,
 Result<std::optional<Seconds>> model_parallel_floor(const graph::OpGraph& g, const cost::CostModel& model,
                                                     const ParallelConfig& config, LoweringCache* cache = nullptr);
 
-/// The activations one micro-batch of `g` (the graph's batch) keeps for
-/// backward under `recompute`, whole: the items whose local shares (at
-/// least 1 / (tp cp) of each: a mesh axis splits one dim) a pipeline rank's
-/// stage memory holds per micro-batch in flight. The search's memory floor
-/// divides it by tp cp pp (the mean rank, one micro-batch in flight).
-Bytes saved_activation_bytes(const graph::OpGraph& g, const cost::CostModel& model, cost::RecomputePolicy recompute);
+/// What one micro-batch of `g` (the graph's batch) keeps for backward under
+/// `recompute`, whole (the search's memory floor).
+struct SavedBytes {
+  /// The activations: the items whose local shares (at least 1 / (tp cp) of
+  /// each: a mesh axis splits one dim) a pipeline rank's stage memory holds
+  /// per micro-batch in flight.
+  Bytes activations;
+  /// The cross-entropy buffer (the loss ops' log-probabilities, b s V):
+  /// the last pipeline rank holds its local share (at least 1 / (tp cp)),
+  /// halved by a fused loss, once (m times under GPipe).
+  Bytes loss_buffer;
+};
+SavedBytes saved_bytes(const graph::OpGraph& g, const cost::CostModel& model, cost::RecomputePolicy recompute);
 
 }  // namespace planner::estimate

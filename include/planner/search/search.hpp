@@ -238,16 +238,17 @@ SpaceRanges space_ranges(const std::vector<Candidate>& layouts);
 Bytes memory_floor(const Candidate& c, const ModelFacts& facts);
 
 /// At most the fullest pipeline stage's memory in any estimate of `c`:
-/// memory_floor's state and `activations` (one micro-batch's, whole:
-/// estimate::saved_activation_bytes at c's micro-batch and recompute policy;
-/// a model's experts hold theirs whole under ep, each rank's E/ep experts
-/// taking 1/ep of its ep group's tokens) split over tp x cp and held by the ranks as the
-/// schedule keeps them in flight (at least min(m, pp - r) on rank r under
-/// 1F1B, m under GPipe), plus `fragmentation` x those and the
+/// memory_floor's state and `saved` (one micro-batch's, whole:
+/// estimate::saved_bytes at c's micro-batch and recompute policy) split
+/// over tp x cp: the activations held by the ranks as the schedule keeps
+/// them in flight (at least min(m, pp - r) on rank r under 1F1B, m under
+/// GPipe; a model's experts hold theirs whole under ep, each rank's E/ep
+/// experts taking 1/ep of its ep group's tokens), the loss buffer by the
+/// last rank (halved by a fused loss); plus `fragmentation` x those and the
 /// `reserve` (the CUDA context and communicator buffers) every rank has,
 /// and `gradient_bytes` per local parameter (experts split over ep) the
 /// framework keeps beyond the model state (estimate::framework_gradient_bytes).
-Bytes stage_memory_floor(const Candidate& c, const ModelFacts& facts, Bytes activations, Bytes reserve,
+Bytes stage_memory_floor(const Candidate& c, const ModelFacts& facts, const estimate::SavedBytes& saved, Bytes reserve,
                          double fragmentation, double gradient_bytes);
 
 /// A lower bound on a layout's step time that no inner choice (op
