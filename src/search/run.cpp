@@ -106,9 +106,9 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     c.bound = bounds[c.order].total;
     smallest_state = std::min(smallest_state, memory_floor(c, facts));
     // The ranks also hold their micro-batches' activations in flight, the
-    // last one the loss buffer, the allocator's fragmentation and the context and communicator reserve
-    // (stage_memory_floor): a layout whose fullest rank overflows the
-    // device cannot fit.
+    // last one the loss buffer, the allocator's fragmentation and the
+    // context and communicator reserve (stage_memory_floor): a layout whose
+    // fullest rank overflows the device cannot fit.
     const auto key = std::make_pair(c.config.micro_batch, c.recompute);
     auto it = saved.find(key);
     if (it == saved.end()) {
@@ -331,7 +331,6 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
     for (const auto& c : round)
       if (fit[c.order]) twin_done[*twins[c.order]] = true;
   }
-  r.elapsed_s = elapsed_s();
   if (fitting.empty()) {
     constexpr double kGiB = 1024.0 * 1024 * 1024;
     // "79.21 GiB", or "71.29 GiB (79.21 GiB less the 10 % memory margin)".
@@ -363,15 +362,23 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   // not scored whose model state fits (a scored layout's step is known:
   // the best is at most it, or it does not fit or failed), tightened by
   // its floor where that was worked out or, below the best, is worked out
-  // now (the twin rule's layouts; not when the time ran out).
+  // now (the twin rule's layouts) while the time limit lasts: past it the
+  // untightened bound stands (lower, still a bound) and the search counts
+  // as stopped by the limit, so --time-limit bounds this pass too (a
+  // mixture of experts' lowerings take a second each).
   const double best = fitting.front().estimate.step_time.value;
   auto cover = [&](const std::vector<Candidate>& list) -> Status {
     for (const auto& c : list) {
       if (scored[c.order]) continue;
       double b = std::isnan(tight[c.order]) ? c.bound.value : tight[c.order];
       if (std::isnan(tight[c.order]) && b < best && !stopped && floors) {
-        PLANNER_TRY(const graph::OpGraph* g, graphs(c.config.micro_batch));
-        b = tighten(c, *g);
+        if (elapsed_s() > options.time_limit_s) {
+          r.complete = false;
+          stopped = true;
+        } else {
+          PLANNER_TRY(const graph::OpGraph* g, graphs(c.config.micro_batch));
+          b = tighten(c, *g);
+        }
       }
       space_bound = std::min(space_bound, Seconds(b));
     }
@@ -379,6 +386,7 @@ Result<Outcome> search(const Space& space, const GraphProvider& graphs, const Mo
   };
   PLANNER_TRY_STATUS(cover(live));
   PLANNER_TRY_STATUS(cover(deferred));
+  r.elapsed_s = elapsed_s();
   r.best = std::move(fitting);
   r.lower_bound = std::min(r.best.front().estimate.step_time, space_bound);
   return r;

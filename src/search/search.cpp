@@ -343,14 +343,33 @@ SpaceRanges space_ranges(const std::vector<Candidate>& layouts) {
   return r;
 }
 
+namespace {
+
+// A rank's parameters: split over tp x pp, experts over ep too, only when
+// the model has them (estimate ignores ep otherwise).
+struct LocalParameters {
+  double dense = 0, experts = 0;
+  int ep = 1;
+};
+LocalParameters local_parameters(const Candidate& c, const ModelFacts& facts) {
+  const auto& k = c.config;
+  LocalParameters p;
+  p.ep = facts.experts > 0 ? k.ep : 1;
+  const double expert = p.ep > 1 ? facts.expert_parameters : 0.0;
+  const double split = static_cast<double>(k.tp) * k.pp;
+  p.dense = (facts.parameters - expert) / split;
+  p.experts = expert / (split * p.ep);
+  return p;
+}
+
+}  // namespace
+
 Bytes memory_floor(const Candidate& c, const ModelFacts& facts) {
   const auto& k = c.config;
-  // Experts split over ep only when the model has them (estimate ignores
-  // ep otherwise); their states shard over the dp*cp/ep ranks holding them.
-  const int ep = facts.experts > 0 ? k.ep : 1;
-  const double expert = ep > 1 ? facts.expert_parameters : 0.0;
+  // Expert states shard over the dp*cp/ep ranks holding the same experts.
+  const LocalParameters local = local_parameters(c, facts);
   cost::ParamCounts pc;
-  pc.low_precision = (facts.parameters - expert) / (static_cast<double>(k.tp) * k.pp);
+  pc.low_precision = local.dense;
   cost::OptimizerSetup os;
   os.optimizer = k.optimizer;
   os.sharding = k.state_sharding();
@@ -363,11 +382,11 @@ Bytes memory_floor(const Candidate& c, const ModelFacts& facts) {
   os.state_bytes = k.optimizer_state_bytes;
   os.master = k.master_weights;
   Bytes floor = cost::model_state(pc, os).total();
-  if (expert > 0) {
+  if (local.experts > 0) {
     cost::ParamCounts pe;
-    pe.low_precision = expert / (static_cast<double>(k.tp) * k.pp * ep);
+    pe.low_precision = local.experts;
     cost::OptimizerSetup oe = os;
-    oe.data_parallel = std::max(1, k.dp * k.cp / ep);
+    oe.data_parallel = std::max(1, k.dp * k.cp / local.ep);
     floor += cost::model_state(pe, oe).total();
   }
   return floor;
@@ -391,11 +410,9 @@ Bytes memory_floor(const Candidate& c, const ModelFacts& facts) {
 Bytes stage_memory_floor(const Candidate& c, const ModelFacts& facts, const estimate::SavedBytes& saved, Bytes reserve,
                          double fragmentation, double gradient_bytes) {
   const auto& k = c.config;
-  // The framework's gradient buffers per local parameter: experts split
-  // over ep too (memory_floor).
-  const double expert = facts.experts > 0 && k.ep > 1 ? facts.expert_parameters : 0.0;
-  const double local = (facts.parameters - expert + expert / k.ep) / (static_cast<double>(k.tp) * k.pp);
-  const double state = memory_floor(c, facts).value + gradient_bytes * local;
+  // The framework's gradient buffers per local parameter.
+  const LocalParameters local = local_parameters(c, facts);
+  const double state = memory_floor(c, facts).value + gradient_bytes * (local.dense + local.experts);
   const double a = saved.activations.value / (static_cast<double>(k.tp) * k.cp);
   const double loss = saved.loss_buffer.value / (static_cast<double>(k.tp) * k.cp) * (k.fused_loss ? 0.5 : 1.0);
   const auto m = static_cast<double>(k.micro_batches());

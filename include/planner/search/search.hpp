@@ -389,7 +389,9 @@ struct Outcome {
   std::size_t pruned_twin = 0;
   /// Scored layouts whose estimate does not fit the device (of `scored`).
   std::size_t unfit = 0;
-  bool complete = true;  ///< false when the time limit stopped it
+  /// false when the time limit stopped it: the branch and bound, or the
+  /// tightening of the space's bound after it (the bound then looser).
+  bool complete = true;
   double elapsed_s = 0;
   /// What the enumerated space spans (space_ranges of every enumerated layout).
   SpaceRanges space;
