@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 
 #include "planner/estimate/estimate.hpp"
-#include "planner/graph/analysis.hpp"
 #include "planner/estimate/optimizer_bytes.hpp"
+#include "planner/graph/analysis.hpp"
 #include "step_work.hpp"
 
 namespace planner::estimate {
@@ -181,35 +181,34 @@ void add_advice(Estimate& e, const graph::OpGraph& g, const cost::CostModel& mod
     consider(fmt::format("`zero` {}", z.zero),
              detail::stage_memory(g, model, z, L, model.context().recompute(), in_flight, peak_act));
   }
-  // Another recompute: activations held at the peak scale with the
-  // per-chunk bytes of one micro-batch.
-  auto consider_recompute = [&](std::string change, cost::RecomputePolicy policy,
-                                std::optional<cost::RecomputeModules> modules) {
-    const auto now = detail::chunk_activations(g, model, L, model.context().recompute());
-    const auto then = detail::chunk_activations(g, model, L, policy, modules);
-    std::vector<Bytes> peak = peak_act;
-    for (int r = 0; r < c.pp; ++r) {
-      Bytes a, b;
-      for (int ch = r; ch < L.chunks; ch += c.pp) {
-        a += now[static_cast<std::size_t>(ch)];
-        b += then[static_cast<std::size_t>(ch)];
-      }
-      if (a.value > 0) peak[static_cast<std::size_t>(r)] = peak_act[static_cast<std::size_t>(r)] * (b.value / a.value);
-    }
-    consider(std::move(change), detail::stage_memory(g, model, c, L, policy, in_flight, peak, modules));
-  };
-  if (model.context().recompute() != cost::RecomputePolicy::full)
-    consider_recompute("`recompute` full", cost::RecomputePolicy::full, std::nullopt);
-  // A model with experts: Megatron's MoE modules (selective recompute of
-  // the experts' activation and the pre-MLP norms), where not already on.
+  // Another recompute (from none or selective): activations held at the
+  // peak scale with the per-chunk bytes of one micro-batch.
   const auto rc = model.context().recompute();
-  const auto now = model.context().recompute_modules();
-  cost::RecomputeModules with = cost::RecomputeModules::moe(false);
-  if (rc == cost::RecomputePolicy::selective) with.bits = static_cast<std::uint8_t>(with.bits | now.bits);
-  if (graph::has_expert_activations(g) && rc != cost::RecomputePolicy::full &&
-      !(rc == cost::RecomputePolicy::selective && with == now)) {
-    consider_recompute(fmt::format("`recompute` selective `recompute_modules` {}", with.text()),
-                       cost::RecomputePolicy::selective, with);
+  if (rc != cost::RecomputePolicy::full) {
+    const auto held = detail::chunk_activations(g, model, L, rc);
+    auto consider_recompute = [&](std::string change, cost::RecomputePolicy policy,
+                                  std::optional<cost::RecomputeModules> modules) {
+      const auto then = detail::chunk_activations(g, model, L, policy, modules);
+      std::vector<Bytes> peak = peak_act;
+      for (int r = 0; r < c.pp; ++r) {
+        Bytes a, b;
+        for (int ch = r; ch < L.chunks; ch += c.pp) {
+          a += held[static_cast<std::size_t>(ch)];
+          b += then[static_cast<std::size_t>(ch)];
+        }
+        if (a.value > 0) peak[static_cast<std::size_t>(r)] = peak_act[static_cast<std::size_t>(r)] * (b.value / a.value);
+      }
+      consider(std::move(change), detail::stage_memory(g, model, c, L, policy, in_flight, peak, modules));
+    };
+    consider_recompute("`recompute` full", cost::RecomputePolicy::full, std::nullopt);
+    // A model with experts: Megatron's MoE modules (selective recompute of
+    // the experts' activation and the pre-MLP norms), where not already on.
+    const auto current = model.context().recompute_modules();
+    cost::RecomputeModules with = cost::RecomputeModules::moe(false);
+    if (rc == cost::RecomputePolicy::selective) with.bits = static_cast<std::uint8_t>(with.bits | current.bits);
+    if (graph::has_expert_activations(g) && !(rc == cost::RecomputePolicy::selective && with == current))
+      consider_recompute(fmt::format("`recompute` selective `recompute_modules` {}", with.text()),
+                         cost::RecomputePolicy::selective, with);
   }
   auto try_layout = [&](ParallelConfig alt, const std::string& change) {
     if (!validate(alt).ok()) return;

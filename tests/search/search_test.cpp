@@ -389,9 +389,9 @@ TEST_CASE("search ep: experts that fit only split over ep, memory pruning stays 
   // fake has no reserve) above the device less the profile's margin.
   const auto facts = search::facts_of(g, 64);
   const auto saved = estimate::saved_bytes(g, p.model, cost::RecomputePolicy::none);
+  const auto training = p.model.context().precision().default_precision();
   std::size_t pruned = 0;
   for (const auto& c : search::enumerate_layouts(space, facts)) {
-    const auto training = p.model.context().precision().default_precision();
     const Bytes floor = search::stage_memory_floor(c, facts, saved, Bytes(0), p.model.fragmentation(),
                                                    estimate::framework_gradient_bytes(c.config, training));
     CHECK(floor >= search::memory_floor(c, facts));
